@@ -1,0 +1,1273 @@
+//! A small, fast MCP server speaking newline-delimited JSON-RPC 2.0 over stdio.
+//!
+//! It is the real child process behind the library's integration tests, demo and
+//! benchmark. It deliberately shares no code with the library, so a protocol bug in the
+//! library cannot be hidden by the same bug on this side.
+//!
+//! Design:
+//! - one reader task parses stdin line by line and never waits for a handler: instant
+//!   requests are answered inline, anything that sleeps runs in its own local task;
+//! - one writer owns stdout and writes every line queued so far as one batch;
+//! - all protocol work runs on one thread (`current_thread` runtime + `LocalSet`), so
+//!   state is a plain `RefCell` behind an `Rc`, with no locks.
+//!
+//! tokio's `io-std` feature is not enabled for this crate, so the blocking stdio calls
+//! live on two plain OS threads: one reads raw stdin chunks into a small bounded channel
+//! (a paused reader therefore backs the pipe up, as with direct reads), the other is the
+//! writer. Both threads only move bytes; all parsing and state stay on the runtime.
+
+use std::cell::RefCell;
+use std::collections::{HashMap, HashSet};
+use std::ffi::OsString;
+use std::fs::File;
+use std::io::{self, Read as _, Write as _};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::rc::Rc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use clap::Parser;
+use futures::future::{FutureExt as _, LocalBoxFuture};
+use serde::Serialize;
+use serde_json::{json, Map, Value};
+use tokio::sync::{mpsc, oneshot};
+use tokio::task::{spawn_local, AbortHandle, LocalSet};
+use tokio::time::Instant;
+
+const SERVER_NAME: &str = "actix-mcp-demo-server";
+const SERVER_VERSION: &str = "0.1.0";
+const INSTRUCTIONS: &str = "Demo server for actix-mcp: echo, add, sleep and test tools.";
+/// Versions echoed back when the client asks for them; anything else gets the latest.
+const SUPPORTED_VERSIONS: &[&str] = &["2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"];
+const LATEST_VERSION: &str = "2025-11-25";
+
+const PROGRESS_INTERVAL: Duration = Duration::from_millis(100);
+const SIGTERM_POLL: Duration = Duration::from_millis(20);
+/// Upper bound for `big` / `flood` output, so a typo cannot make the server abort on OOM.
+const MAX_PAYLOAD: usize = 1 << 30;
+/// How much of a bad input line is echoed to stderr.
+const LOG_SNIPPET: usize = 200;
+/// Size of one raw stdin read.
+const STDIN_CHUNK: usize = 64 * 1024;
+/// Raw stdin chunks allowed in flight between the stdin thread and the reader task.
+const STDIN_CHUNKS_IN_FLIGHT: usize = 2;
+
+const INVALID_REQUEST: i64 = -32600;
+const METHOD_NOT_FOUND: i64 = -32601;
+const INVALID_PARAMS: i64 = -32602;
+const INTERNAL_ERROR: i64 = -32603;
+
+/// Lines written by the `garbage` tool: not JSON, not objects, not JSON-RPC, a response
+/// nobody asked for, and finally a valid notification to prove the stream is still in sync.
+const GARBAGE: &str = concat!(
+    "this is not json\n",
+    "[1,2,3]\n",
+    "{\"jsonrpc\":\"2.0\"}\n",
+    "{\"hello\":\"world\"}\n",
+    "{\"jsonrpc\":\"2.0\",\"id\":987654321,\"result\":{}}\n",
+    "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/message\",",
+    "\"params\":{\"level\":\"info\",\"data\":\"between\"}}\n",
+);
+
+// ---------------------------------------------------------------------------------------
+// Command line
+// ---------------------------------------------------------------------------------------
+
+/// Demo MCP server for actix-mcp (newline-delimited JSON-RPC over stdio).
+#[derive(Parser, Debug)]
+#[command(name = "mcp-demo-server", version)]
+struct Cli {
+    /// Append every stdin line, verbatim, to this file (plus `#EOF` / `#SIGTERM` markers).
+    #[arg(long, value_name = "PATH")]
+    journal: Option<PathBuf>,
+
+    /// Answer `initialize` with this protocol version, whatever the client asked for.
+    #[arg(long, value_name = "V")]
+    protocol_version: Option<String>,
+
+    /// Delay the `initialize` response by this many milliseconds.
+    #[arg(long, value_name = "MS", default_value_t = 0)]
+    initialize_delay_ms: u64,
+
+    /// Answer `initialize` with a JSON-RPC error.
+    #[arg(long)]
+    fail_initialize: bool,
+
+    /// Catch SIGTERM, journal it and keep running.
+    #[arg(long)]
+    ignore_sigterm: bool,
+
+    /// On stdin EOF, journal `#EOF` but keep running until killed.
+    #[arg(long)]
+    linger_after_eof: bool,
+}
+
+/// Parses `args` (program name first, as `std::env::args_os()`) and runs the server
+/// until stdin reaches EOF.
+pub fn main_from<I, T>(args: I) -> ExitCode
+where
+    I: IntoIterator<Item = T>,
+    T: Into<OsString> + Clone,
+{
+    let cli = match Cli::try_parse_from(args) {
+        Ok(cli) => cli,
+        Err(err) => {
+            // `--help` and `--version` come through here too, with exit code 0.
+            let _ = err.print();
+            return ExitCode::from(u8::try_from(err.exit_code()).unwrap_or(2));
+        }
+    };
+    // Installed before anything else so a SIGTERM sent right after spawn is caught.
+    if cli.ignore_sigterm {
+        install_sigterm_flag();
+    }
+    let journal = match Journal::create(cli.journal.as_deref()) {
+        Ok(journal) => journal,
+        Err(err) => {
+            eprintln!("mcp-demo-server: cannot create journal: {err}");
+            return ExitCode::from(2);
+        }
+    };
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(err) => {
+            eprintln!("mcp-demo-server: cannot build tokio runtime: {err}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let local = LocalSet::new();
+    let code = local.block_on(&runtime, run(cli, journal));
+    {
+        // Abandoned tasks (running sleeps) are dropped inside the runtime context.
+        let _guard = runtime.enter();
+        drop(local);
+    }
+    // Nothing blocking should be left in tokio's pool, but never hang on the way out.
+    runtime.shutdown_background();
+    code
+}
+
+async fn run(cli: Cli, journal: Journal) -> ExitCode {
+    let journal = Rc::new(journal);
+    let (out_tx, out_rx) = mpsc::unbounded_channel();
+    let threads = spawn_thread("mcp-demo-stdout", move || write_loop(out_rx))
+        .and_then(|()| spawn_stdin_reader());
+    let stdin = match threads {
+        Ok(stdin) => stdin,
+        Err(err) => {
+            eprintln!("{SERVER_NAME}: cannot start stdio threads: {err}");
+            return ExitCode::FAILURE;
+        }
+    };
+    if cli.ignore_sigterm {
+        spawn_local(watch_sigterm(Rc::clone(&journal)));
+    }
+    eprintln!(
+        "{SERVER_NAME} {SERVER_VERSION}: ready (pid {})",
+        std::process::id()
+    );
+
+    let server = Rc::new(Server {
+        cli,
+        journal,
+        out: out_tx,
+        state: RefCell::default(),
+        tools: tool_list(),
+    });
+    let code = server.read_loop(stdin).await;
+
+    server.journal.record(b"#EOF");
+    // Whatever was answered before EOF must still reach the client.
+    server.flush().await;
+    if server.cli.linger_after_eof {
+        eprintln!("{SERVER_NAME}: stdin closed, lingering (--linger-after-eof)");
+        std::future::pending::<()>().await;
+    }
+    code
+}
+
+// ---------------------------------------------------------------------------------------
+// Journal and SIGTERM
+// ---------------------------------------------------------------------------------------
+
+/// Synchronous, unbuffered record of every input line, so tests can see exactly what the
+/// client sent even if the process is killed a moment later.
+struct Journal {
+    file: Option<File>,
+}
+
+impl Journal {
+    fn create(path: Option<&Path>) -> io::Result<Self> {
+        let file = path.map(File::create).transpose()?;
+        Ok(Self { file })
+    }
+
+    fn record(&self, line: &[u8]) {
+        let Some(file) = &self.file else { return };
+        // One write_all per entry keeps an entry in one piece.
+        let mut entry = Vec::with_capacity(line.len() + 1);
+        entry.extend_from_slice(line);
+        entry.push(b'\n');
+        if let Err(err) = (&*file).write_all(&entry) {
+            eprintln!("{SERVER_NAME}: journal write failed: {err}");
+        }
+    }
+}
+
+static SIGTERM_RECEIVED: AtomicBool = AtomicBool::new(false);
+
+extern "C" fn on_sigterm(_signal: libc::c_int) {
+    // Only async-signal-safe work here: the runtime polls the flag.
+    SIGTERM_RECEIVED.store(true, Ordering::SeqCst);
+}
+
+fn install_sigterm_flag() {
+    let handler = on_sigterm as extern "C" fn(libc::c_int);
+    // SAFETY: the handler only stores to a static atomic, which is async-signal-safe.
+    let previous = unsafe { libc::signal(libc::SIGTERM, handler as libc::sighandler_t) };
+    if previous == libc::SIG_ERR {
+        eprintln!(
+            "{SERVER_NAME}: cannot install SIGTERM handler: {}",
+            io::Error::last_os_error()
+        );
+    }
+}
+
+/// Journals each SIGTERM (signals arriving within one poll period coalesce) and
+/// otherwise ignores it.
+async fn watch_sigterm(journal: Rc<Journal>) {
+    let mut tick = tokio::time::interval(SIGTERM_POLL);
+    loop {
+        tick.tick().await;
+        if SIGTERM_RECEIVED.swap(false, Ordering::SeqCst) {
+            eprintln!("{SERVER_NAME}: SIGTERM received and ignored");
+            journal.record(b"#SIGTERM");
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Writer
+// ---------------------------------------------------------------------------------------
+
+enum Outgoing {
+    /// One or more complete, newline-terminated JSON lines.
+    Line(Vec<u8>),
+    /// Acknowledged once everything queued before it has been flushed to stdout.
+    Flush(oneshot::Sender<()>),
+    /// Flush everything queued before it, then exit the process (the `crash` tool).
+    Exit(i32),
+}
+
+fn spawn_thread(name: &str, body: impl FnOnce() + Send + 'static) -> io::Result<()> {
+    std::thread::Builder::new()
+        .name(name.to_owned())
+        .spawn(body)
+        .map(drop)
+}
+
+/// Sole owner of stdout (runs on its own thread): drains whatever is queued into one
+/// buffer and writes it with a single `write_all` + `flush`, so a burst of responses
+/// costs one write.
+fn write_loop(mut rx: mpsc::UnboundedReceiver<Outgoing>) {
+    let mut stdout = io::stdout().lock();
+    let mut batch: Vec<u8> = Vec::with_capacity(64 * 1024);
+    let mut acks = Vec::new();
+    // After a write error (client closed its end) output is discarded, but Flush and
+    // Exit are still honoured so nobody waits forever.
+    let mut broken = false;
+
+    while let Some(first) = rx.blocking_recv() {
+        let mut exit = None;
+        let mut next = Some(first);
+        while let Some(item) = next {
+            match item {
+                Outgoing::Line(line) => batch.extend_from_slice(&line),
+                Outgoing::Flush(ack) => acks.push(ack),
+                Outgoing::Exit(code) => {
+                    exit = Some(code);
+                    break;
+                }
+            }
+            next = rx.try_recv().ok();
+        }
+
+        if !broken && !batch.is_empty() {
+            if let Err(err) = stdout.write_all(&batch).and_then(|()| stdout.flush()) {
+                eprintln!("{SERVER_NAME}: stdout write failed, discarding output: {err}");
+                broken = true;
+            }
+        }
+        batch.clear();
+        if batch.capacity() > 8 * 1024 * 1024 {
+            // Do not keep a `big`/`flood`-sized buffer around for the rest of the run.
+            batch.shrink_to(64 * 1024);
+        }
+        for ack in acks.drain(..) {
+            let _ = ack.send(());
+        }
+        if let Some(code) = exit {
+            std::process::exit(code);
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Reader
+// ---------------------------------------------------------------------------------------
+
+type StdinChunk = io::Result<Vec<u8>>;
+
+/// Starts the thread doing the blocking stdin reads. The channel closes at EOF; a read
+/// error is forwarded and ends the stream.
+fn spawn_stdin_reader() -> io::Result<mpsc::Receiver<StdinChunk>> {
+    let (tx, rx) = mpsc::channel(STDIN_CHUNKS_IN_FLIGHT);
+    spawn_thread("mcp-demo-stdin", move || {
+        let mut stdin = io::stdin().lock();
+        let mut buf = vec![0; STDIN_CHUNK];
+        loop {
+            let chunk = match stdin.read(&mut buf) {
+                Ok(0) => return,
+                Ok(n) => Ok(buf[..n].to_vec()),
+                Err(err) if err.kind() == io::ErrorKind::Interrupted => continue,
+                Err(err) => Err(err),
+            };
+            let failed = chunk.is_err();
+            // Blocks while the reader task is behind (e.g. `pause_reading`).
+            if tx.blocking_send(chunk).is_err() || failed {
+                return;
+            }
+        }
+    })?;
+    Ok(rx)
+}
+
+/// Splits the raw stdin chunks into lines.
+struct StdinLines {
+    chunks: mpsc::Receiver<StdinChunk>,
+    buf: Vec<u8>,
+    /// Start of the not yet returned part of `buf`.
+    pos: usize,
+    /// `buf[pos..scanned]` is known to hold no newline.
+    scanned: usize,
+    eof: bool,
+}
+
+impl StdinLines {
+    fn new(chunks: mpsc::Receiver<StdinChunk>) -> Self {
+        Self {
+            chunks,
+            buf: Vec::with_capacity(STDIN_CHUNK),
+            pos: 0,
+            scanned: 0,
+            eof: false,
+        }
+    }
+
+    /// The next line without its `\n` (a final unterminated line is returned too), or
+    /// `None` at EOF.
+    async fn next_line(&mut self) -> io::Result<Option<&[u8]>> {
+        loop {
+            if let Some(offset) = self.buf[self.scanned..].iter().position(|&b| b == b'\n') {
+                let (start, end) = (self.pos, self.scanned + offset);
+                self.pos = end + 1;
+                self.scanned = self.pos;
+                return Ok(Some(&self.buf[start..end]));
+            }
+            if self.eof {
+                if self.pos == self.buf.len() {
+                    return Ok(None);
+                }
+                let start = self.pos;
+                self.pos = self.buf.len();
+                self.scanned = self.pos;
+                return Ok(Some(&self.buf[start..]));
+            }
+            // Need more input: drop the consumed prefix, then append the next chunk.
+            self.buf.drain(..self.pos);
+            self.pos = 0;
+            self.scanned = self.buf.len();
+            match self.chunks.recv().await {
+                Some(Ok(chunk)) if self.buf.is_empty() => self.buf = chunk,
+                Some(Ok(chunk)) => self.buf.extend_from_slice(&chunk),
+                Some(Err(err)) => return Err(err),
+                None => self.eof = true,
+            }
+        }
+    }
+}
+
+#[derive(Serialize)]
+struct ResultMsg<'a> {
+    jsonrpc: &'static str,
+    id: &'a Value,
+    result: &'a Value,
+}
+
+#[derive(Serialize)]
+struct ErrorMsg<'a> {
+    jsonrpc: &'static str,
+    id: &'a Value,
+    error: ErrorBody<'a>,
+}
+
+#[derive(Serialize)]
+struct ErrorBody<'a> {
+    code: i64,
+    message: &'a str,
+}
+
+/// Compact JSON plus the line terminator; empty if serialization fails (it cannot for
+/// these types, but a failure must not take the server down).
+fn encode<T: Serialize>(message: &T) -> Vec<u8> {
+    match serde_json::to_vec(message) {
+        Ok(mut line) => {
+            line.push(b'\n');
+            line
+        }
+        Err(err) => {
+            eprintln!("{SERVER_NAME}: cannot serialize message: {err}");
+            Vec::new()
+        }
+    }
+}
+
+fn notification(method: &str, params: Value) -> Vec<u8> {
+    encode(&json!({"jsonrpc": "2.0", "method": method, "params": params}))
+}
+
+// ---------------------------------------------------------------------------------------
+// Server state and dispatch
+// ---------------------------------------------------------------------------------------
+
+/// A JSON-RPC outcome: a result, or an error code and message.
+type Reply = Result<Value, (i64, String)>;
+
+/// What handling a request asks the reader to do.
+enum Step {
+    /// Answer now (instant handlers).
+    Reply(Reply),
+    /// Answer from a local task once `task` completes.
+    Spawn {
+        task: LocalBoxFuture<'static, Reply>,
+        cancellable: bool,
+    },
+    /// Answer now, then stop reading stdin for a while.
+    PauseReading(Reply, Duration),
+    /// Flush stdout and exit with this code, without answering.
+    Crash(i32),
+}
+
+/// What the reader does after a line.
+enum Control {
+    Continue,
+    Pause(Duration),
+    Halt,
+}
+
+#[derive(Default)]
+struct Counters {
+    requests: u64,
+    responses: u64,
+    cancels: u64,
+    cancels_matched: u64,
+    cancels_ahead: u64,
+    cancels_unknown: u64,
+    late_responses: u64,
+}
+
+/// A request being answered by a spawned task.
+struct Running {
+    /// `None` for tasks that deliberately ignore cancellation (`late`).
+    abort: Option<AbortHandle>,
+    /// A cancel named this request (only visible on tasks that keep running).
+    cancelled: bool,
+}
+
+#[derive(Default)]
+struct State {
+    counters: Counters,
+    /// Keyed by the canonical JSON text of the request id, so `1` and `"1"` differ.
+    running: HashMap<String, Running>,
+    /// Every request id ever received, to tell "cancel too late" from "cancel too early".
+    seen: HashSet<String>,
+    /// Ids named by a cancel before any request used them, with the number of such cancels.
+    cancelled_unseen: HashMap<String, u64>,
+    /// Server-to-client requests (`srv-N`) waiting for the client's response.
+    waiters: HashMap<String, oneshot::Sender<Value>>,
+    next_srv_id: u64,
+    initialized: bool,
+    protocol_version: Option<String>,
+}
+
+struct Server {
+    cli: Cli,
+    journal: Rc<Journal>,
+    out: mpsc::UnboundedSender<Outgoing>,
+    state: RefCell<State>,
+    /// The `tools/list` result, built once.
+    tools: Value,
+}
+
+impl Server {
+    async fn read_loop(self: &Rc<Self>, stdin: mpsc::Receiver<StdinChunk>) -> ExitCode {
+        let mut lines = StdinLines::new(stdin);
+        loop {
+            let line = match lines.next_line().await {
+                Ok(Some(line)) => line,
+                Ok(None) => return ExitCode::SUCCESS,
+                Err(err) => {
+                    eprintln!("{SERVER_NAME}: stdin read failed: {err}");
+                    return ExitCode::FAILURE;
+                }
+            };
+            // Journal first: the record must exist even if handling the line kills us.
+            self.journal.record(line);
+            match self.handle_line(line) {
+                Control::Continue => {}
+                Control::Pause(duration) => tokio::time::sleep(duration).await,
+                // The writer is about to exit the process; read nothing more.
+                Control::Halt => std::future::pending::<()>().await,
+            }
+        }
+    }
+
+    fn handle_line(self: &Rc<Self>, line: &[u8]) -> Control {
+        let message = match serde_json::from_slice::<Value>(line) {
+            Ok(Value::Object(message)) => message,
+            Ok(_) => {
+                log_skipped("not a JSON object", line);
+                return Control::Continue;
+            }
+            Err(err) => {
+                log_skipped(&format!("invalid JSON ({err})"), line);
+                return Control::Continue;
+            }
+        };
+        let mut message = message;
+        let id = message.remove("id").filter(|id| !id.is_null());
+        match (message.remove("method"), id) {
+            (Some(Value::String(method)), Some(id)) => {
+                let params = message.remove("params").unwrap_or(Value::Null);
+                self.handle_request(id, &method, params)
+            }
+            (Some(Value::String(method)), None) => {
+                self.handle_notification(&method, message.get("params"));
+                Control::Continue
+            }
+            (None, Some(id)) if message.contains_key("result") || message.contains_key("error") => {
+                message.insert("id".to_owned(), id);
+                self.route_client_response(message);
+                Control::Continue
+            }
+            _ => {
+                log_skipped("not a JSON-RPC request, notification or response", line);
+                Control::Continue
+            }
+        }
+    }
+
+    fn handle_request(self: &Rc<Self>, id: Value, method: &str, params: Value) -> Control {
+        let key = id.to_string();
+        let duplicate = {
+            let mut state = self.state.borrow_mut();
+            let state = &mut *state;
+            state.counters.requests += 1;
+            let duplicate = state.running.contains_key(&key);
+            if !duplicate {
+                if let Some(cancels) = state.cancelled_unseen.remove(&key) {
+                    // A cancel overtook this request; count it, then serve it normally.
+                    state.counters.cancels_ahead += 1;
+                    state.counters.cancels_unknown -= cancels;
+                }
+                state.seen.insert(key.clone());
+            }
+            duplicate
+        };
+        if duplicate {
+            let message = format!("request id {key} is already in use by a running request");
+            self.respond(&id, &Err((INVALID_REQUEST, message)));
+            return Control::Continue;
+        }
+
+        let step = match method {
+            "initialize" => self.initialize(&params),
+            "ping" => Step::Reply(Ok(json!({}))),
+            "tools/list" => {
+                // Serialized straight from the cache: no clone of the list per call.
+                self.respond_result(&id, &self.tools);
+                return Control::Continue;
+            }
+            "tools/call" => self.call_tool(params),
+            _ => Step::Reply(Err((
+                METHOD_NOT_FOUND,
+                format!("method not found: {method}"),
+            ))),
+        };
+
+        match step {
+            Step::Reply(reply) => {
+                self.respond(&id, &reply);
+                Control::Continue
+            }
+            Step::Spawn { task, cancellable } => {
+                self.spawn_request(id, key, task, cancellable);
+                Control::Continue
+            }
+            Step::PauseReading(reply, duration) => {
+                self.respond(&id, &reply);
+                Control::Pause(duration)
+            }
+            Step::Crash(code) => {
+                eprintln!("{SERVER_NAME}: crash requested, exiting with code {code}");
+                if self.out.send(Outgoing::Exit(code)).is_err() {
+                    std::process::exit(code);
+                }
+                Control::Halt
+            }
+        }
+    }
+
+    fn handle_notification(&self, method: &str, params: Option<&Value>) {
+        match method {
+            "notifications/initialized" => self.state.borrow_mut().initialized = true,
+            "notifications/cancelled" => self.cancel(params),
+            // JSON-RPC: unknown notifications are ignored, never answered.
+            _ => {}
+        }
+    }
+
+    fn cancel(&self, params: Option<&Value>) {
+        let mut state = self.state.borrow_mut();
+        let state = &mut *state;
+        state.counters.cancels += 1;
+        let Some(request_id) = params.and_then(|params| params.get("requestId")) else {
+            eprintln!("{SERVER_NAME}: notifications/cancelled without requestId");
+            return;
+        };
+        let key = request_id.to_string();
+        match state.running.get_mut(&key) {
+            Some(task) => {
+                state.counters.cancels_matched += 1;
+                task.cancelled = true;
+                if let Some(abort) = &task.abort {
+                    // Dropping the task means no response and no further progress.
+                    abort.abort();
+                    state.running.remove(&key);
+                }
+            }
+            None if !state.seen.contains(&key) => {
+                *state.cancelled_unseen.entry(key).or_insert(0) += 1;
+                state.counters.cancels_unknown += 1;
+            }
+            // Already answered: the cancel lost the race, which is normal.
+            None => {}
+        }
+    }
+
+    /// Hands a client response to the `ping_client` / `ask_client` task waiting for it.
+    fn route_client_response(&self, message: Map<String, Value>) {
+        let waiter = match message.get("id") {
+            Some(Value::String(id)) if id.starts_with("srv-") => {
+                self.state.borrow_mut().waiters.remove(id)
+            }
+            _ => None,
+        };
+        match waiter {
+            // A send error only means the waiting task was cancelled meanwhile.
+            Some(waiter) => drop(waiter.send(Value::Object(message))),
+            None => eprintln!(
+                "{SERVER_NAME}: ignoring response to unknown request {}",
+                message.get("id").unwrap_or(&Value::Null)
+            ),
+        }
+    }
+
+    fn spawn_request(
+        self: &Rc<Self>,
+        id: Value,
+        key: String,
+        task: LocalBoxFuture<'static, Reply>,
+        cancellable: bool,
+    ) {
+        let server = Rc::clone(self);
+        let task_key = key.clone();
+        let handle = spawn_local(async move {
+            let reply = task.await;
+            let finished = server.state.borrow_mut().running.remove(&task_key);
+            if finished.is_some_and(|task| task.cancelled) {
+                server.state.borrow_mut().counters.late_responses += 1;
+            }
+            server.respond(&id, &reply);
+        });
+        // The task cannot run before this insert: it is only polled once the reader yields.
+        self.state.borrow_mut().running.insert(
+            key,
+            Running {
+                abort: cancellable.then(|| handle.abort_handle()),
+                cancelled: false,
+            },
+        );
+    }
+
+    /// Queues a response (or error) for a client request.
+    fn respond(&self, id: &Value, reply: &Reply) {
+        match reply {
+            Ok(result) => self.respond_result(id, result),
+            Err((code, message)) => {
+                self.state.borrow_mut().counters.responses += 1;
+                self.send(encode(&ErrorMsg {
+                    jsonrpc: "2.0",
+                    id,
+                    error: ErrorBody {
+                        code: *code,
+                        message,
+                    },
+                }));
+            }
+        }
+    }
+
+    fn respond_result(&self, id: &Value, result: &Value) {
+        self.state.borrow_mut().counters.responses += 1;
+        self.send(encode(&ResultMsg {
+            jsonrpc: "2.0",
+            id,
+            result,
+        }));
+    }
+
+    /// Queues raw lines for stdout.
+    fn send(&self, lines: Vec<u8>) {
+        // A send error means the writer is gone (stdout closed): nobody can read it anyway.
+        if !lines.is_empty() {
+            let _ = self.out.send(Outgoing::Line(lines));
+        }
+    }
+
+    async fn flush(&self) {
+        let (ack, done) = oneshot::channel();
+        if self.out.send(Outgoing::Flush(ack)).is_ok() {
+            let _ = done.await;
+        }
+    }
+
+    // -----------------------------------------------------------------------------------
+    // Methods
+    // -----------------------------------------------------------------------------------
+
+    fn initialize(self: &Rc<Self>, params: &Value) -> Step {
+        let requested = params.get("protocolVersion").and_then(Value::as_str);
+        let version = match (&self.cli.protocol_version, requested) {
+            (Some(forced), _) => forced.clone(),
+            (None, Some(asked)) if SUPPORTED_VERSIONS.contains(&asked) => asked.to_owned(),
+            _ => LATEST_VERSION.to_owned(),
+        };
+        let delay = self.cli.initialize_delay_ms;
+        if delay == 0 {
+            return Step::Reply(self.finish_initialize(version));
+        }
+        let server = Rc::clone(self);
+        Step::Spawn {
+            task: async move {
+                tokio::time::sleep(Duration::from_millis(delay)).await;
+                server.finish_initialize(version)
+            }
+            .boxed_local(),
+            cancellable: true,
+        }
+    }
+
+    fn finish_initialize(&self, version: String) -> Reply {
+        if self.cli.fail_initialize {
+            return Err((INTERNAL_ERROR, "initialize refused".to_owned()));
+        }
+        self.state.borrow_mut().protocol_version = Some(version.clone());
+        Ok(json!({
+            "protocolVersion": version,
+            "capabilities": {"tools": {"listChanged": false}},
+            "serverInfo": {"name": SERVER_NAME, "version": SERVER_VERSION},
+            "instructions": INSTRUCTIONS,
+        }))
+    }
+
+    fn call_tool(self: &Rc<Self>, params: Value) -> Step {
+        let Value::Object(mut params) = params else {
+            return Step::Reply(Err((
+                INVALID_PARAMS,
+                "tools/call params must be an object".to_owned(),
+            )));
+        };
+        let Some(Value::String(name)) = params.remove("name") else {
+            return Step::Reply(Err((
+                INVALID_PARAMS,
+                "tools/call needs a string `name`".to_owned(),
+            )));
+        };
+        let args = match params.remove("arguments") {
+            None | Some(Value::Null) => Map::new(),
+            Some(Value::Object(args)) => args,
+            Some(_) if !is_tool(&name) => Map::new(),
+            Some(_) => return Step::Reply(Ok(tool_error("`arguments` must be an object"))),
+        };
+        let progress_token = params
+            .get("_meta")
+            .and_then(|meta| meta.get("progressToken"))
+            .filter(|token| !token.is_null())
+            .cloned();
+        match self.run_tool(&name, &args, progress_token) {
+            Ok(step) => step,
+            // Bad arguments are a tool-level failure, reported to the model, not a protocol error.
+            Err(problem) => Step::Reply(Ok(tool_error(&problem))),
+        }
+    }
+
+    fn run_tool(
+        self: &Rc<Self>,
+        name: &str,
+        args: &Map<String, Value>,
+        progress_token: Option<Value>,
+    ) -> Result<Step, String> {
+        let step = match name {
+            "echo" => Step::Reply(Ok(text_result(str_arg(args, "text")?))),
+            "add" => {
+                let sum = num_arg(args, "a")? + num_arg(args, "b")?;
+                Step::Reply(Ok(structured_result(sum.to_string(), json!({"sum": sum}))))
+            }
+            "sleep" => {
+                let ms = u64_arg(args, "ms", None)?;
+                Step::Spawn {
+                    task: sleep_tool(Rc::clone(self), ms, progress_token).boxed_local(),
+                    cancellable: true,
+                }
+            }
+            "late" => {
+                let ms = u64_arg(args, "ms", None)?;
+                Step::Spawn {
+                    task: async move {
+                        tokio::time::sleep(Duration::from_millis(ms)).await;
+                        Ok(text_result(&format!("late {ms}")))
+                    }
+                    .boxed_local(),
+                    // Deliberately answers after a cancel, to exercise the client's filtering.
+                    cancellable: false,
+                }
+            }
+            "stats" => {
+                let stats = self.stats();
+                Step::Reply(Ok(structured_result(stats.to_string(), stats)))
+            }
+            "pid" => {
+                let pid = std::process::id();
+                Step::Reply(Ok(structured_result(pid.to_string(), json!({"pid": pid}))))
+            }
+            "crash" => {
+                let code = match args.get("code") {
+                    None | Some(Value::Null) => 1,
+                    Some(code) => code
+                        .as_i64()
+                        .and_then(|code| i32::try_from(code).ok())
+                        .ok_or_else(|| format!("argument `code` must be an i32, got {code}"))?,
+                };
+                Step::Crash(code)
+            }
+            "flood" => {
+                let count = u64_arg(args, "count", None)?;
+                let size = size_arg(args, "size", Some(0))?;
+                self.flood(count, size)?;
+                Step::Reply(Ok(text_result(&format!("flooded {count}"))))
+            }
+            "big" => {
+                let bytes = size_arg(args, "bytes", None)?;
+                Step::Reply(Ok(text_result(&"x".repeat(bytes))))
+            }
+            "garbage" => {
+                self.send(GARBAGE.as_bytes().to_vec());
+                Step::Reply(Ok(text_result("garbage sent")))
+            }
+            "stderr" => {
+                let text = str_arg(args, "text")?;
+                let lines = u64_arg(args, "lines", Some(1))?;
+                let mut stderr = io::stderr().lock();
+                for _ in 0..lines {
+                    let _ = writeln!(stderr, "{text}");
+                }
+                let _ = stderr.flush();
+                Step::Reply(Ok(text_result(&format!("wrote {lines}"))))
+            }
+            "ping_client" => Step::Spawn {
+                task: ask_client(Rc::clone(self), "ping".to_owned(), None).boxed_local(),
+                cancellable: true,
+            },
+            "ask_client" => {
+                let method = str_arg(args, "method")?.to_owned();
+                let params = args.get("params").filter(|p| !p.is_null()).cloned();
+                Step::Spawn {
+                    task: ask_client(Rc::clone(self), method, params).boxed_local(),
+                    cancellable: true,
+                }
+            }
+            "cancel_foreign" => {
+                let request_id = match args.get("request_id") {
+                    Some(id @ (Value::Number(_) | Value::String(_))) => id.clone(),
+                    _ => return Err("argument `request_id` must be a number or a string".into()),
+                };
+                self.send(notification(
+                    "notifications/cancelled",
+                    json!({"requestId": request_id, "reason": "foreign"}),
+                ));
+                Step::Reply(Ok(text_result("sent")))
+            }
+            "pause_reading" => {
+                let ms = u64_arg(args, "ms", None)?;
+                Step::PauseReading(Ok(text_result("paused")), Duration::from_millis(ms))
+            }
+            "env" => {
+                let name = str_arg(args, "name")?;
+                // std may panic on such names; they can never be set anyway.
+                if name.is_empty() || name.contains(['=', '\0']) {
+                    return Err(format!("invalid environment variable name: {name:?}"));
+                }
+                let value = std::env::var_os(name)
+                    .map(|value| value.to_string_lossy().into_owned())
+                    .unwrap_or_default();
+                Step::Reply(Ok(text_result(&value)))
+            }
+            "cwd" => {
+                let cwd = std::env::current_dir()
+                    .map_err(|err| format!("cannot read current directory: {err}"))?;
+                Step::Reply(Ok(text_result(&cwd.display().to_string())))
+            }
+            _ => Step::Reply(Err((INVALID_PARAMS, format!("unknown tool: {name}")))),
+        };
+        Ok(step)
+    }
+
+    fn stats(&self) -> Value {
+        let state = self.state.borrow();
+        let counters = &state.counters;
+        let pending = state
+            .running
+            .values()
+            .filter(|task| !task.cancelled)
+            .count();
+        json!({
+            "requests": counters.requests,
+            "responses": counters.responses,
+            "cancels": counters.cancels,
+            "cancels_matched": counters.cancels_matched,
+            "cancels_ahead": counters.cancels_ahead,
+            "cancels_unknown": counters.cancels_unknown,
+            "pending": pending,
+            "late_responses": counters.late_responses,
+            "initialized": state.initialized,
+            "protocol_version": state.protocol_version,
+        })
+    }
+
+    /// Queues `count` log notifications ahead of the `flood` response.
+    fn flood(&self, count: u64, size: usize) -> Result<(), String> {
+        let line = notification(
+            "notifications/message",
+            json!({"level": "info", "logger": "flood", "data": "x".repeat(size)}),
+        );
+        let count = usize::try_from(count).map_err(|_| "`count` is too large".to_owned())?;
+        let total = line
+            .len()
+            .checked_mul(count)
+            .filter(|total| *total <= MAX_PAYLOAD)
+            .ok_or_else(|| {
+                format!("flood of {count} x {size} bytes exceeds {MAX_PAYLOAD} bytes")
+            })?;
+        // Chunked so the writer can start on the first part while the rest is built.
+        const CHUNK: usize = 256 * 1024;
+        let mut chunk = Vec::with_capacity(total.min(CHUNK + line.len()));
+        for _ in 0..count {
+            chunk.extend_from_slice(&line);
+            if chunk.len() >= CHUNK {
+                self.send(std::mem::take(&mut chunk));
+            }
+        }
+        self.send(chunk);
+        Ok(())
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Tools that run in their own task
+// ---------------------------------------------------------------------------------------
+
+async fn sleep_tool(server: Rc<Server>, ms: u64, progress_token: Option<Value>) -> Reply {
+    let start = Instant::now();
+    let end = deadline(start, ms);
+    if let Some(token) = progress_token {
+        let mut last = 0;
+        let mut next = start + PROGRESS_INTERVAL;
+        while next < end {
+            tokio::time::sleep_until(next).await;
+            let elapsed = u64::try_from(start.elapsed().as_millis()).unwrap_or(u64::MAX);
+            if elapsed >= ms {
+                // Late wake-up: the final answer is due now, not another progress.
+                break;
+            }
+            // Strictly increasing even if the clock reading were to repeat.
+            let progress = elapsed.max(last + 1);
+            last = progress;
+            server.send(notification(
+                "notifications/progress",
+                json!({
+                    "progressToken": &token,
+                    "progress": progress,
+                    "total": ms,
+                    "message": format!("slept {progress} ms"),
+                }),
+            ));
+            next += PROGRESS_INTERVAL;
+        }
+    }
+    tokio::time::sleep_until(end).await;
+    Ok(text_result(&format!("slept {ms} ms")))
+}
+
+/// Sends a server-to-client request and answers with the client's whole response.
+async fn ask_client(server: Rc<Server>, method: String, params: Option<Value>) -> Reply {
+    let (waiter, response) = oneshot::channel();
+    let srv_id = {
+        let mut state = server.state.borrow_mut();
+        state.next_srv_id += 1;
+        let srv_id = format!("srv-{}", state.next_srv_id);
+        state.waiters.insert(srv_id.clone(), waiter);
+        srv_id
+    };
+    let mut request = json!({"jsonrpc": "2.0", "id": srv_id, "method": method});
+    if let (Some(params), Value::Object(request)) = (params, &mut request) {
+        request.insert("params".to_owned(), params);
+    }
+    server.send(encode(&request));
+    match response.await {
+        Ok(response) => Ok(structured_result(
+            response.to_string(),
+            json!({"response": response}),
+        )),
+        Err(_) => Ok(tool_error("no response from the client")),
+    }
+}
+
+/// `start + ms`, saturating far in the future instead of overflowing `Instant`.
+fn deadline(start: Instant, ms: u64) -> Instant {
+    start
+        .checked_add(Duration::from_millis(ms))
+        .unwrap_or_else(|| start + Duration::from_secs(30 * 365 * 86_400))
+}
+
+// ---------------------------------------------------------------------------------------
+// Helpers: tool results, arguments, tool list
+// ---------------------------------------------------------------------------------------
+
+fn text_result(text: &str) -> Value {
+    json!({"content": [{"type": "text", "text": text}]})
+}
+
+fn structured_result(text: String, structured: Value) -> Value {
+    json!({"content": [{"type": "text", "text": text}], "structuredContent": structured})
+}
+
+fn tool_error(problem: &str) -> Value {
+    json!({"content": [{"type": "text", "text": problem}], "isError": true})
+}
+
+fn str_arg<'a>(args: &'a Map<String, Value>, name: &str) -> Result<&'a str, String> {
+    match args.get(name) {
+        Some(Value::String(value)) => Ok(value),
+        None | Some(Value::Null) => Err(format!("missing string argument `{name}`")),
+        Some(other) => Err(format!("argument `{name}` must be a string, got {other}")),
+    }
+}
+
+fn num_arg(args: &Map<String, Value>, name: &str) -> Result<f64, String> {
+    match args.get(name) {
+        Some(Value::Number(value)) => value
+            .as_f64()
+            .ok_or_else(|| format!("argument `{name}` is not a finite number")),
+        None | Some(Value::Null) => Err(format!("missing number argument `{name}`")),
+        Some(other) => Err(format!("argument `{name}` must be a number, got {other}")),
+    }
+}
+
+/// A non-negative integer argument; `default` makes it optional.
+fn u64_arg(args: &Map<String, Value>, name: &str, default: Option<u64>) -> Result<u64, String> {
+    match args.get(name) {
+        None | Some(Value::Null) => {
+            default.ok_or_else(|| format!("missing integer argument `{name}`"))
+        }
+        Some(value) => value.as_u64().ok_or_else(|| {
+            format!("argument `{name}` must be a non-negative integer, got {value}")
+        }),
+    }
+}
+
+/// A byte count, bounded by `MAX_PAYLOAD`.
+fn size_arg(args: &Map<String, Value>, name: &str, default: Option<u64>) -> Result<usize, String> {
+    let value = u64_arg(args, name, default)?;
+    usize::try_from(value)
+        .ok()
+        .filter(|size| *size <= MAX_PAYLOAD)
+        .ok_or_else(|| format!("argument `{name}` must be at most {MAX_PAYLOAD}, got {value}"))
+}
+
+fn log_skipped(why: &str, line: &[u8]) {
+    let snippet = &line[..line.len().min(LOG_SNIPPET)];
+    eprintln!(
+        "{SERVER_NAME}: skipping input line, {why}: {}",
+        String::from_utf8_lossy(snippet)
+    );
+}
+
+const TOOL_NAMES: &[&str] = &[
+    "echo",
+    "add",
+    "sleep",
+    "late",
+    "stats",
+    "pid",
+    "crash",
+    "flood",
+    "big",
+    "garbage",
+    "stderr",
+    "ping_client",
+    "ask_client",
+    "cancel_foreign",
+    "pause_reading",
+    "env",
+    "cwd",
+];
+
+fn is_tool(name: &str) -> bool {
+    TOOL_NAMES.contains(&name)
+}
+
+fn tool_list() -> Value {
+    fn tool(name: &str, description: &str, properties: Value, required: &[&str]) -> Value {
+        json!({
+            "name": name,
+            "description": description,
+            "inputSchema": {"type": "object", "properties": properties, "required": required},
+        })
+    }
+    let integer =
+        |description: &str| json!({"type": "integer", "minimum": 0, "description": description});
+    let string = |description: &str| json!({"type": "string", "description": description});
+    let tools = vec![
+        tool(
+            "echo",
+            "Return the given text unchanged.",
+            json!({"text": string("Text to echo back.")}),
+            &["text"],
+        ),
+        tool(
+            "add",
+            "Add two numbers; the sum is also returned as structured content.",
+            json!({
+                "a": {"type": "number", "description": "First addend."},
+                "b": {"type": "number", "description": "Second addend."},
+            }),
+            &["a", "b"],
+        ),
+        tool(
+            "sleep",
+            "Sleep for `ms` milliseconds, reporting progress every 100 ms when a progress token is given. Cancellable.",
+            json!({"ms": integer("How long to sleep, in milliseconds.")}),
+            &["ms"],
+        ),
+        tool(
+            "late",
+            "Sleep for `ms` milliseconds and answer even if the request was cancelled.",
+            json!({"ms": integer("How long to sleep, in milliseconds.")}),
+            &["ms"],
+        ),
+        tool(
+            "stats",
+            "Return the server's request, response and cancellation counters.",
+            json!({}),
+            &[],
+        ),
+        tool("pid", "Return the server's process id.", json!({}), &[]),
+        tool(
+            "crash",
+            "Flush pending output and exit immediately with the given code, without answering.",
+            json!({"code": {"type": "integer", "description": "Exit code (default 1)."}}),
+            &[],
+        ),
+        tool(
+            "flood",
+            "Send `count` log notifications of `size` bytes each, then answer.",
+            json!({
+                "count": integer("Number of notifications."),
+                "size": integer("Payload size of each notification, in bytes (default 0)."),
+            }),
+            &["count"],
+        ),
+        tool(
+            "big",
+            "Answer with a text of exactly `bytes` 'x' characters.",
+            json!({"bytes": integer("Length of the text.")}),
+            &["bytes"],
+        ),
+        tool(
+            "garbage",
+            "Write invalid and unsolicited lines to stdout, then answer.",
+            json!({}),
+            &[],
+        ),
+        tool(
+            "stderr",
+            "Write `text` to stderr `lines` times.",
+            json!({
+                "text": string("Line to write."),
+                "lines": integer("How many times (default 1)."),
+            }),
+            &["text"],
+        ),
+        tool(
+            "ping_client",
+            "Send a ping request to the client and return its response.",
+            json!({}),
+            &[],
+        ),
+        tool(
+            "ask_client",
+            "Send an arbitrary request to the client and return its response.",
+            json!({
+                "method": string("Method of the request."),
+                "params": {"type": "object", "description": "Params of the request."},
+            }),
+            &["method"],
+        ),
+        tool(
+            "cancel_foreign",
+            "Send the client a notifications/cancelled naming `request_id`.",
+            json!({"request_id": {"type": ["integer", "string"], "description": "Request id to name."}}),
+            &["request_id"],
+        ),
+        tool(
+            "pause_reading",
+            "Answer at once, then stop reading stdin for `ms` milliseconds.",
+            json!({"ms": integer("Pause length, in milliseconds.")}),
+            &["ms"],
+        ),
+        tool(
+            "env",
+            "Return the value of an environment variable (empty if unset).",
+            json!({"name": string("Variable name.")}),
+            &["name"],
+        ),
+        tool("cwd", "Return the server's current directory.", json!({}), &[]),
+    ];
+    debug_assert_eq!(tools.len(), TOOL_NAMES.len());
+    json!({"tools": tools})
+}

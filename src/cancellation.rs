@@ -1,0 +1,75 @@
+//! [`Cancellation`]: a clonable token that cancels the requests it is attached to.
+
+use std::{
+    future::Future,
+    sync::{Arc, OnceLock},
+};
+
+use tokio_util::sync::CancellationToken;
+
+/// A clonable cancellation token. One token may cover several requests.
+///
+/// The first `cancel` wins: its reason is kept, later cancels change nothing. Cancelling only
+/// flips the token and wakes the futures waiting on it; it never does I/O on the caller.
+///
+/// ```
+/// let token = actix_mcp::Cancellation::new();
+/// assert!(!token.is_cancelled());
+/// token.cancel_with_reason("user pressed stop");
+/// token.cancel_with_reason("ignored: the first reason wins");
+/// assert_eq!(token.reason(), Some("user pressed stop"));
+/// ```
+#[derive(Clone, Default, Debug)]
+pub struct Cancellation {
+    inner: Arc<Inner>,
+}
+
+#[derive(Default, Debug)]
+struct Inner {
+    // Set exactly once, before `token` fires, so a woken waiter always sees the reason.
+    reason: OnceLock<Option<String>>,
+    token: CancellationToken,
+}
+
+impl Cancellation {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Cancels without a reason. Returns `true` if this call cancelled the token.
+    pub fn cancel(&self) -> bool {
+        self.cancel_inner(None)
+    }
+
+    /// Cancels with a reason. Returns `true` if this call cancelled the token.
+    pub fn cancel_with_reason(&self, reason: impl Into<String>) -> bool {
+        self.cancel_inner(Some(reason.into()))
+    }
+
+    fn cancel_inner(&self, reason: Option<String>) -> bool {
+        if self.inner.reason.set(reason).is_ok() {
+            self.inner.token.cancel();
+            true
+        } else {
+            false
+        }
+    }
+
+    pub fn is_cancelled(&self) -> bool {
+        self.inner.token.is_cancelled()
+    }
+
+    /// The reason of the first cancel, if it gave one.
+    pub fn reason(&self) -> Option<&str> {
+        self.inner.reason.get().and_then(|r| r.as_deref())
+    }
+
+    pub(crate) fn reason_owned(&self) -> Option<String> {
+        self.reason().map(str::to_owned)
+    }
+
+    /// Resolves once the token is cancelled.
+    pub fn cancelled(&self) -> impl Future<Output = ()> + Send + 'static {
+        self.inner.token.clone().cancelled_owned()
+    }
+}

@@ -1,0 +1,85 @@
+//! The table of our requests that have not been answered, keyed by internal id.
+
+use std::{
+    collections::HashMap,
+    hash::{BuildHasherDefault, Hasher},
+};
+
+use tokio::sync::oneshot;
+
+use crate::{error::Error, protocol::RawResult, RequestId};
+
+/// Where the caller's answer goes.
+pub(crate) type Reply = oneshot::Sender<Result<RawResult, Error>>;
+
+/// How far a request got towards the wire. The distinction decides what a cancel does:
+/// a `Queued` request is simply never written, a `Writing` one is cancelled once its
+/// write-complete event arrives, a `Written` one is cancelled at once.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Phase {
+    /// In the outbox; not yet handed to the transport.
+    Queued,
+    /// Handed to the transport; its write-complete event has not arrived.
+    Writing,
+    /// The transport reported its frame written.
+    Written,
+}
+
+#[derive(Debug)]
+pub(crate) struct InFlight {
+    pub phase: Phase,
+    /// `None` once the caller was answered early (cancelled while `Writing`).
+    pub reply: Option<Reply>,
+    /// A cancel that arrived while `Writing`: sent once the write completes. The inner
+    /// `Option` is the reason.
+    pub cancel_after_write: Option<Option<String>>,
+    /// `false` for `initialize`, which must never be cancelled on the wire.
+    pub wire_cancellable: bool,
+}
+
+impl InFlight {
+    pub fn queued(reply: Reply, wire_cancellable: bool) -> Self {
+        Self {
+            phase: Phase::Queued,
+            reply: Some(reply),
+            cancel_after_write: None,
+            wire_cancellable,
+        }
+    }
+
+    /// Answers the caller, if it is still waiting.
+    pub fn answer(&mut self, outcome: Result<RawResult, Error>) {
+        if let Some(reply) = self.reply.take() {
+            let _ = reply.send(outcome);
+        }
+    }
+}
+
+/// Ids are sequential integers: a multiplicative hash spreads them without SipHash's cost.
+#[derive(Default)]
+pub(crate) struct IdHasher(u64);
+
+impl Hasher for IdHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for b in bytes {
+            self.0 = (self.0.rotate_left(8) ^ u64::from(*b)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        }
+    }
+
+    fn write_u64(&mut self, n: u64) {
+        self.0 = n.wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    }
+}
+
+pub(crate) type InFlightTable = HashMap<RequestId, InFlight, BuildHasherDefault<IdHasher>>;
+
+/// Fails every request in the table with `error`.
+pub(crate) fn fail_all(table: &mut InFlightTable, error: &Error) {
+    for (_, mut entry) in table.drain() {
+        entry.answer(Err(error.clone()));
+    }
+}

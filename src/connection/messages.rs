@@ -1,0 +1,234 @@
+//! The messages a caller sends to a [`Connection`], named for the caller's intent.
+
+use std::{
+    future::Future,
+    pin::Pin,
+    task::{Context, Poll},
+};
+
+use actix::{Addr, Message};
+use serde_json::Value;
+use tokio::sync::oneshot;
+
+use super::Connection;
+use crate::{error::Error, protocol::RawResult, CloseReason, RequestId};
+
+/// Send a request to the server.
+///
+/// The actor replies at once with a [`PendingReply`]: the request's id, and a future of its
+/// result. The id is also known before sending, from [`Request::id`], so a [`Cancel`] can be sent
+/// at any time.
+#[derive(Debug)]
+pub struct Request {
+    pub(crate) id: RequestId,
+    pub(crate) method: String,
+    pub(crate) params: Option<Value>,
+    pub(crate) options: RequestOptions,
+}
+
+/// Per-request options the actor acts on.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct RequestOptions {
+    /// Whether a cancel of this request, once written, is sent to the server. `false` for
+    /// `initialize`, which the protocol forbids cancelling; the caller is still woken.
+    pub cancel_on_wire: bool,
+}
+
+impl Default for RequestOptions {
+    fn default() -> Self {
+        Self {
+            cancel_on_wire: true,
+        }
+    }
+}
+
+impl Request {
+    /// A request with a freshly allocated id. `params` must be a JSON object or absent.
+    pub fn new(method: impl Into<String>, params: Option<Value>) -> Self {
+        Self {
+            id: RequestId::next(),
+            method: method.into(),
+            params,
+            options: RequestOptions::default(),
+        }
+    }
+
+    pub fn with_options(mut self, options: RequestOptions) -> Self {
+        self.options = options;
+        self
+    }
+
+    /// The id this request will carry, internally and on the wire.
+    pub fn id(&self) -> RequestId {
+        self.id
+    }
+
+    pub fn method(&self) -> &str {
+        &self.method
+    }
+}
+
+impl Message for Request {
+    type Result = PendingReply;
+}
+
+/// Cancel a request made on this connection. Does nothing if it already finished.
+#[derive(Debug, Clone)]
+pub struct Cancel {
+    pub id: RequestId,
+    pub reason: Option<String>,
+}
+
+impl Cancel {
+    pub fn new(id: RequestId) -> Self {
+        Self { id, reason: None }
+    }
+
+    pub fn with_reason(id: RequestId, reason: impl Into<String>) -> Self {
+        Self {
+            id,
+            reason: Some(reason.into()),
+        }
+    }
+}
+
+impl Message for Cancel {
+    type Result = ();
+}
+
+/// Send a notification to the server. Replies once it is queued (not written).
+#[derive(Debug, Clone)]
+pub struct Notify {
+    pub method: String,
+    pub params: Option<Value>,
+}
+
+impl Message for Notify {
+    type Result = Result<(), Error>;
+}
+
+/// Close the connection: pending requests fail with [`CloseReason::ClosedByClient`], the server
+/// process gets EOF, then SIGTERM and SIGKILL if it lingers.
+#[derive(Debug, Clone, Copy)]
+pub struct Close;
+
+impl Message for Close {
+    type Result = ();
+}
+
+/// Read the connection's counters.
+#[derive(Debug, Clone, Copy)]
+pub struct GetStats;
+
+impl Message for GetStats {
+    type Result = ConnectionStats;
+}
+
+/// What a connection has seen. Counters only grow.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ConnectionStats {
+    /// Requests currently in the in-flight table.
+    pub in_flight: usize,
+    /// Request frames handed to the transport.
+    pub requests_written: u64,
+    /// Responses delivered to a waiting caller.
+    pub responses_delivered: u64,
+    /// Requests cancelled before they were written: nothing went on the wire for them.
+    pub cancelled_before_write: u64,
+    /// `notifications/cancelled` frames queued for the server.
+    pub cancels_sent: u64,
+    /// Responses dropped because nobody waits for them (cancelled, or an unknown id).
+    pub late_responses: u64,
+    /// Incoming frames skipped as invalid JSON or not JSON-RPC.
+    pub invalid_frames: u64,
+    /// Requests the server sent us.
+    pub server_requests: u64,
+    /// Notifications the server sent us.
+    pub notifications: u64,
+}
+
+/// The actor's reply to [`Request`]: a future of the request's result.
+///
+/// **Dropping it before it resolves cancels the request**, exactly like [`Cancel`] without a
+/// reason: a request not yet written is never written, a written one gets
+/// `notifications/cancelled`.
+#[must_use = "dropping a PendingReply cancels the request"]
+pub struct PendingReply {
+    id: RequestId,
+    rx: oneshot::Receiver<Result<RawResult, Error>>,
+    /// Present while a drop must cancel.
+    connection: Option<Addr<Connection>>,
+}
+
+impl PendingReply {
+    pub(crate) fn new(
+        id: RequestId,
+        rx: oneshot::Receiver<Result<RawResult, Error>>,
+        connection: Option<Addr<Connection>>,
+    ) -> Self {
+        Self { id, rx, connection }
+    }
+
+    pub fn id(&self) -> RequestId {
+        self.id
+    }
+
+    /// Cancels the request and returns the error its caller sees.
+    pub fn cancel(mut self, reason: Option<String>) -> Error {
+        self.cancel_in_place(reason.clone());
+        Error::cancelled(reason)
+    }
+
+    /// Cancels the request; the reply stays pending (resolves with the cancel error or not at all).
+    pub(crate) fn cancel_in_place(&mut self, reason: Option<String>) {
+        if let Some(addr) = self.connection.take() {
+            addr.do_send(Cancel {
+                id: self.id,
+                reason,
+            });
+        }
+    }
+
+    /// Forgets the request without cancelling it (its response will be dropped when it comes).
+    pub fn detach(mut self) {
+        self.connection = None;
+    }
+}
+
+impl Future for PendingReply {
+    type Output = Result<RawResult, Error>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let outcome = match Pin::new(&mut self.rx).poll(cx) {
+            Poll::Pending => return Poll::Pending,
+            Poll::Ready(Ok(outcome)) => outcome,
+            Poll::Ready(Err(_)) => Err(Error::Closed {
+                reason: CloseReason::ActorStopped,
+            }),
+        };
+        self.connection = None;
+        Poll::Ready(outcome)
+    }
+}
+
+impl Drop for PendingReply {
+    fn drop(&mut self) {
+        if let Some(addr) = self.connection.take() {
+            // do_send ignores the mailbox bound: a cancel is never lost to a full mailbox.
+            addr.do_send(Cancel {
+                id: self.id,
+                reason: None,
+            });
+        }
+    }
+}
+
+impl std::fmt::Debug for PendingReply {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PendingReply")
+            .field("id", &self.id)
+            .finish()
+    }
+}

@@ -1,0 +1,352 @@
+//! The [`Connection`] actor: it owns the transport, the in-flight table and the outbox.
+//!
+//! Data path: a caller's [`Request`] lands in the mailbox; the handler records it as `Queued` in
+//! the in-flight table, queues it in the outbox and replies at once with a [`PendingReply`] (a
+//! oneshot receiver; no task or future per request lives in the actor). When the transport is
+//! idle, the outbox is drained into one batch (skipping requests cancelled meanwhile), the batch
+//! goes to the transport and its requests become `Writing`. The transport's `Written` event makes
+//! them `Written`, queues any cancel that waited for it, and lets the next batch go. Incoming
+//! frames are routed by id in [`inbound`].
+
+mod in_flight;
+mod inbound;
+mod messages;
+mod outbox;
+
+use std::{future::Future, pin::Pin};
+
+use actix::{Actor, ActorContext, AsyncContext, Context, Handler, MessageResult};
+use tokio::sync::oneshot;
+
+pub use messages::{
+    Cancel, Close, ConnectionStats, GetStats, Notify, PendingReply, Request, RequestOptions,
+};
+
+use self::{
+    in_flight::{fail_all, InFlight, InFlightTable, Phase},
+    inbound::ServerRequests,
+    outbox::{Outbox, Outgoing},
+};
+use crate::{
+    error::Error,
+    protocol::jsonrpc::{cancelled_frame, notification_frame, write_request},
+    transport::{CancelStyle, EventSender, Flow, Transport, TransportEvent, TransportIo},
+    CloseReason, RequestId,
+};
+
+/// Default mailbox bound: `Addr::send` of a [`Request`] waits when this many messages are queued.
+/// (actix's default of 16 would throttle a multiplexed connection.)
+pub const DEFAULT_MAILBOX_CAPACITY: usize = 4096;
+
+/// The connection actor. One per server.
+pub struct Connection {
+    /// The transport until `started` opens it.
+    transport: Option<Box<dyn Transport>>,
+    io: Option<Box<dyn TransportIo>>,
+    /// Whether the transport can take a batch now.
+    writer_ready: bool,
+    in_flight: InFlightTable,
+    outbox: Outbox,
+    server_requests: ServerRequests,
+    /// Set once the connection can carry nothing more: every request then fails with it.
+    closed: Option<Error>,
+    /// Resolves when the transport has released everything (the child process is reaped).
+    shutdown: Option<Pin<Box<dyn Future<Output = ()>>>>,
+    stats: ConnectionStats,
+    mailbox_capacity: usize,
+    /// When this connection runs on a System of its own, stop it once the transport is shut down.
+    owns_system: bool,
+}
+
+impl Connection {
+    pub fn new(transport: impl Transport) -> Self {
+        Self::from_boxed(Box::new(transport))
+    }
+
+    pub(crate) fn from_boxed(transport: Box<dyn Transport>) -> Self {
+        Self {
+            transport: Some(transport),
+            io: None,
+            writer_ready: false,
+            in_flight: InFlightTable::default(),
+            outbox: Outbox::default(),
+            server_requests: ServerRequests::default(),
+            closed: None,
+            shutdown: None,
+            stats: ConnectionStats::default(),
+            mailbox_capacity: DEFAULT_MAILBOX_CAPACITY,
+            owns_system: false,
+        }
+    }
+
+    pub fn mailbox_capacity(mut self, capacity: usize) -> Self {
+        self.mailbox_capacity = capacity.max(1);
+        self
+    }
+
+    pub(crate) fn owning_system(mut self) -> Self {
+        self.owns_system = true;
+        self
+    }
+
+    /// Hands queued frames to the transport if it is ready for them.
+    fn flush(&mut self) {
+        if !self.writer_ready || self.outbox.is_empty() {
+            return;
+        }
+        let Some(io) = self.io.as_mut() else {
+            return;
+        };
+        let in_flight = &mut self.in_flight;
+        let stats = &mut self.stats;
+        let batch = self.outbox.fill(|item, batch| match item {
+            Outgoing::Frame(frame) => batch.push(&frame),
+            Outgoing::Request { id, method, params } => {
+                // Checked at dequeue (hyper's rule): a request cancelled while queued is gone from
+                // the table and is never written, so it never needs a cancel on the wire.
+                let Some(entry) = in_flight.get_mut(&id) else {
+                    return;
+                };
+                if entry.reply.as_ref().is_none_or(|r| r.is_closed()) {
+                    // The caller went away without a Cancel reaching us yet; same outcome.
+                    in_flight.remove(&id);
+                    stats.cancelled_before_write += 1;
+                    return;
+                }
+                match batch.push_with(Some(id), |buf| {
+                    write_request(buf, id, &method, params.as_ref())
+                }) {
+                    Ok(()) => {
+                        entry.phase = Phase::Writing;
+                        stats.requests_written += 1;
+                    }
+                    Err(e) => {
+                        if let Some(mut entry) = in_flight.remove(&id) {
+                            entry.answer(Err(Error::Protocol(format!(
+                                "cannot serialize {method} request: {e}"
+                            ))));
+                        }
+                    }
+                }
+            }
+        });
+        if batch.is_empty() {
+            self.outbox.recycle(batch);
+            return;
+        }
+        self.writer_ready = io.send(batch) == Flow::Ready;
+    }
+
+    /// The transport finished writing a batch.
+    fn on_written(&mut self, batch: crate::transport::Outbound) {
+        for id in batch.requests() {
+            let Some(entry) = self.in_flight.get_mut(&id) else {
+                continue; // answered while being written
+            };
+            if entry.phase != Phase::Writing {
+                continue;
+            }
+            match entry.cancel_after_write.take() {
+                Some(reason) => {
+                    // The cancel waited for this event: now it follows the request on the wire.
+                    let wire = entry.wire_cancellable;
+                    self.in_flight.remove(&id);
+                    self.cancel_on_wire(id, reason.as_deref(), wire);
+                }
+                None => entry.phase = Phase::Written,
+            }
+        }
+        self.outbox.recycle(batch);
+        self.writer_ready = true;
+    }
+
+    fn cancel_on_wire(&mut self, id: RequestId, reason: Option<&str>, wire_cancellable: bool) {
+        if !wire_cancellable {
+            return;
+        }
+        let Some(io) = self.io.as_mut() else {
+            return;
+        };
+        match io.cancel_style() {
+            CancelStyle::Notification => {
+                self.outbox
+                    .push(Outgoing::Frame(cancelled_frame(id, reason)));
+                self.stats.cancels_sent += 1;
+            }
+            CancelStyle::Abort => io.abort(id),
+        }
+    }
+
+    fn cancel(&mut self, id: RequestId, reason: Option<String>) {
+        let Some(entry) = self.in_flight.get_mut(&id) else {
+            return; // answered, cancelled before, or not ours
+        };
+        match entry.phase {
+            Phase::Queued => {
+                // Never written: drop it; the outbox skips it. Nothing goes on the wire.
+                if let Some(mut entry) = self.in_flight.remove(&id) {
+                    entry.answer(Err(Error::cancelled(reason)));
+                }
+                self.stats.cancelled_before_write += 1;
+            }
+            Phase::Writing => {
+                if entry.reply.is_none() {
+                    return; // a second cancel: the first one is already waiting
+                }
+                // Wake the caller now; the notification waits for the write-complete event.
+                entry.answer(Err(Error::cancelled(reason.clone())));
+                entry.cancel_after_write = Some(reason);
+            }
+            Phase::Written => {
+                let Some(mut entry) = self.in_flight.remove(&id) else {
+                    return;
+                };
+                entry.answer(Err(Error::cancelled(reason.clone())));
+                self.cancel_on_wire(id, reason.as_deref(), entry.wire_cancellable);
+            }
+        }
+    }
+
+    /// The connection can carry nothing more: fail everyone, now and later.
+    fn close_with(&mut self, error: Error) {
+        if self.closed.is_some() {
+            return;
+        }
+        fail_all(&mut self.in_flight, &error);
+        self.outbox.clear();
+        self.closed = Some(error);
+        self.writer_ready = false;
+        if let Some(mut io) = self.io.take() {
+            self.shutdown = Some(io.close());
+        }
+    }
+}
+
+impl Actor for Connection {
+    type Context = Context<Self>;
+
+    fn started(&mut self, ctx: &mut Self::Context) {
+        ctx.set_mailbox_capacity(self.mailbox_capacity);
+        let Some(transport) = self.transport.take() else {
+            return;
+        };
+        let events = EventSender::new(ctx.address().downgrade());
+        match transport.open(events) {
+            Ok(io) => {
+                self.io = Some(io);
+                self.writer_ready = true;
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot open MCP transport");
+                self.closed = Some(e);
+            }
+        }
+    }
+
+    fn stopped(&mut self, _ctx: &mut Self::Context) {
+        self.close_with(Error::Closed {
+            reason: CloseReason::ActorStopped,
+        });
+        let shutdown = self.shutdown.take();
+        let owns_system = self.owns_system;
+        // The transport's own tasks finish the shutdown; a System we own ends after them.
+        actix_rt::spawn(async move {
+            if let Some(shutdown) = shutdown {
+                shutdown.await;
+            }
+            if owns_system {
+                actix_rt::System::current().stop();
+            }
+        });
+    }
+}
+
+impl Handler<Request> for Connection {
+    type Result = MessageResult<Request>;
+
+    fn handle(&mut self, request: Request, ctx: &mut Self::Context) -> Self::Result {
+        let (tx, rx) = oneshot::channel();
+        let id = request.id;
+        if let Some(error) = &self.closed {
+            let _ = tx.send(Err(error.clone()));
+            return MessageResult(PendingReply::new(id, rx, None));
+        }
+        self.in_flight
+            .insert(id, InFlight::queued(tx, request.options.cancel_on_wire));
+        self.outbox.push(Outgoing::Request {
+            id,
+            method: request.method,
+            params: request.params,
+        });
+        self.flush();
+        MessageResult(PendingReply::new(id, rx, Some(ctx.address())))
+    }
+}
+
+impl Handler<Cancel> for Connection {
+    type Result = ();
+
+    fn handle(&mut self, cancel: Cancel, _ctx: &mut Self::Context) {
+        self.cancel(cancel.id, cancel.reason);
+        self.flush();
+    }
+}
+
+impl Handler<Notify> for Connection {
+    type Result = Result<(), Error>;
+
+    fn handle(&mut self, notify: Notify, _ctx: &mut Self::Context) -> Self::Result {
+        if let Some(error) = &self.closed {
+            return Err(error.clone());
+        }
+        let frame = notification_frame(&notify.method, notify.params.as_ref())
+            .map_err(|e| Error::Protocol(format!("cannot serialize {}: {e}", notify.method)))?;
+        self.outbox.push(Outgoing::Frame(frame));
+        self.flush();
+        Ok(())
+    }
+}
+
+impl Handler<Close> for Connection {
+    type Result = ();
+
+    fn handle(&mut self, _: Close, _ctx: &mut Self::Context) {
+        self.close_with(Error::Closed {
+            reason: CloseReason::ClosedByClient,
+        });
+    }
+}
+
+impl Handler<GetStats> for Connection {
+    type Result = MessageResult<GetStats>;
+
+    fn handle(&mut self, _: GetStats, _ctx: &mut Self::Context) -> Self::Result {
+        MessageResult(ConnectionStats {
+            in_flight: self.in_flight.len(),
+            ..self.stats
+        })
+    }
+}
+
+impl Handler<TransportEvent> for Connection {
+    type Result = ();
+
+    fn handle(&mut self, event: TransportEvent, ctx: &mut Self::Context) {
+        match event {
+            TransportEvent::Written(batch) => self.on_written(batch),
+            TransportEvent::Received(frames) => {
+                for frame in &frames {
+                    self.on_frame(frame);
+                }
+            }
+            TransportEvent::Closed(reason) => {
+                self.close_with(Error::Closed { reason });
+                // Nobody holds an address any more: nothing else will happen here.
+                if !ctx.connected() {
+                    ctx.stop();
+                }
+            }
+        }
+        self.flush();
+    }
+}

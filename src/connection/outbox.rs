@@ -1,0 +1,62 @@
+//! Frames waiting for the transport, and how they are coalesced into batches.
+
+use std::collections::VecDeque;
+
+use serde_json::Value;
+
+use crate::{transport::Outbound, RequestId};
+
+/// Stop adding frames to a batch past this size, so a cancel queued behind a huge backlog
+/// does not wait for all of it.
+const MAX_BATCH_BYTES: usize = 256 * 1024;
+
+pub(crate) enum Outgoing {
+    /// Serialized only when taken into a batch, so a request cancelled while queued costs nothing.
+    Request {
+        id: RequestId,
+        method: String,
+        params: Option<Value>,
+    },
+    /// A notification or a response to the server, already serialized.
+    Frame(Vec<u8>),
+}
+
+#[derive(Default)]
+pub(crate) struct Outbox {
+    queue: VecDeque<Outgoing>,
+    /// A returned batch whose buffers are reused for the next one.
+    spare: Option<Outbound>,
+}
+
+impl Outbox {
+    pub fn push(&mut self, item: Outgoing) {
+        self.queue.push_back(item);
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.queue.is_empty()
+    }
+
+    pub fn clear(&mut self) {
+        self.queue.clear();
+    }
+
+    /// Moves queued items into a batch until it is full. `admit` decides, per item, whether it
+    /// goes on the wire and writes it into the batch.
+    pub fn fill(&mut self, mut admit: impl FnMut(Outgoing, &mut Outbound)) -> Outbound {
+        let mut batch = self.spare.take().unwrap_or_default();
+        while let Some(item) = self.queue.pop_front() {
+            admit(item, &mut batch);
+            if batch.bytes().len() >= MAX_BATCH_BYTES {
+                break;
+            }
+        }
+        batch
+    }
+
+    /// Takes back a written batch so its allocations serve the next one.
+    pub fn recycle(&mut self, mut batch: Outbound) {
+        batch.clear();
+        self.spare = Some(batch);
+    }
+}

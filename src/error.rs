@@ -1,0 +1,132 @@
+//! The one error type every caller sees.
+
+use std::{fmt, io, process::ExitStatus, sync::Arc, time::Duration};
+
+use serde_json::Value;
+
+/// Why a request did not produce a result.
+///
+/// The variants are deliberately few and distinct: a caller can always tell a local cancel
+/// ([`Error::Cancelled`]) from a local timeout ([`Error::Timeout`]), from an answer of the server
+/// ([`Error::Server`]), from the end of the connection ([`Error::Closed`]).
+#[derive(Debug, Clone, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// The request was cancelled by the caller (token, explicit `Cancel`, or a dropped future).
+    #[error("request cancelled{}", ReasonSuffix(reason.as_deref()))]
+    Cancelled {
+        /// The reason given to the first cancel, if any.
+        reason: Option<String>,
+    },
+
+    /// The request's timeout fired; the request was cancelled on the wire like an explicit cancel.
+    #[error("request timed out after {after:?}")]
+    Timeout {
+        /// The timeout that elapsed.
+        after: Duration,
+    },
+
+    /// The server answered with a JSON-RPC error.
+    #[error("server error {code}: {message}")]
+    Server {
+        code: i64,
+        message: String,
+        data: Option<Value>,
+    },
+
+    /// The connection ended (the process exited, its output closed, or the client closed it).
+    #[error("connection closed: {reason}")]
+    Closed { reason: CloseReason },
+
+    /// The transport could not be opened or failed at the I/O level.
+    #[error("transport error: {context}: {source}")]
+    Transport {
+        context: String,
+        #[source]
+        source: Arc<io::Error>,
+    },
+
+    /// The peer broke the protocol (bad handshake, unsupported version, malformed result).
+    #[error("protocol error: {0}")]
+    Protocol(String),
+}
+
+impl Error {
+    pub(crate) fn cancelled(reason: Option<String>) -> Self {
+        Error::Cancelled { reason }
+    }
+
+    pub(crate) fn transport(context: impl Into<String>, source: io::Error) -> Self {
+        Error::Transport {
+            context: context.into(),
+            source: Arc::new(source),
+        }
+    }
+
+    /// True for [`Error::Cancelled`].
+    pub fn is_cancelled(&self) -> bool {
+        matches!(self, Error::Cancelled { .. })
+    }
+
+    /// True for [`Error::Closed`].
+    pub fn is_closed(&self) -> bool {
+        matches!(self, Error::Closed { .. })
+    }
+
+    /// The exit status of the server process, when the connection ended because it exited.
+    pub fn exit_status(&self) -> Option<ExitStatus> {
+        match self {
+            Error::Closed {
+                reason: CloseReason::ProcessExited { status },
+            } => Some(*status),
+            _ => None,
+        }
+    }
+}
+
+/// Why a connection is closed. Carried by [`Error::Closed`].
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub enum CloseReason {
+    /// The server process exited.
+    ProcessExited { status: ExitStatus },
+    /// The server closed its output stream (stdout) while still running.
+    EndOfStream,
+    /// The server sent a frame larger than the configured cap.
+    FrameTooLarge { limit: usize },
+    /// Reading from the server failed.
+    ReadFailed(Arc<io::Error>),
+    /// Writing to the server failed.
+    WriteFailed(Arc<io::Error>),
+    /// The client closed the connection (explicit close, failed handshake, or cancelled connect).
+    ClosedByClient,
+    /// The connection actor has stopped (every handle was dropped, or its arbiter ended).
+    ActorStopped,
+}
+
+impl fmt::Display for CloseReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            CloseReason::ProcessExited { status } => write!(f, "server process exited ({status})"),
+            CloseReason::EndOfStream => f.write_str("server closed its output"),
+            CloseReason::FrameTooLarge { limit } => {
+                write!(f, "server sent a frame larger than {limit} bytes")
+            }
+            CloseReason::ReadFailed(e) => write!(f, "read from server failed: {e}"),
+            CloseReason::WriteFailed(e) => write!(f, "write to server failed: {e}"),
+            CloseReason::ClosedByClient => f.write_str("closed by the client"),
+            CloseReason::ActorStopped => f.write_str("connection actor stopped"),
+        }
+    }
+}
+
+struct ReasonSuffix<'a>(Option<&'a str>);
+
+impl fmt::Display for ReasonSuffix<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.0 {
+            Some(reason) => write!(f, ": {reason}"),
+            None => Ok(()),
+        }
+    }
+}

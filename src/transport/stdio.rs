@@ -1,0 +1,389 @@
+//! [`StdioTransport`]: spawn the server program and speak newline-delimited JSON on its pipes.
+//!
+//! Four tasks run on the connection actor's thread, so the actor itself never touches a pipe:
+//! - the **writer** owns the child's stdin and writes one batch at a time, reporting each batch
+//!   written once `write_all` returned (tokio's pipe has no user-space buffer, so the bytes are in
+//!   the kernel pipe, which is FIFO: the server reads them before anything written later);
+//! - the **reader** owns stdout and splits it into frames, independently of the writer, so a server
+//!   that writes a lot while we write a lot cannot deadlock us;
+//! - the **stderr logger** forwards the server's stderr lines to `tracing`, so that pipe never fills;
+//! - the **supervisor** owns the child, turns its exit (or the end of stdout) into one
+//!   [`TransportEvent::Closed`], and runs the shutdown: close stdin, wait, SIGTERM, wait, SIGKILL.
+
+use std::{
+    ffi::{OsStr, OsString},
+    future::Future,
+    io,
+    path::PathBuf,
+    pin::Pin,
+    time::Duration,
+};
+
+use bytes::BytesMut;
+use tokio::{
+    io::{AsyncBufReadExt, AsyncRead, AsyncReadExt, AsyncWriteExt, BufReader},
+    process::{Child, ChildStderr, ChildStdin, Command},
+    sync::{mpsc, oneshot},
+    time::timeout,
+};
+
+use super::{EventSender, Flow, Outbound, Transport, TransportEvent, TransportIo};
+use crate::{error::Error, CloseReason};
+
+/// Default cap on one incoming frame.
+pub const DEFAULT_MAX_FRAME_BYTES: usize = 4 * 1024 * 1024;
+
+/// How long to wait after closing stdin, and again after SIGTERM, before escalating.
+pub const DEFAULT_SHUTDOWN_GRACE: Duration = Duration::from_secs(2);
+
+/// Once the process is gone, how long to let the reader drain what it wrote before reporting.
+const EXIT_DRAIN: Duration = Duration::from_millis(200);
+
+/// Spawns a server program (never through a shell) and talks to it over stdin/stdout.
+///
+/// ```no_run
+/// # async fn f() -> Result<(), actix_mcp::Error> {
+/// let transport = actix_mcp::StdioTransport::new("npx")
+///     .args(["-y", "@modelcontextprotocol/server-everything"])
+///     .env("LOG_LEVEL", "debug");
+/// let client = actix_mcp::Client::connect(transport).await?;
+/// # Ok(()) }
+/// ```
+#[derive(Debug, Clone)]
+pub struct StdioTransport {
+    program: OsString,
+    args: Vec<OsString>,
+    env: Vec<(OsString, OsString)>,
+    env_clear: bool,
+    current_dir: Option<PathBuf>,
+    max_frame_bytes: usize,
+    shutdown_grace: Duration,
+}
+
+impl StdioTransport {
+    pub fn new(program: impl AsRef<OsStr>) -> Self {
+        Self {
+            program: program.as_ref().to_owned(),
+            args: Vec::new(),
+            env: Vec::new(),
+            env_clear: false,
+            current_dir: None,
+            max_frame_bytes: DEFAULT_MAX_FRAME_BYTES,
+            shutdown_grace: DEFAULT_SHUTDOWN_GRACE,
+        }
+    }
+
+    pub fn arg(mut self, arg: impl AsRef<OsStr>) -> Self {
+        self.args.push(arg.as_ref().to_owned());
+        self
+    }
+
+    pub fn args<I, S>(mut self, args: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<OsStr>,
+    {
+        self.args
+            .extend(args.into_iter().map(|a| a.as_ref().to_owned()));
+        self
+    }
+
+    /// Sets one environment variable for the server (on top of the inherited environment).
+    pub fn env(mut self, key: impl AsRef<OsStr>, value: impl AsRef<OsStr>) -> Self {
+        self.env
+            .push((key.as_ref().to_owned(), value.as_ref().to_owned()));
+        self
+    }
+
+    /// Starts the server with an empty environment (plus what [`env`](Self::env) sets).
+    pub fn env_clear(mut self) -> Self {
+        self.env_clear = true;
+        self
+    }
+
+    pub fn current_dir(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.current_dir = Some(dir.into());
+        self
+    }
+
+    /// Caps one incoming frame; a larger frame closes the connection with
+    /// [`CloseReason::FrameTooLarge`]. Default 4 MiB.
+    pub fn max_frame_bytes(mut self, limit: usize) -> Self {
+        self.max_frame_bytes = limit.max(1);
+        self
+    }
+
+    /// The wait after closing stdin, and again after SIGTERM. Default 2 s.
+    pub fn shutdown_grace(mut self, grace: Duration) -> Self {
+        self.shutdown_grace = grace;
+        self
+    }
+
+    fn spawn(&self) -> Result<Child, Error> {
+        let mut cmd = Command::new(&self.program);
+        cmd.args(&self.args)
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            // The last line of defence: if our tasks are dropped without a shutdown (the runtime
+            // ended), the child is killed rather than left running.
+            .kill_on_drop(true);
+        if self.env_clear {
+            cmd.env_clear();
+        }
+        cmd.envs(self.env.iter().map(|(k, v)| (k, v)));
+        if let Some(dir) = &self.current_dir {
+            cmd.current_dir(dir);
+        }
+        cmd.spawn()
+            .map_err(|e| Error::transport(format!("cannot spawn {:?}", self.program), e))
+    }
+}
+
+impl Transport for StdioTransport {
+    fn open(self: Box<Self>, events: EventSender) -> Result<Box<dyn TransportIo>, Error> {
+        let mut child = self.spawn()?;
+        let missing = || Error::transport("child pipes", io::Error::other("pipe not captured"));
+        let stdin = child.stdin.take().ok_or_else(missing)?;
+        let stdout = child.stdout.take().ok_or_else(missing)?;
+        let stderr = child.stderr.take().ok_or_else(missing)?;
+        let pid = child.id().unwrap_or(0);
+        tracing::debug!(pid, program = ?self.program, "spawned MCP server");
+
+        let (batches_tx, batches_rx) = mpsc::unbounded_channel();
+        let (write_failed_tx, write_failed_rx) = oneshot::channel();
+        let (read_end_tx, read_end_rx) = oneshot::channel();
+        let (close_tx, close_rx) = oneshot::channel();
+        let (done_tx, done_rx) = oneshot::channel();
+
+        actix_rt::spawn(write_batches(
+            stdin,
+            batches_rx,
+            events.clone(),
+            write_failed_tx,
+        ));
+        let reader_events = events.clone();
+        let max_frame = self.max_frame_bytes;
+        actix_rt::spawn(async move {
+            let end = read_frames(stdout, max_frame, &reader_events).await;
+            let _ = read_end_tx.send(end);
+        });
+        actix_rt::spawn(log_stderr(stderr, pid));
+        actix_rt::spawn(supervise(
+            child,
+            Signals {
+                read_end: read_end_rx,
+                write_failed: write_failed_rx,
+                close: close_rx,
+            },
+            events,
+            self.shutdown_grace,
+            done_tx,
+        ));
+
+        Ok(Box::new(StdioIo {
+            batches: Some(batches_tx),
+            close: Some(close_tx),
+            done: Some(done_rx),
+        }))
+    }
+}
+
+struct StdioIo {
+    batches: Option<mpsc::UnboundedSender<Outbound>>,
+    close: Option<oneshot::Sender<()>>,
+    done: Option<oneshot::Receiver<()>>,
+}
+
+impl TransportIo for StdioIo {
+    fn send(&mut self, batch: Outbound) -> Flow {
+        if let Some(tx) = &self.batches {
+            // If the writer is gone the supervisor is already reporting why; the batch is moot.
+            let _ = tx.send(batch);
+        }
+        Flow::Busy
+    }
+
+    fn close(&mut self) -> Pin<Box<dyn Future<Output = ()>>> {
+        // Dropping the batch sender ends the writer, which drops stdin: the server sees EOF.
+        self.batches = None;
+        if let Some(close) = self.close.take() {
+            let _ = close.send(());
+        }
+        let done = self.done.take();
+        Box::pin(async move {
+            if let Some(done) = done {
+                let _ = done.await;
+            }
+        })
+    }
+}
+
+async fn write_batches(
+    mut stdin: ChildStdin,
+    mut batches: mpsc::UnboundedReceiver<Outbound>,
+    events: EventSender,
+    failed: oneshot::Sender<io::Error>,
+) {
+    while let Some(batch) = batches.recv().await {
+        let written = match stdin.write_all(batch.bytes()).await {
+            Ok(()) => stdin.flush().await,
+            Err(e) => Err(e),
+        };
+        if let Err(e) = written {
+            let _ = failed.send(e);
+            return;
+        }
+        if !events.send(TransportEvent::Written(batch)) {
+            return;
+        }
+    }
+    // Channel closed: the connection is closing. Dropping stdin sends EOF to the server.
+}
+
+/// Why the reader stopped.
+#[derive(Debug)]
+pub(crate) enum ReadEnd {
+    Eof,
+    TooLarge { limit: usize },
+    Failed(io::Error),
+    ConnectionGone,
+}
+
+/// Splits a byte stream into newline-delimited frames and delivers them in order.
+/// Shared by every stream transport.
+pub(crate) async fn read_frames<R: AsyncRead + Unpin>(
+    mut input: R,
+    max_frame: usize,
+    events: &EventSender,
+) -> ReadEnd {
+    const READ_CHUNK: usize = 64 * 1024;
+    let mut buf = BytesMut::with_capacity(READ_CHUNK);
+    // Bytes of `buf` already known to hold no newline.
+    let mut scanned = 0;
+    loop {
+        if buf.capacity() - buf.len() < READ_CHUNK / 4 {
+            buf.reserve(READ_CHUNK);
+        }
+        match input.read_buf(&mut buf).await {
+            Ok(0) => return ReadEnd::Eof,
+            Ok(_) => {}
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return ReadEnd::Failed(e),
+        }
+        let mut frames = Vec::new();
+        let mut too_large = false;
+        while let Some(pos) = memchr::memchr(b'\n', &buf[scanned..]) {
+            let line = buf.split_to(scanned + pos + 1).freeze();
+            scanned = 0;
+            let mut end = line.len() - 1;
+            if end > 0 && line[end - 1] == b'\r' {
+                end -= 1;
+            }
+            if end > max_frame {
+                too_large = true;
+                break;
+            }
+            if line[..end].iter().any(|b| !b.is_ascii_whitespace()) {
+                frames.push(line.slice(..end));
+            }
+        }
+        scanned = buf.len();
+        if !frames.is_empty() && !events.send(TransportEvent::Received(frames)) {
+            return ReadEnd::ConnectionGone;
+        }
+        if too_large || buf.len() > max_frame {
+            return ReadEnd::TooLarge { limit: max_frame };
+        }
+    }
+}
+
+async fn log_stderr(stderr: ChildStderr, pid: u32) {
+    // Long lines are logged in pieces rather than buffered without bound.
+    const MAX_LINE: u64 = 16 * 1024;
+    let mut reader = BufReader::new(stderr);
+    let mut line = Vec::new();
+    loop {
+        line.clear();
+        match (&mut reader)
+            .take(MAX_LINE)
+            .read_until(b'\n', &mut line)
+            .await
+        {
+            Ok(0) | Err(_) => return,
+            Ok(_) => {
+                let text = String::from_utf8_lossy(&line);
+                tracing::info!(target: "actix_mcp::server_stderr", pid, "{}", text.trim_end());
+            }
+        }
+    }
+}
+
+struct Signals {
+    read_end: oneshot::Receiver<ReadEnd>,
+    write_failed: oneshot::Receiver<io::Error>,
+    close: oneshot::Receiver<()>,
+}
+
+async fn supervise(
+    mut child: Child,
+    mut signals: Signals,
+    events: EventSender,
+    grace: Duration,
+    done: oneshot::Sender<()>,
+) {
+    let reason = tokio::select! {
+        status = child.wait() => {
+            // Let the reader deliver what the process wrote before it exited.
+            let _ = timeout(EXIT_DRAIN, &mut signals.read_end).await;
+            match status {
+                Ok(status) => CloseReason::ProcessExited { status },
+                Err(e) => CloseReason::ReadFailed(e.into()),
+            }
+        }
+        end = &mut signals.read_end => {
+            let reason = match end {
+                Ok(ReadEnd::TooLarge { limit }) => CloseReason::FrameTooLarge { limit },
+                Ok(ReadEnd::Failed(e)) => CloseReason::ReadFailed(e.into()),
+                Ok(ReadEnd::Eof) | Ok(ReadEnd::ConnectionGone) | Err(_) => CloseReason::EndOfStream,
+            };
+            // The end of stdout usually means the process is exiting: report its status if it
+            // comes promptly.
+            match (&reason, timeout(EXIT_DRAIN, child.wait()).await) {
+                (CloseReason::EndOfStream, Ok(Ok(status))) => CloseReason::ProcessExited { status },
+                _ => reason,
+            }
+        }
+        Ok(e) = &mut signals.write_failed => {
+            match timeout(EXIT_DRAIN, child.wait()).await {
+                Ok(Ok(status)) => CloseReason::ProcessExited { status },
+                _ => CloseReason::WriteFailed(e.into()),
+            }
+        }
+        _ = &mut signals.close => CloseReason::ClosedByClient,
+    };
+    tracing::debug!(%reason, "MCP server connection closed");
+    events.send(TransportEvent::Closed(reason));
+    shut_down(&mut child, grace).await;
+    let _ = done.send(());
+}
+
+/// Close stdin (already done by the writer once its channel closed), wait, SIGTERM, wait, SIGKILL.
+async fn shut_down(child: &mut Child, grace: Duration) {
+    if let Ok(Ok(_)) = timeout(grace, child.wait()).await {
+        return;
+    }
+    if let Some(pid) = child.id().and_then(|p| i32::try_from(p).ok()) {
+        tracing::debug!(pid, "MCP server ignored EOF on stdin; sending SIGTERM");
+        // SAFETY: kill(2) with a pid we own and have not reaped (child.id() is Some).
+        unsafe {
+            libc::kill(pid, libc::SIGTERM);
+        }
+        if let Ok(Ok(_)) = timeout(grace, child.wait()).await {
+            return;
+        }
+        tracing::debug!(pid, "MCP server ignored SIGTERM; sending SIGKILL");
+    }
+    let _ = child.start_kill();
+    let _ = child.wait().await;
+}
