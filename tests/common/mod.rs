@@ -1,0 +1,96 @@
+//! Helpers shared by the tests that run the bundled demo server as a real child process.
+#![allow(dead_code)]
+
+use std::{path::PathBuf, time::Duration};
+
+use actix_mcp::{Client, StdioTransport};
+use serde_json::{json, Value};
+
+pub const DEMO_SERVER: &str = env!("CARGO_BIN_EXE_mcp-demo-server");
+
+pub fn demo_server() -> StdioTransport {
+    StdioTransport::new(DEMO_SERVER)
+}
+
+/// A file the demo server appends every line it reads from stdin to: the wire as the server saw it.
+pub struct Journal {
+    pub path: PathBuf,
+}
+
+impl Journal {
+    pub fn new(name: &str) -> Self {
+        let dir = std::env::temp_dir().join("actix-mcp-tests");
+        std::fs::create_dir_all(&dir).expect("temp dir");
+        let path = dir.join(format!("{name}-{}.jsonl", std::process::id()));
+        let _ = std::fs::remove_file(&path);
+        Self { path }
+    }
+
+    pub fn server(&self) -> StdioTransport {
+        demo_server().arg("--journal").arg(&self.path)
+    }
+
+    pub fn lines(&self) -> Vec<String> {
+        std::fs::read_to_string(&self.path)
+            .unwrap_or_default()
+            .lines()
+            .map(str::to_owned)
+            .collect()
+    }
+
+    /// The JSON frames the server read, in order (markers like `#EOF` are skipped).
+    pub fn frames(&self) -> Vec<Value> {
+        self.lines()
+            .iter()
+            .filter(|l| !l.starts_with('#'))
+            .map(|l| serde_json::from_str(l).expect("journal holds JSON lines"))
+            .collect()
+    }
+
+    /// Waits until `pred` holds for the journal's lines.
+    pub async fn wait_for(&self, what: &str, pred: impl Fn(&[String]) -> bool) {
+        eventually(what, || pred(&self.lines())).await
+    }
+}
+
+/// Polls `check` until it holds; fails the test after 30 s. Not a timing assertion: only a bound
+/// on how long a broken build may hang.
+pub async fn eventually(what: &str, mut check: impl FnMut() -> bool) {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    while !check() {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "timed out waiting for {what}"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+/// The demo server's own counters.
+pub async fn server_stats(client: &Client) -> Value {
+    let result = client
+        .call_tool("stats", json!({}))
+        .await
+        .expect("stats tool");
+    result.structured_content.expect("stats are structured")
+}
+
+pub async fn server_pid(client: &Client) -> i32 {
+    let result = client.call_tool("pid", json!({})).await.expect("pid tool");
+    let pid = result.structured_content.expect("structured")["pid"]
+        .as_i64()
+        .expect("pid");
+    i32::try_from(pid).expect("pid fits")
+}
+
+pub fn process_exists(pid: i32) -> bool {
+    // SAFETY: signal 0 only checks that the process exists.
+    unsafe { libc::kill(pid, 0) == 0 }
+}
+
+pub fn init_tracing() {
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+        .with_test_writer()
+        .try_init();
+}
