@@ -1,0 +1,163 @@
+//! The actix-mcp demo: spawns the bundled demo server, runs many concurrent calls, cancels some
+//! (by token, by dropping the future, by timeout) and prints what the client and the server saw.
+//!
+//! ```text
+//! cargo run --release --example demo
+//! ```
+//!
+//! The demo server is this same program started with `serve`, so one command builds both.
+
+#[path = "../src/bin/mcp-demo-server/server.rs"]
+mod demo_server;
+
+use std::time::{Duration, Instant};
+
+use actix_mcp::{Cancellation, Client, Error, StdioTransport};
+use clap::Parser;
+use serde_json::json;
+
+#[derive(Parser)]
+#[command(about = "actix-mcp demo: concurrent and cancelled MCP calls against a real server")]
+struct Args {
+    /// Concurrent `echo` calls.
+    #[arg(long, default_value_t = 2000)]
+    echoes: usize,
+    /// `sleep` calls, a third cancelled by token, a third dropped, a third timed out.
+    #[arg(long, default_value_t = 300)]
+    sleepers: usize,
+}
+
+fn main() -> std::process::ExitCode {
+    let mut argv = std::env::args_os();
+    if std::env::args_os().nth(1).is_some_and(|a| a == "serve") {
+        let program = argv.next().unwrap_or_default();
+        return demo_server::main_from(std::iter::once(program).chain(argv.skip(1)));
+    }
+    let args = Args::parse();
+    let system = actix_rt::System::new();
+    match system.block_on(run(args)) {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("demo failed: {e}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
+
+async fn run(args: Args) -> Result<(), Error> {
+    let me = std::env::current_exe().map_err(|e| Error::Protocol(e.to_string()))?;
+    let client = Client::connect(StdioTransport::new(me).arg("serve")).await?;
+    println!(
+        "connected to {} {} (protocol {})",
+        client.server_info().name,
+        client.server_info().version,
+        client.protocol_version()
+    );
+
+    // 1. Many concurrent calls on one connection, answered out of order.
+    let started = Instant::now();
+    let echoes: Vec<_> = (0..args.echoes)
+        .map(|i| {
+            let client = client.clone();
+            actix_rt::spawn(async move {
+                let text = format!("message {i}");
+                let result = client.call_tool("echo", json!({ "text": text })).await?;
+                Ok::<_, Error>(result.text() == text)
+            })
+        })
+        .collect();
+    let mut correct = 0;
+    for echo in echoes {
+        if matches!(echo.await, Ok(Ok(true))) {
+            correct += 1;
+        }
+    }
+    let elapsed = started.elapsed();
+    println!(
+        "{correct}/{} concurrent echo calls answered correctly in {:.1} ms ({:.0} calls/s)",
+        args.echoes,
+        elapsed.as_secs_f64() * 1e3,
+        args.echoes as f64 / elapsed.as_secs_f64()
+    );
+
+    // 2. Long calls, cancelled three ways.
+    let token = Cancellation::new();
+    let third = args.sleepers / 3;
+    let mut by_token = Vec::new();
+    let mut dropped = Vec::new();
+    let mut timed = Vec::new();
+    for i in 0..args.sleepers {
+        let client = client.clone();
+        let sleep = json!({ "ms": 60_000 });
+        match i % 3 {
+            0 => {
+                let token = token.clone();
+                by_token.push(actix_rt::spawn(async move {
+                    client.call_tool("sleep", sleep).cancellation(&token).await
+                }));
+            }
+            1 => dropped.push(actix_rt::spawn(async move {
+                client.call_tool("sleep", sleep).await
+            })),
+            _ => timed.push(actix_rt::spawn(async move {
+                client
+                    .call_tool("sleep", sleep)
+                    .timeout(Duration::from_millis(300))
+                    .await
+            })),
+        }
+    }
+    wait_until(&client, "pending", args.sleepers as u64).await?;
+    println!("{} sleep calls running at the server", args.sleepers);
+
+    let cancel_started = Instant::now();
+    token.cancel_with_reason("demo: user pressed stop");
+    let mut cancelled = 0;
+    for call in by_token {
+        if matches!(call.await, Ok(Err(Error::Cancelled { .. }))) {
+            cancelled += 1;
+        }
+    }
+    println!(
+        "{cancelled}/{third} cancelled by token, callers woken in {:.2} ms",
+        cancel_started.elapsed().as_secs_f64() * 1e3
+    );
+    for call in &dropped {
+        call.abort();
+    }
+    println!("{} dropped futures", dropped.len());
+    let mut timeouts = 0;
+    for call in timed {
+        if matches!(call.await, Ok(Err(Error::Timeout { .. }))) {
+            timeouts += 1;
+        }
+    }
+    println!("{timeouts} timed out after 300 ms");
+
+    let stats = wait_until(&client, "pending", 0).await?;
+    println!(
+        "server saw {} cancels, {} matched a running call, {} arrived ahead of their request, {} calls left running",
+        stats["cancels"], stats["cancels_matched"], stats["cancels_ahead"], stats["pending"]
+    );
+    let conn = client.stats().await?;
+    println!(
+        "client: {} requests written, {} cancels sent, {} late responses dropped",
+        conn.requests_written, conn.cancels_sent, conn.late_responses
+    );
+    client.close().await;
+    Ok(())
+}
+
+async fn wait_until(client: &Client, key: &str, want: u64) -> Result<serde_json::Value, Error> {
+    loop {
+        let stats = client
+            .call_tool("stats", json!({}))
+            .await?
+            .structured_content
+            .unwrap_or_default();
+        if stats[key] == want {
+            return Ok(stats);
+        }
+        actix_rt::time::sleep(Duration::from_millis(20)).await;
+    }
+}
