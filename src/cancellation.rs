@@ -73,3 +73,59 @@ impl Cancellation {
         self.inner.token.clone().cancelled_owned()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn starts_uncancelled_without_reason() {
+        let token = Cancellation::new();
+        assert!(!token.is_cancelled());
+        assert_eq!(token.reason(), None);
+    }
+
+    #[test]
+    fn the_first_cancel_wins_and_later_ones_change_nothing() {
+        let token = Cancellation::new();
+        let clone = token.clone();
+        assert!(clone.cancel_with_reason("first"));
+        assert!(!token.cancel_with_reason("second"));
+        assert!(!token.cancel());
+        assert!(token.is_cancelled());
+        assert_eq!(token.reason(), Some("first"));
+    }
+
+    #[test]
+    fn a_cancel_without_reason_keeps_none() {
+        let token = Cancellation::new();
+        assert!(token.cancel());
+        assert!(!token.cancel_with_reason("late"));
+        assert_eq!(token.reason(), None);
+    }
+
+    #[tokio::test]
+    async fn cancelled_resolves_for_waiters_before_and_after_the_cancel() {
+        let token = Cancellation::new();
+        let before = tokio::spawn(token.cancelled());
+        token.cancel_with_reason("go");
+        before.await.unwrap();
+        token.cancelled().await; // already cancelled: resolves at once
+    }
+
+    #[test]
+    fn cancelling_from_many_threads_keeps_exactly_one_reason() {
+        let token = Cancellation::new();
+        let winners: usize = std::thread::scope(|s| {
+            let handles: Vec<_> = (0..8)
+                .map(|i| {
+                    let token = token.clone();
+                    s.spawn(move || token.cancel_with_reason(format!("t{i}")) as usize)
+                })
+                .collect();
+            handles.into_iter().map(|h| h.join().unwrap()).sum()
+        });
+        assert_eq!(winners, 1);
+        assert!(token.reason().is_some_and(|r| r.starts_with('t')));
+    }
+}

@@ -1,4 +1,58 @@
-//! placeholder
+//! An MCP (Model Context Protocol) client for actix.
+//!
+//! One [`Connection`] actor per server owns the transport and the table of in-flight requests;
+//! any number of callers multiplex requests over it and can cancel any of them, correctly (the
+//! wire obeys the protocol) and fast (a cancel never waits for I/O).
+//!
+//! ```no_run
+//! use actix_mcp::{Cancellation, Client, StdioTransport};
+//! use serde_json::json;
+//!
+//! #[actix::main]
+//! async fn main() -> Result<(), actix_mcp::Error> {
+//!     let client = Client::connect(StdioTransport::new("my-mcp-server")).await?;
+//!     let token = Cancellation::new();
+//!     let call = client.call_tool("slow_tool", json!({})).cancellation(&token);
+//!     // Elsewhere, later: token.cancel_with_reason("user pressed cancel");
+//!     match call.await {
+//!         Ok(result) => println!("{}", result.text()),
+//!         Err(e) if e.is_cancelled() => println!("cancelled"),
+//!         Err(e) => return Err(e),
+//!     }
+//!     Ok(())
+//! }
+//! ```
+//!
+//! # What cancelling does on the wire
+//!
+//! - A request whose token is already cancelled fails with [`Error::Cancelled`] and nothing is sent.
+//! - Cancelling wakes the caller at once with [`Error::Cancelled`] carrying the first reason.
+//! - A request still queued in the connection is removed: neither it nor a cancel is ever written.
+//! - A request being written gets `notifications/cancelled` only after the transport reports its
+//!   write complete, so the cancel always follows the complete request frame.
+//! - A written request gets `notifications/cancelled {requestId, reason?}` at once.
+//! - A cancel after the response arrived sends nothing; a second cancel sends nothing more.
+//! - A response arriving after its cancel is dropped (counted in [`ConnectionStats`]).
+//! - `initialize` is never cancelled on the wire; cancelling `connect` closes the connection.
+//!
+//! # What dropping each future means
+//!
+//! - A [`Call`] that was never polled: nothing was sent, nothing happens.
+//! - A polled [`CallFuture`], or a [`PendingReply`] from [`Request`]: dropping it **cancels the
+//!   request** exactly as a cancel without a reason does (see above).
+//! - The future of `addr.send(Request)` dropped before the actor handled it: the actor skips the
+//!   request, nothing is written. Dropped after: the [`PendingReply`] it carried is dropped, which
+//!   cancels.
+//! - The last handle to a connection ([`Client`], `Addr<Connection>`, [`PendingReply`]): the actor
+//!   stops and the server process is shut down (EOF, SIGTERM, SIGKILL).
+//!
+//! # Where the actor runs
+//!
+//! Inside an actix System (`#[actix::main]`, `#[actix_web::main]`, `#[actix::test]`),
+//! [`Client::connect`] starts the actor on the current arbiter. Anywhere else (plain
+//! `#[tokio::main]`) it starts it on a thread of its own running an actix System, stopped when
+//! the connection ends. [`Placement`] chooses explicitly.
+
 pub mod cancellation;
 pub mod client;
 pub mod connection;
@@ -13,5 +67,9 @@ pub use connection::{
     RequestOptions,
 };
 pub use error::{CloseReason, Error};
-pub use protocol::RequestId;
+pub use protocol::{
+    lifecycle::{Implementation, InitializeResult},
+    tools::{CallToolResult, EmptyResult, ListToolsResult, Tool},
+    RawResult, RequestId,
+};
 pub use transport::{memory, MemoryPeer, MemoryTransport, StdioTransport, Transport};

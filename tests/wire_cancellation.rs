@@ -490,3 +490,58 @@ async fn get_stats_reports_what_is_in_flight() {
     assert_eq!(stats.in_flight, 1);
     pending.detach();
 }
+
+#[actix::test]
+async fn one_token_cancels_every_request_it_covers() {
+    let (client, mut peer) = connected().await;
+    let token = Cancellation::new();
+    let calls: Vec<_> = (0..3)
+        .map(|i| {
+            let (client, token) = (client.clone(), token.clone());
+            actix_rt::spawn(async move {
+                client
+                    .request(format!("m{i}"), None)
+                    .cancellation(&token)
+                    .await
+            })
+        })
+        .collect();
+    let mut ids = Vec::new();
+    for _ in 0..3 {
+        ids.push(expect_frame(&mut peer).await["id"].clone());
+    }
+    token.cancel_with_reason("all of them");
+    for call in calls {
+        assert!(call.await.unwrap().unwrap_err().is_cancelled());
+    }
+    let mut cancelled = Vec::new();
+    for _ in 0..3 {
+        let cancel = expect_frame(&mut peer).await;
+        assert_eq!(cancel["params"]["reason"], "all of them");
+        cancelled.push(cancel["params"]["requestId"].clone());
+    }
+    cancelled.sort_by_key(|v| v.as_u64());
+    assert_eq!(cancelled, ids);
+}
+
+/// Ruby checklist 2 and 12: a token that is never cancelled changes nothing: the request is
+/// written once, its response returned unchanged, and no cancel follows.
+#[actix::test]
+async fn an_uncancelled_token_changes_nothing_on_the_wire() {
+    let (client, mut peer) = connected().await;
+    let token = Cancellation::new();
+    let call = actix_rt::spawn({
+        let (client, token) = (client.clone(), token.clone());
+        async move { client.request("x", None).cancellation(&token).await }
+    });
+    let request = expect_frame(&mut peer).await;
+    respond(&peer, &request, json!({"value": [1, 2, 3]}));
+    assert_eq!(call.await.unwrap().unwrap(), json!({"value": [1, 2, 3]}));
+    settle(&client).await;
+    assert!(peer.try_recv().is_none());
+    assert_eq!(
+        client.stats().await.unwrap().requests_written,
+        2,
+        "initialize and x"
+    );
+}
