@@ -364,7 +364,7 @@ async fn close_escalates_from_eof_to_sigterm_to_sigkill() {
     let transport = journal
         .server()
         .args(["--linger-after-eof", "--ignore-sigterm"])
-        .shutdown_grace(Duration::from_millis(300));
+        .shutdown_grace(Duration::from_secs(1));
     let client = Client::connect(transport).await.unwrap();
     let pid = server_pid(&client).await;
     client.close().await;

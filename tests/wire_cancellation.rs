@@ -545,3 +545,39 @@ async fn an_uncancelled_token_changes_nothing_on_the_wire() {
         "initialize and x"
     );
 }
+
+/// Ruby checklist 11: the write of a cancelled request fails (the connection breaks) before its
+/// write-complete event. The caller already has its `Cancelled`; nothing panics, and later
+/// requests fail fast with the close reason.
+#[actix::test]
+async fn a_write_that_fails_after_a_cancel_leaves_the_caller_cancelled() {
+    let (client, mut peer) = connected().await;
+    peer.hold_writes();
+    let token = Cancellation::new();
+    let call = actix_rt::spawn({
+        let (client, token) = (client.clone(), token.clone());
+        async move { client.request("x", None).cancellation(&token).await }
+    });
+    expect_frame(&mut peer).await;
+    token.cancel_with_reason("bye");
+    assert!(
+        matches!(call.await.unwrap(), Err(Error::Cancelled { reason: Some(ref r) }) if r == "bye")
+    );
+    peer.close(CloseReason::WriteFailed(std::sync::Arc::new(
+        std::io::Error::other("broken pipe"),
+    )));
+    let later = client.ping().await.unwrap_err();
+    assert!(
+        matches!(
+            later,
+            Error::Closed {
+                reason: CloseReason::WriteFailed(_)
+            }
+        ),
+        "{later:?}"
+    );
+    assert!(
+        peer.try_recv().is_none(),
+        "no cancel after the write failed"
+    );
+}
