@@ -1,0 +1,316 @@
+//! Side-by-side benchmark: actix-mcp, rmcp and a raw no-SDK client against the same stdio server.
+//!
+//! ```text
+//! cargo bench --bench compare                      # every scenario, 3 runs, medians
+//! cargo bench --bench compare -- --smoke           # a few thousand requests; checks correctness only
+//! cargo bench --bench compare -- --scenarios a,b --runs 5
+//! cargo bench --bench compare -- --server "node my-server.js"
+//! ```
+//!
+//! Each (scenario, client, run) runs in a fresh worker process of this program against a fresh
+//! server process, so memory figures are the client's own. The default server is the crate's
+//! demo server, which counts requests, cancels, cancels that matched, cancels that arrived ahead
+//! of their request and requests still running: correctness is measured at the server.
+//!
+//! New transports plug in as new `Driver`s (clients/) and scenarios (scenarios.rs).
+
+mod clients;
+mod scenarios;
+
+use std::{
+    collections::BTreeMap,
+    io::{BufRead, BufReader},
+    process::{Command, ExitCode, Stdio},
+    time::Duration,
+};
+
+use clap::Parser;
+use clients::{actix::ActixMcp, raw::Raw, rmcp::Rmcp, Driver, ServerCmd};
+use scenarios::{Metrics, Sizes};
+use serde_json::{json, Value};
+
+const CLIENTS: [&str; 3] = ["actix-mcp", "raw", "rmcp"];
+const SCENARIOS: [&str; 8] = ["a", "b", "c1", "c2", "c3", "c4", "d", "scale"];
+/// Counters that must be zero for actix-mcp in every run.
+const MUST_BE_ZERO: [&str; 3] = ["lost_cancels", "overtaking_cancels", "left_running"];
+
+#[derive(Parser, Debug)]
+#[command(about = "actix-mcp vs rmcp vs raw, side by side")]
+struct Args {
+    /// A few thousand requests, one run; checks correctness counters, not speed.
+    #[arg(long)]
+    smoke: bool,
+    /// Runs per scenario and client; the table shows medians.
+    #[arg(long, default_value_t = 3)]
+    runs: usize,
+    /// Comma-separated scenarios (a,b,c1,c2,c3,c4,d,scale).
+    #[arg(long, value_delimiter = ',')]
+    scenarios: Option<Vec<String>>,
+    /// Comma-separated clients (actix-mcp,raw,rmcp).
+    #[arg(long, value_delimiter = ',')]
+    clients: Option<Vec<String>>,
+    /// The stdio server to run, as a command line. It needs `echo {text}` and `sleep {ms}`;
+    /// the correctness counters also need the demo server's `stats` tool.
+    #[arg(long)]
+    server: Option<String>,
+    /// Internal: run one scenario for one client and print its metrics as JSON.
+    #[arg(long, hide = true)]
+    worker: Option<String>,
+    #[arg(long, hide = true)]
+    scenario: Option<String>,
+    // `cargo bench` passes --bench to harness=false targets.
+    #[arg(long, hide = true)]
+    bench: bool,
+}
+
+fn main() -> ExitCode {
+    let args = Args::parse();
+    let server = match server_cmd(args.server.as_deref()) {
+        Ok(server) => server,
+        Err(e) => {
+            eprintln!("{e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let sizes = if args.smoke {
+        Sizes::SMOKE
+    } else {
+        Sizes::FULL
+    };
+    if let (Some(client), Some(scenario)) = (&args.worker, &args.scenario) {
+        return worker(client, scenario, &server, sizes);
+    }
+    let runs = if args.smoke { 1 } else { args.runs.max(1) };
+    let clients = pick(args.clients.clone(), &CLIENTS);
+    let scenarios = pick(args.scenarios.clone(), &SCENARIOS);
+    orchestrate(&args, &clients, &scenarios, runs)
+}
+
+fn pick(chosen: Option<Vec<String>>, all: &[&str]) -> Vec<String> {
+    chosen.unwrap_or_else(|| all.iter().map(|s| s.to_string()).collect())
+}
+
+fn server_cmd(line: Option<&str>) -> Result<ServerCmd, String> {
+    match line {
+        None => Ok(ServerCmd {
+            program: env!("CARGO_BIN_EXE_mcp-demo-server").into(),
+            args: Vec::new(),
+        }),
+        Some(line) => {
+            let mut words = shlex::split(line).ok_or("--server: unbalanced quotes")?;
+            if words.is_empty() {
+                return Err("--server: empty command".into());
+            }
+            let program = words.remove(0);
+            Ok(ServerCmd {
+                program,
+                args: words,
+            })
+        }
+    }
+}
+
+fn worker(client: &str, scenario: &str, server: &ServerCmd, sizes: Sizes) -> ExitCode {
+    let result = match client {
+        "actix-mcp" => {
+            actix_rt::System::new().block_on(measure::<ActixMcp>(server, scenario, sizes))
+        }
+        "raw" => multi_thread().block_on(measure::<Raw>(server, scenario, sizes)),
+        "rmcp" => multi_thread().block_on(measure::<Rmcp>(server, scenario, sizes)),
+        other => Err(format!("unknown client {other}")),
+    };
+    match result {
+        Ok(metrics) => {
+            let map: serde_json::Map<String, Value> = metrics
+                .into_iter()
+                .map(|(k, v)| (k.to_owned(), json!(v)))
+                .collect();
+            println!("{}", Value::Object(map));
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("{client} {scenario}: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn multi_thread() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("a tokio runtime")
+}
+
+async fn measure<D: Driver>(
+    server: &ServerCmd,
+    scenario: &str,
+    sizes: Sizes,
+) -> Result<Metrics, String> {
+    let driver = D::connect(server).await?;
+    scenarios::run(&driver, scenario, sizes).await
+}
+
+fn orchestrate(args: &Args, clients: &[String], scenarios: &[String], runs: usize) -> ExitCode {
+    let exe = match std::env::current_exe() {
+        Ok(exe) => exe,
+        Err(e) => {
+            eprintln!("cannot find this program: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    // results[scenario][client][metric] = values over runs
+    let mut results: BTreeMap<(usize, String), BTreeMap<String, BTreeMap<String, Vec<f64>>>> =
+        BTreeMap::new();
+    let mut failed = false;
+    for (si, scenario) in scenarios.iter().enumerate() {
+        for run in 0..runs {
+            for client in clients {
+                eprintln!("scenario {scenario}, run {}/{runs}, {client}", run + 1);
+                let mut cmd = Command::new(&exe);
+                cmd.args(["--worker", client, "--scenario", scenario]);
+                if args.smoke {
+                    cmd.arg("--smoke");
+                }
+                if let Some(server) = &args.server {
+                    cmd.args(["--server", server]);
+                }
+                match run_worker(cmd) {
+                    Ok(metrics) => {
+                        let per_client = results
+                            .entry((si, scenario.clone()))
+                            .or_default()
+                            .entry(client.clone())
+                            .or_default();
+                        for (k, v) in metrics {
+                            per_client.entry(k).or_default().push(v);
+                        }
+                    }
+                    Err(e) => {
+                        eprintln!("  failed: {e}");
+                        if client == "actix-mcp" {
+                            failed = true;
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    println!(
+        "\n| scenario | metric | actix-mcp | raw | rmcp | actix-mcp ÷ raw | actix-mcp ÷ rmcp |"
+    );
+    println!("|---|---|---|---|---|---|---|");
+    for ((_, scenario), per_client) in &results {
+        let mut metrics: Vec<&String> = per_client.values().flat_map(|m| m.keys()).collect();
+        metrics.sort();
+        metrics.dedup();
+        for metric in metrics {
+            let median = |client: &str| {
+                per_client
+                    .get(client)
+                    .and_then(|m| m.get(metric))
+                    .map(|v| median(v))
+            };
+            let (a, r, m) = (median("actix-mcp"), median("raw"), median("rmcp"));
+            println!(
+                "| {scenario} | {metric} | {} | {} | {} | {} | {} |",
+                fmt(a),
+                fmt(r),
+                fmt(m),
+                ratio(a, r),
+                ratio(a, m)
+            );
+        }
+    }
+    println!();
+    for ((_, scenario), per_client) in &results {
+        for (client, metrics) in per_client {
+            let medians: serde_json::Map<String, Value> = metrics
+                .iter()
+                .map(|(k, v)| (k.clone(), json!(median(v))))
+                .collect();
+            let runs_done = metrics.values().map(Vec::len).max().unwrap_or(0);
+            println!(
+                "{}",
+                json!({"scenario": scenario, "client": client, "runs": runs_done, "median": medians})
+            );
+            if client == "actix-mcp" {
+                for key in MUST_BE_ZERO {
+                    if let Some(values) = metrics.get(key) {
+                        if values.iter().any(|v| *v != 0.0) {
+                            eprintln!(
+                                "actix-mcp {scenario}: {key} = {values:?}, must be 0 in every run"
+                            );
+                            failed = true;
+                        }
+                    }
+                }
+            }
+        }
+    }
+    if failed {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    }
+}
+
+fn run_worker(mut cmd: Command) -> Result<Vec<(String, f64)>, String> {
+    let mut child = cmd
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .map_err(|e| e.to_string())?;
+    let stdout = child.stdout.take().ok_or("no stdout")?;
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let last = BufReader::new(stdout).lines().map_while(Result::ok).last();
+        let _ = tx.send(last);
+    });
+    let line = match rx.recv_timeout(Duration::from_secs(600)) {
+        Ok(line) => line,
+        Err(_) => {
+            let _ = child.kill();
+            return Err("worker timed out".into());
+        }
+    };
+    let status = child.wait().map_err(|e| e.to_string())?;
+    if !status.success() {
+        return Err(format!("worker exited with {status}"));
+    }
+    let line = line.ok_or("worker printed nothing")?;
+    let value: Value = serde_json::from_str(&line).map_err(|e| e.to_string())?;
+    let map = value.as_object().ok_or("worker output is not an object")?;
+    Ok(map
+        .iter()
+        .map(|(k, v)| (k.clone(), v.as_f64().unwrap_or(f64::NAN)))
+        .collect())
+}
+
+fn median(values: &[f64]) -> f64 {
+    let mut v: Vec<f64> = values.to_vec();
+    v.sort_by(|a, b| a.total_cmp(b));
+    if v.is_empty() {
+        f64::NAN
+    } else {
+        v[v.len() / 2]
+    }
+}
+
+fn fmt(v: Option<f64>) -> String {
+    match v {
+        None => "–".into(),
+        Some(v) if v.is_nan() => "n/a".into(),
+        Some(v) if v.abs() >= 100.0 => format!("{v:.0}"),
+        Some(v) => format!("{v:.2}"),
+    }
+}
+
+fn ratio(a: Option<f64>, b: Option<f64>) -> String {
+    match (a, b) {
+        (Some(a), Some(b)) if b != 0.0 && a.is_finite() && b.is_finite() => format!("{:.2}", a / b),
+        _ => "–".into(),
+    }
+}
