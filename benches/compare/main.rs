@@ -160,9 +160,7 @@ fn orchestrate(args: &Args, clients: &[String], scenarios: &[String], runs: usiz
             return ExitCode::FAILURE;
         }
     };
-    // results[scenario][client][metric] = values over runs
-    let mut results: BTreeMap<(usize, String), BTreeMap<String, BTreeMap<String, Vec<f64>>>> =
-        BTreeMap::new();
+    let mut results: BTreeMap<(usize, String), PerClient> = BTreeMap::new();
     let mut failed = false;
     for (si, scenario) in scenarios.iter().enumerate() {
         for run in 0..runs {
@@ -256,6 +254,9 @@ fn orchestrate(args: &Args, clients: &[String], scenarios: &[String], runs: usiz
         ExitCode::SUCCESS
     }
 }
+
+/// client → metric → one value per run.
+type PerClient = BTreeMap<String, BTreeMap<String, Vec<f64>>>;
 
 fn run_worker(mut cmd: Command) -> Result<Vec<(String, f64)>, String> {
     let mut child = cmd
