@@ -14,12 +14,13 @@ use std::{
 };
 
 use actix::Addr;
-use pin_project_lite::pin_project;
 use serde::de::DeserializeOwned;
+use tokio::sync::oneshot;
 
 use crate::{
-    connection::{Cancel, Connection, PendingReply, Request},
+    connection::{Cancel, Connection, Request, Submit},
     error::Error,
+    protocol::RawResult,
     Cancellation, CloseReason, RequestId,
 };
 
@@ -80,68 +81,55 @@ impl<T: DeserializeOwned> IntoFuture for Call<T> {
         CallFuture {
             addr: self.addr,
             id: self.request.id(),
-            stage: Stage::Start {
-                request: Some(self.request),
-            },
+            stage: Stage::Start(Some(self.request)),
             token: self.cancellation,
             cancelled: None,
             timeout: self.timeout,
             deadline: None,
-            finished: false,
             _result: PhantomData,
         }
     }
 }
 
-type ActixSend = actix::dev::Request<Connection, Request>;
-
-pin_project! {
-    #[project = StageProj]
-    enum Stage {
-        // Not yet polled: nothing sent.
-        Start { request: Option<Request> },
-        // In the actor's mailbox.
-        Sending { #[pin] send: ActixSend },
-        // Accepted by the actor.
-        Waiting { reply: PendingReply },
-        Done,
-    }
+enum Stage {
+    /// Not yet polled: nothing sent.
+    Start(Option<Request>),
+    /// Handed to the actor; the answer comes on this channel.
+    Waiting(oneshot::Receiver<Result<RawResult, Error>>),
+    Done,
 }
 
-pin_project! {
-    /// The future of a [`Call`]. See the module docs for what dropping it means.
-    #[must_use = "futures do nothing unless polled"]
-    pub struct CallFuture<T> {
-        addr: Addr<Connection>,
-        id: RequestId,
-        #[pin]
-        stage: Stage,
-        token: Option<Cancellation>,
-        cancelled: Option<Pin<Box<dyn Future<Output = ()> + Send>>>,
-        timeout: Option<Duration>,
-        #[pin]
-        deadline: Option<tokio::time::Sleep>,
-        finished: bool,
-        _result: PhantomData<fn() -> T>,
-    }
-
-    impl<T> PinnedDrop for CallFuture<T> {
-        fn drop(this: Pin<&mut Self>) {
-            let this = this.project();
-            if !*this.finished {
-                if let StageProj::Sending { .. } = this.stage.project() {
-                    // The actor may be handling it right now; make sure it is cancelled.
-                    this.addr.do_send(Cancel::new(*this.id));
-                }
-                // `Waiting`: the PendingReply's own drop cancels.
-            }
-        }
-    }
+/// The future of a [`Call`]. See the module docs for what dropping it means.
+#[must_use = "futures do nothing unless polled"]
+pub struct CallFuture<T> {
+    addr: Addr<Connection>,
+    id: RequestId,
+    stage: Stage,
+    token: Option<Cancellation>,
+    cancelled: Option<Pin<Box<dyn Future<Output = ()> + Send>>>,
+    timeout: Option<Duration>,
+    // Boxed: only calls with a timeout pay for a timer.
+    deadline: Option<Pin<Box<tokio::time::Sleep>>>,
+    _result: PhantomData<fn() -> T>,
 }
 
 impl<T> CallFuture<T> {
     pub fn id(&self) -> RequestId {
         self.id
+    }
+
+    /// Cancels the request (if it was sent) and ends this future with `error`.
+    fn abandon(&mut self, reason: Option<String>, error: Error) -> Poll<Result<T, Error>> {
+        if matches!(self.stage, Stage::Waiting(_)) {
+            // do_send ignores the mailbox bound: a cancel is never lost to a full mailbox, and
+            // it queues behind the request it names.
+            self.addr.do_send(Cancel {
+                id: self.id,
+                reason,
+            });
+        }
+        self.stage = Stage::Done;
+        Poll::Ready(Err(error))
     }
 }
 
@@ -149,91 +137,69 @@ impl<T: DeserializeOwned> Future for CallFuture<T> {
     type Output = Result<T, Error>;
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        let mut this = self.project();
-        if *this.finished {
+        let this = self.get_mut();
+        if let Stage::Start(request) = &mut this.stage {
+            let Some(request) = request.take() else {
+                return Poll::Ready(Err(Error::Protocol(
+                    "CallFuture polled after a panic".into(),
+                )));
+            };
+            if let Some(token) = &this.token {
+                if token.is_cancelled() {
+                    // Cancelled before sending: nothing reaches the actor or the wire.
+                    let reason = token.reason_owned();
+                    return this.abandon(None, Error::cancelled(reason));
+                }
+                this.cancelled = Some(Box::pin(token.cancelled()));
+            }
+            if let Some(after) = this.timeout {
+                this.deadline = Some(Box::pin(tokio::time::sleep(after)));
+            }
+            let (reply, rx) = oneshot::channel();
+            this.addr.do_send(Submit { request, reply });
+            this.stage = Stage::Waiting(rx);
+        }
+
+        // The caller's cancel and the timeout are answered here, at once, without waiting for
+        // the actor or any I/O.
+        if let Some(cancelled) = &mut this.cancelled {
+            if cancelled.as_mut().poll(cx).is_ready() {
+                let reason = this.token.as_ref().and_then(Cancellation::reason_owned);
+                return this.abandon(reason.clone(), Error::cancelled(reason));
+            }
+        }
+        if let Some(deadline) = &mut this.deadline {
+            if deadline.as_mut().poll(cx).is_ready() {
+                let after = this.timeout.unwrap_or_default();
+                let reason = format!("timed out after {} ms", after.as_millis());
+                return this.abandon(Some(reason), Error::Timeout { after });
+            }
+        }
+
+        let Stage::Waiting(rx) = &mut this.stage else {
             return Poll::Ready(Err(Error::Protocol(
                 "CallFuture polled after completion".into(),
             )));
-        }
-
-        if let StageProj::Start { request } = this.stage.as_mut().project() {
-            let Some(request) = request.take() else {
-                return Poll::Pending;
-            };
-            if let Some(token) = this.token.as_ref() {
-                if token.is_cancelled() {
-                    // Cancelled before sending: nothing reaches the actor or the wire.
-                    *this.finished = true;
-                    this.stage.set(Stage::Done);
-                    return Poll::Ready(Err(Error::cancelled(token.reason_owned())));
-                }
-                *this.cancelled = Some(Box::pin(token.cancelled()));
-            }
-            if let Some(after) = *this.timeout {
-                this.deadline.set(Some(tokio::time::sleep(after)));
-            }
-            let send = this.addr.send(request);
-            this.stage.set(Stage::Sending { send });
-        }
-
-        // The caller's cancel and the timeout win over anything still in flight, and are
-        // answered here, without waiting for the actor or any I/O.
-        if let Some(cancelled) = this.cancelled.as_mut() {
-            if cancelled.as_mut().poll(cx).is_ready() {
-                let reason = this.token.as_ref().and_then(Cancellation::reason_owned);
-                abandon(this.stage.as_mut(), this.addr, *this.id, reason.clone());
-                *this.finished = true;
-                return Poll::Ready(Err(Error::cancelled(reason)));
-            }
-        }
-        if let Some(deadline) = this.deadline.as_mut().as_pin_mut() {
-            if deadline.poll(cx).is_ready() {
-                let after = this.timeout.unwrap_or_default();
-                let reason = format!("timed out after {} ms", after.as_millis());
-                abandon(this.stage.as_mut(), this.addr, *this.id, Some(reason));
-                *this.finished = true;
-                return Poll::Ready(Err(Error::Timeout { after }));
-            }
-        }
-
-        loop {
-            match this.stage.as_mut().project() {
-                StageProj::Sending { send } => match send.poll(cx) {
-                    Poll::Pending => return Poll::Pending,
-                    Poll::Ready(Ok(reply)) => this.stage.set(Stage::Waiting { reply }),
-                    Poll::Ready(Err(_)) => {
-                        *this.finished = true;
-                        this.stage.set(Stage::Done);
-                        return Poll::Ready(Err(Error::Closed {
-                            reason: CloseReason::ActorStopped,
-                        }));
-                    }
-                },
-                StageProj::Waiting { reply } => {
-                    let outcome = match Pin::new(reply).poll(cx) {
-                        Poll::Pending => return Poll::Pending,
-                        Poll::Ready(outcome) => outcome,
-                    };
-                    *this.finished = true;
-                    this.stage.set(Stage::Done);
-                    return Poll::Ready(outcome.and_then(|raw| {
-                        serde_json::from_str(raw.get())
-                            .map_err(|e| Error::Protocol(format!("unexpected result: {e}")))
-                    }));
-                }
-                StageProj::Start { .. } | StageProj::Done => return Poll::Pending,
-            }
-        }
+        };
+        let outcome = match Pin::new(rx).poll(cx) {
+            Poll::Pending => return Poll::Pending,
+            Poll::Ready(Ok(outcome)) => outcome,
+            Poll::Ready(Err(_)) => Err(Error::Closed {
+                reason: CloseReason::ActorStopped,
+            }),
+        };
+        this.stage = Stage::Done;
+        Poll::Ready(outcome.and_then(|raw| {
+            serde_json::from_str(raw.get())
+                .map_err(|e| Error::Protocol(format!("unexpected result: {e}")))
+        }))
     }
 }
 
-/// Cancels whatever stage the call is in, carrying `reason`.
-fn abandon(stage: Pin<&mut Stage>, addr: &Addr<Connection>, id: RequestId, reason: Option<String>) {
-    match stage.project() {
-        StageProj::Waiting { reply } => reply.cancel_in_place(reason),
-        // Sent first, so it reaches the actor ahead of the cancel that dropping the mailbox
-        // request may trigger; the second one finds nothing to do.
-        StageProj::Sending { .. } => addr.do_send(Cancel { id, reason }),
-        StageProj::Start { .. } | StageProj::Done => {}
+impl<T> Drop for CallFuture<T> {
+    fn drop(&mut self) {
+        if matches!(self.stage, Stage::Waiting(_)) {
+            self.addr.do_send(Cancel::new(self.id));
+        }
     }
 }

@@ -82,7 +82,11 @@ impl Client {
     }
 
     /// Any request, with its result as JSON.
-    pub fn request(&self, method: impl Into<String>, params: Option<Value>) -> Call<Value> {
+    pub fn request(
+        &self,
+        method: impl Into<std::borrow::Cow<'static, str>>,
+        params: Option<Value>,
+    ) -> Call<Value> {
         Call::new(self.addr.clone(), Request::new(method, params))
     }
 
@@ -98,8 +102,19 @@ impl Client {
 
     /// `tools/call`. A tool's own failure is a successful call with `is_error: true`.
     pub fn call_tool(&self, name: &str, arguments: Value) -> Call<CallToolResult> {
-        let params = json!({ "name": name, "arguments": arguments });
-        Call::new(self.addr.clone(), Request::new("tools/call", Some(params)))
+        #[derive(serde::Serialize)]
+        struct Params<'a> {
+            name: &'a str,
+            arguments: &'a Value,
+        }
+        let params = Params {
+            name,
+            arguments: &arguments,
+        };
+        Call::new(
+            self.addr.clone(),
+            Request::with_params("tools/call", Some(&params)),
+        )
     }
 
     /// Sends a notification (queued in order with requests; resolves once queued).

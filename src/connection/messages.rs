@@ -1,16 +1,18 @@
 //! The messages a caller sends to a [`Connection`], named for the caller's intent.
 
 use std::{
+    borrow::Cow,
     future::Future,
     pin::Pin,
     task::{Context, Poll},
 };
 
 use actix::{Addr, Message};
-use serde_json::Value;
+use serde::Serialize;
+use serde_json::{value::RawValue, Value};
 use tokio::sync::oneshot;
 
-use super::Connection;
+use super::{in_flight::Reply, Connection};
 use crate::{error::Error, protocol::RawResult, CloseReason, RequestId};
 
 /// Send a request to the server.
@@ -21,8 +23,10 @@ use crate::{error::Error, protocol::RawResult, CloseReason, RequestId};
 #[derive(Debug)]
 pub struct Request {
     pub(crate) id: RequestId,
-    pub(crate) method: String,
-    pub(crate) params: Option<Value>,
+    pub(crate) method: Cow<'static, str>,
+    /// Serialized by the caller, so the actor only copies bytes, and a caller's JSON tree is
+    /// freed before the request waits in the queue. `Err` holds why serialization failed.
+    pub(crate) params: Result<Option<Box<RawValue>>, String>,
     pub(crate) options: RequestOptions,
 }
 
@@ -45,7 +49,22 @@ impl Default for RequestOptions {
 
 impl Request {
     /// A request with a freshly allocated id. `params` must be a JSON object or absent.
-    pub fn new(method: impl Into<String>, params: Option<Value>) -> Self {
+    pub fn new(method: impl Into<Cow<'static, str>>, params: Option<Value>) -> Self {
+        Self::with_params(method, params.as_ref())
+    }
+
+    /// A request whose params are any serializable value (serialized now, once).
+    /// A value that fails to serialize fails the request with [`Error::Protocol`].
+    pub fn with_params<P: Serialize + ?Sized>(
+        method: impl Into<Cow<'static, str>>,
+        params: Option<&P>,
+    ) -> Self {
+        let params = match params {
+            None => Ok(None),
+            Some(p) => serde_json::value::to_raw_value(p)
+                .map(Some)
+                .map_err(|e| e.to_string()),
+        };
         Self {
             id: RequestId::next(),
             method: method.into(),
@@ -71,6 +90,17 @@ impl Request {
 
 impl Message for Request {
     type Result = PendingReply;
+}
+
+/// The `Client`'s way in: a request whose reply channel the caller made itself, sent with
+/// `do_send`, so a call costs one channel and no mailbox reply.
+pub(crate) struct Submit {
+    pub request: Request,
+    pub reply: Reply,
+}
+
+impl Message for Submit {
+    type Result = ();
 }
 
 /// Cancel a request made on this connection. Does nothing if it already finished.

@@ -18,12 +18,13 @@ use std::{future::Future, pin::Pin};
 use actix::{Actor, ActorContext, AsyncContext, Context, Handler, MessageResult};
 use tokio::sync::oneshot;
 
+pub(crate) use messages::Submit;
 pub use messages::{
     Cancel, Close, ConnectionStats, GetStats, Notify, PendingReply, Request, RequestOptions,
 };
 
 use self::{
-    in_flight::{fail_all, InFlight, InFlightTable, Phase},
+    in_flight::{fail_all, InFlight, InFlightTable, Phase, Reply},
     inbound::ServerRequests,
     outbox::{Outbox, Outgoing},
 };
@@ -114,7 +115,7 @@ impl Connection {
                     return;
                 }
                 match batch.push_with(Some(id), |buf| {
-                    write_request(buf, id, &method, params.as_ref())
+                    write_request(buf, id, &method, params.as_deref())
                 }) {
                     Ok(()) => {
                         entry.phase = Phase::Writing;
@@ -207,6 +208,35 @@ impl Connection {
         }
     }
 
+    /// Records a request and queues it. Returns `false` if it was answered at once (closed
+    /// connection, unserializable params).
+    fn accept(&mut self, request: Request, reply: Reply) -> bool {
+        if let Some(error) = &self.closed {
+            let _ = reply.send(Err(error.clone()));
+            return false;
+        }
+        let params = match request.params {
+            Ok(params) => params,
+            Err(e) => {
+                let _ = reply.send(Err(Error::Protocol(format!(
+                    "cannot serialize {} params: {e}",
+                    request.method
+                ))));
+                return false;
+            }
+        };
+        let id = request.id;
+        self.in_flight
+            .insert(id, InFlight::queued(reply, request.options.cancel_on_wire));
+        self.outbox.push(Outgoing::Request {
+            id,
+            method: request.method,
+            params,
+        });
+        self.flush();
+        true
+    }
+
     /// The connection can carry nothing more: fail everyone, now and later.
     fn close_with(&mut self, error: Error) {
         if self.closed.is_some() {
@@ -267,19 +297,17 @@ impl Handler<Request> for Connection {
     fn handle(&mut self, request: Request, ctx: &mut Self::Context) -> Self::Result {
         let (tx, rx) = oneshot::channel();
         let id = request.id;
-        if let Some(error) = &self.closed {
-            let _ = tx.send(Err(error.clone()));
-            return MessageResult(PendingReply::new(id, rx, None));
-        }
-        self.in_flight
-            .insert(id, InFlight::queued(tx, request.options.cancel_on_wire));
-        self.outbox.push(Outgoing::Request {
-            id,
-            method: request.method,
-            params: request.params,
-        });
-        self.flush();
-        MessageResult(PendingReply::new(id, rx, Some(ctx.address())))
+        let accepted = self.accept(request, tx);
+        let guard = accepted.then(|| ctx.address());
+        MessageResult(PendingReply::new(id, rx, guard))
+    }
+}
+
+impl Handler<Submit> for Connection {
+    type Result = ();
+
+    fn handle(&mut self, submit: Submit, _ctx: &mut Self::Context) {
+        self.accept(submit.request, submit.reply);
     }
 }
 

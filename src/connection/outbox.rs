@@ -1,8 +1,8 @@
 //! Frames waiting for the transport, and how they are coalesced into batches.
 
-use std::collections::VecDeque;
+use std::{borrow::Cow, collections::VecDeque};
 
-use serde_json::Value;
+use serde_json::value::RawValue;
 
 use crate::{transport::Outbound, RequestId};
 
@@ -14,8 +14,8 @@ pub(crate) enum Outgoing {
     /// Serialized only when taken into a batch, so a request cancelled while queued costs nothing.
     Request {
         id: RequestId,
-        method: String,
-        params: Option<Value>,
+        method: Cow<'static, str>,
+        params: Option<Box<RawValue>>,
     },
     /// A notification or a response to the server, already serialized.
     Frame(Vec<u8>),

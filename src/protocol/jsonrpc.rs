@@ -73,7 +73,7 @@ pub(crate) fn write_request(
     out: &mut Vec<u8>,
     id: RequestId,
     method: &str,
-    params: Option<&Value>,
+    params: Option<&RawValue>,
 ) -> serde_json::Result<()> {
     #[derive(Serialize)]
     struct Frame<'a> {
@@ -81,7 +81,7 @@ pub(crate) fn write_request(
         id: u64,
         method: &'a str,
         #[serde(skip_serializing_if = "Option::is_none")]
-        params: Option<&'a Value>,
+        params: Option<&'a RawValue>,
     }
     let start = out.len();
     let frame = Frame {
@@ -262,7 +262,8 @@ mod tests {
     #[test]
     fn request_frame_is_one_compact_line() {
         let mut out = Vec::new();
-        let params = serde_json::json!({"text": "two\nlines"});
+        let params =
+            serde_json::value::to_raw_value(&serde_json::json!({"text": "two\nlines"})).unwrap();
         write_request(&mut out, RequestId(7), "tools/call", Some(&params)).unwrap();
         assert_eq!(out.iter().filter(|b| **b == b'\n').count(), 1);
         assert_eq!(out.last(), Some(&b'\n'));
