@@ -29,7 +29,7 @@ use clients::{actix::ActixMcp, raw::Raw, rmcp::Rmcp, Driver, ServerCmd};
 use scenarios::{Metrics, Sizes};
 use serde_json::{json, Value};
 
-const CLIENTS: [&str; 3] = ["actix-mcp", "raw", "rmcp"];
+const CLIENTS: [&str; 4] = ["actix-mcp", "actix-mcp-tokio", "raw", "rmcp"];
 const SCENARIOS: [&str; 8] = ["a", "b", "c1", "c2", "c3", "c4", "d", "scale"];
 /// Counters that must be zero for actix-mcp in every run.
 const MUST_BE_ZERO: [&str; 3] = ["lost_cancels", "overtaking_cancels", "left_running"];
@@ -115,6 +115,8 @@ fn worker(client: &str, scenario: &str, server: &ServerCmd, sizes: Sizes) -> Exi
         "actix-mcp" => {
             actix_rt::System::new().block_on(measure::<ActixMcp>(server, scenario, sizes))
         }
+        // The same client from plain tokio code: the actor runs on a thread of its own.
+        "actix-mcp-tokio" => multi_thread().block_on(measure::<ActixMcp>(server, scenario, sizes)),
         "raw" => multi_thread().block_on(measure::<Raw>(server, scenario, sizes)),
         "rmcp" => multi_thread().block_on(measure::<Rmcp>(server, scenario, sizes)),
         other => Err(format!("unknown client {other}")),
@@ -187,7 +189,7 @@ fn orchestrate(args: &Args, clients: &[String], scenarios: &[String], runs: usiz
                     }
                     Err(e) => {
                         eprintln!("  failed: {e}");
-                        if client == "actix-mcp" {
+                        if client.starts_with("actix-mcp") {
                             failed = true;
                         }
                     }
@@ -196,10 +198,13 @@ fn orchestrate(args: &Args, clients: &[String], scenarios: &[String], runs: usiz
         }
     }
 
-    println!(
-        "\n| scenario | metric | actix-mcp | raw | rmcp | actix-mcp ÷ raw | actix-mcp ÷ rmcp |"
-    );
-    println!("|---|---|---|---|---|---|---|");
+    let columns: Vec<&String> = clients.iter().collect();
+    print!("\n| scenario | metric |");
+    for client in &columns {
+        print!(" {client} |");
+    }
+    println!(" actix-mcp ÷ raw | actix-mcp ÷ rmcp |");
+    println!("|---|---|{}---|---|", "---|".repeat(columns.len()));
     for ((_, scenario), per_client) in &results {
         let mut metrics: Vec<&String> = per_client.values().flat_map(|m| m.keys()).collect();
         metrics.sort();
@@ -211,14 +216,15 @@ fn orchestrate(args: &Args, clients: &[String], scenarios: &[String], runs: usiz
                     .and_then(|m| m.get(metric))
                     .map(|v| median(v))
             };
-            let (a, r, m) = (median("actix-mcp"), median("raw"), median("rmcp"));
+            print!("| {scenario} | {metric} |");
+            for client in &columns {
+                print!(" {} |", fmt(median(client)));
+            }
+            let a = median("actix-mcp");
             println!(
-                "| {scenario} | {metric} | {} | {} | {} | {} | {} |",
-                fmt(a),
-                fmt(r),
-                fmt(m),
-                ratio(a, r),
-                ratio(a, m)
+                " {} | {} |",
+                ratio(a, median("raw")),
+                ratio(a, median("rmcp"))
             );
         }
     }
@@ -234,7 +240,7 @@ fn orchestrate(args: &Args, clients: &[String], scenarios: &[String], runs: usiz
                 "{}",
                 json!({"scenario": scenario, "client": client, "runs": runs_done, "median": medians})
             );
-            if client == "actix-mcp" {
+            if client.starts_with("actix-mcp") {
                 for key in MUST_BE_ZERO {
                     if let Some(values) = metrics.get(key) {
                         if values.iter().any(|v| *v != 0.0) {
