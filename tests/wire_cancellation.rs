@@ -581,3 +581,33 @@ async fn a_write_that_fails_after_a_cancel_leaves_the_caller_cancelled() {
         "no cancel after the write failed"
     );
 }
+
+/// A request cancelled while its write is in progress, then answered before the write
+/// completes: the waiting cancel is dropped (the answer made it moot) and the answer is not
+/// handed to anyone.
+#[actix::test]
+async fn an_answer_before_the_write_completes_drops_the_waiting_cancel() {
+    let (client, mut peer) = connected().await;
+    peer.hold_writes();
+    let token = Cancellation::new();
+    let call = actix_rt::spawn({
+        let (client, token) = (client.clone(), token.clone());
+        async move { client.request("x", None).cancellation(&token).await }
+    });
+    let request = expect_frame(&mut peer).await;
+    token.cancel();
+    assert!(call.await.unwrap().unwrap_err().is_cancelled());
+    respond(&peer, &request, json!({}));
+    settle(&client).await;
+    peer.release_writes();
+    settle(&client).await;
+    assert!(
+        peer.try_recv().is_none(),
+        "no cancel for an answered request"
+    );
+    let stats = client.stats().await.unwrap();
+    assert_eq!(
+        (stats.late_responses, stats.cancels_sent, stats.in_flight),
+        (1, 0, 0)
+    );
+}

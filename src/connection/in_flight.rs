@@ -23,16 +23,17 @@ pub(crate) enum Phase {
     Writing,
     /// The transport reported its frame written.
     Written,
+    /// Cancelled while `Writing`: the caller was answered; the cancel goes on the wire when the
+    /// write-complete event arrives (its reason waits in the connection's `deferred_cancels`).
+    CancelAfterWrite,
 }
 
+/// Kept small (16 bytes): one of these lives per request in flight.
 #[derive(Debug)]
 pub(crate) struct InFlight {
-    pub phase: Phase,
     /// `None` once the caller was answered early (cancelled while `Writing`).
     pub reply: Option<Reply>,
-    /// A cancel that arrived while `Writing`: sent once the write completes. The inner
-    /// `Option` is the reason.
-    pub cancel_after_write: Option<Option<String>>,
+    pub phase: Phase,
     /// `false` for `initialize`, which must never be cancelled on the wire.
     pub wire_cancellable: bool,
 }
@@ -40,9 +41,8 @@ pub(crate) struct InFlight {
 impl InFlight {
     pub fn queued(reply: Reply, wire_cancellable: bool) -> Self {
         Self {
-            phase: Phase::Queued,
             reply: Some(reply),
-            cancel_after_write: None,
+            phase: Phase::Queued,
             wire_cancellable,
         }
     }

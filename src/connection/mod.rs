@@ -13,7 +13,7 @@ mod inbound;
 mod messages;
 mod outbox;
 
-use std::{future::Future, pin::Pin};
+use std::{collections::HashMap, future::Future, pin::Pin};
 
 use actix::{Actor, ActorContext, AsyncContext, Context, Handler, MessageResult};
 use tokio::sync::oneshot;
@@ -30,7 +30,7 @@ use self::{
 };
 use crate::{
     error::Error,
-    protocol::jsonrpc::{cancelled_frame, notification_frame, write_request},
+    protocol::jsonrpc::{notification_frame, write_cancelled, write_request},
     transport::{CancelStyle, EventSender, Flow, Transport, TransportEvent, TransportIo},
     CloseReason, RequestId,
 };
@@ -47,6 +47,9 @@ pub struct Connection {
     /// Whether the transport can take a batch now.
     writer_ready: bool,
     in_flight: InFlightTable,
+    /// Reasons of cancels waiting for their request's write-complete event (rare, so kept out
+    /// of the in-flight records).
+    deferred_cancels: HashMap<RequestId, Option<String>>,
     outbox: Outbox,
     server_requests: ServerRequests,
     /// Set once the connection can carry nothing more: every request then fails with it.
@@ -70,6 +73,7 @@ impl Connection {
             io: None,
             writer_ready: false,
             in_flight: InFlightTable::default(),
+            deferred_cancels: HashMap::new(),
             outbox: Outbox::default(),
             server_requests: ServerRequests::default(),
             closed: None,
@@ -102,6 +106,12 @@ impl Connection {
         let stats = &mut self.stats;
         let batch = self.outbox.fill(|item, batch| match item {
             Outgoing::Frame(frame) => batch.push(&frame),
+            Outgoing::Cancelled { id, reason } => {
+                let _ = batch.push_with(None, |buf| {
+                    write_cancelled(buf, id, reason.as_deref());
+                    Ok::<(), ()>(())
+                });
+            }
             Outgoing::Request { id, method, params } => {
                 // Checked at dequeue (hyper's rule): a request cancelled while queued is gone from
                 // the table and is never written, so it never needs a cancel on the wire.
@@ -144,24 +154,23 @@ impl Connection {
             let Some(entry) = self.in_flight.get_mut(&id) else {
                 continue; // answered while being written
             };
-            if entry.phase != Phase::Writing {
-                continue;
-            }
-            match entry.cancel_after_write.take() {
-                Some(reason) => {
+            match entry.phase {
+                Phase::Writing => entry.phase = Phase::Written,
+                Phase::CancelAfterWrite => {
                     // The cancel waited for this event: now it follows the request on the wire.
                     let wire = entry.wire_cancellable;
                     self.in_flight.remove(&id);
-                    self.cancel_on_wire(id, reason.as_deref(), wire);
+                    let reason = self.deferred_cancels.remove(&id).flatten();
+                    self.cancel_on_wire(id, reason, wire);
                 }
-                None => entry.phase = Phase::Written,
+                Phase::Queued | Phase::Written => {}
             }
         }
         self.outbox.recycle(batch);
         self.writer_ready = true;
     }
 
-    fn cancel_on_wire(&mut self, id: RequestId, reason: Option<&str>, wire_cancellable: bool) {
+    fn cancel_on_wire(&mut self, id: RequestId, reason: Option<String>, wire_cancellable: bool) {
         if !wire_cancellable {
             return;
         }
@@ -170,8 +179,7 @@ impl Connection {
         };
         match io.cancel_style() {
             CancelStyle::Notification => {
-                self.outbox
-                    .push(Outgoing::Frame(cancelled_frame(id, reason)));
+                self.outbox.push(Outgoing::Cancelled { id, reason });
                 self.stats.cancels_sent += 1;
             }
             CancelStyle::Abort => io.abort(id),
@@ -191,19 +199,18 @@ impl Connection {
                 self.stats.cancelled_before_write += 1;
             }
             Phase::Writing => {
-                if entry.reply.is_none() {
-                    return; // a second cancel: the first one is already waiting
-                }
                 // Wake the caller now; the notification waits for the write-complete event.
                 entry.answer(Err(Error::cancelled(reason.clone())));
-                entry.cancel_after_write = Some(reason);
+                entry.phase = Phase::CancelAfterWrite;
+                self.deferred_cancels.insert(id, reason);
             }
+            Phase::CancelAfterWrite => {} // a second cancel: the first one is already waiting
             Phase::Written => {
                 let Some(mut entry) = self.in_flight.remove(&id) else {
                     return;
                 };
                 entry.answer(Err(Error::cancelled(reason.clone())));
-                self.cancel_on_wire(id, reason.as_deref(), entry.wire_cancellable);
+                self.cancel_on_wire(id, reason, entry.wire_cancellable);
             }
         }
     }
@@ -243,6 +250,7 @@ impl Connection {
             return;
         }
         fail_all(&mut self.in_flight, &error);
+        self.deferred_cancels.clear();
         self.outbox.clear();
         self.closed = Some(error);
         self.writer_ready = false;

@@ -17,7 +17,12 @@ pub(crate) enum Outgoing {
         method: Cow<'static, str>,
         params: Option<Box<RawValue>>,
     },
-    /// A notification or a response to the server, already serialized.
+    /// `notifications/cancelled` for one of our requests, written straight into the batch.
+    Cancelled {
+        id: RequestId,
+        reason: Option<String>,
+    },
+    /// Another notification or a response to the server, already serialized.
     Frame(Vec<u8>),
 }
 

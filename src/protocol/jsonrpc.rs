@@ -119,9 +119,9 @@ pub(crate) fn notification_frame(
     Ok(out)
 }
 
-/// `notifications/cancelled` for one of our requests. `reason` is left out, not null, when absent.
-pub(crate) fn cancelled_frame(id: RequestId, reason: Option<&str>) -> Vec<u8> {
-    let mut out = Vec::with_capacity(96);
+/// Appends `notifications/cancelled` for one of our requests. `reason` is left out, not null,
+/// when absent.
+pub(crate) fn write_cancelled(out: &mut Vec<u8>, id: RequestId, reason: Option<&str>) {
     // Infallible: every piece is a plain string or integer.
     let _ = write!(
         out,
@@ -130,9 +130,15 @@ pub(crate) fn cancelled_frame(id: RequestId, reason: Option<&str>) -> Vec<u8> {
     );
     if let Some(reason) = reason {
         out.extend_from_slice(br#","reason":"#);
-        let _ = serde_json::to_writer(&mut out, reason);
+        let _ = serde_json::to_writer(&mut *out, reason);
     }
     out.extend_from_slice(b"}}\n");
+}
+
+#[cfg(test)]
+fn cancelled_frame(id: RequestId, reason: Option<&str>) -> Vec<u8> {
+    let mut out = Vec::new();
+    write_cancelled(&mut out, id, reason);
     out
 }
 
