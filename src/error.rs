@@ -46,6 +46,10 @@ pub enum Error {
         source: Arc<io::Error>,
     },
 
+    /// An all-pages request met more pages than its cap.
+    #[error("the server returned more than {limit} pages")]
+    TooManyPages { limit: usize },
+
     /// The peer broke the protocol (bad handshake, unsupported version, malformed result).
     #[error("protocol error: {0}")]
     Protocol(String),

@@ -61,14 +61,25 @@ pub mod protocol;
 pub mod transport;
 
 pub use cancellation::Cancellation;
-pub use client::{Call, CallFuture, Client, ConnectOptions, Placement};
+pub use client::{
+    AllPages, Call, CallFuture, Client, ConnectOptions, HandlerError, NotificationStream,
+    Placement, ProgressStream,
+};
 pub use connection::{
     Cancel, Close, Connection, ConnectionStats, GetStats, Notify, PendingReply, Request,
-    RequestOptions,
+    RequestOptions, Subscribe,
 };
 pub use error::{CloseReason, Error};
 pub use protocol::{
+    completion::{CompleteResult, Completion, CompletionReference},
     lifecycle::{Implementation, InitializeResult},
+    logging::LoggingLevel,
+    notifications::{LogMessage, Progress, ServerNotification},
+    prompts::{GetPromptResult, ListPromptsResult, Prompt, PromptArgument, PromptMessage},
+    resources::{
+        ListResourceTemplatesResult, ListResourcesResult, ReadResourceResult, Resource,
+        ResourceContents, ResourceTemplate,
+    },
     tools::{CallToolResult, EmptyResult, ListToolsResult, Tool},
     RawResult, RequestId,
 };

@@ -9,18 +9,21 @@ use std::{
     future::{Future, IntoFuture},
     marker::PhantomData,
     pin::Pin,
+    sync::Arc,
     task::{Context, Poll},
-    time::Duration,
+    time::{Duration, Instant},
 };
 
 use actix::Addr;
 use serde::de::DeserializeOwned;
-use tokio::sync::oneshot;
+use serde_json::{Map, Value};
+use tokio::{sync::oneshot, time::Sleep};
 
+use super::progress::{ProgressCallback, ProgressClock, ProgressStream};
 use crate::{
     connection::{Cancel, Connection, Request, Submit},
     error::Error,
-    protocol::RawResult,
+    protocol::{notifications::Progress, RawResult},
     Cancellation, CloseReason, RequestId,
 };
 
@@ -31,6 +34,10 @@ pub struct Call<T> {
     request: Request,
     cancellation: Option<Cancellation>,
     timeout: Option<Duration>,
+    reset_on_progress: bool,
+    max_total: Option<Duration>,
+    meta: Option<Map<String, Value>>,
+    progress: Option<ProgressCallback>,
     _result: PhantomData<fn() -> T>,
 }
 
@@ -41,6 +48,10 @@ impl<T> Call<T> {
             request,
             cancellation: None,
             timeout: None,
+            reset_on_progress: false,
+            max_total: None,
+            meta: None,
+            progress: None,
             _result: PhantomData,
         }
     }
@@ -57,8 +68,15 @@ impl<T> Call<T> {
     }
 
     /// Fails with [`Error::Timeout`] after `after`, cancelling the request on the wire.
+    /// Replaces the connection's default timeout.
     pub fn timeout(mut self, after: Duration) -> Self {
         self.timeout = Some(after);
+        self
+    }
+
+    /// Waits as long as it takes (no timeout, not even the connection's default).
+    pub fn no_timeout(mut self) -> Self {
+        self.timeout = None;
         self
     }
 
@@ -67,9 +85,69 @@ impl<T> Call<T> {
         self
     }
 
+    /// Restarts the timeout whenever progress for this request arrives (asks for progress).
+    pub fn reset_timeout_on_progress(mut self) -> Self {
+        self.reset_on_progress = true;
+        self
+    }
+
+    /// A bound on the whole request that no progress extends, armed from the start.
+    pub fn max_total_timeout(mut self, max: Duration) -> Self {
+        self.max_total = Some(max);
+        self
+    }
+
+    /// Adds `_meta` entries to the request's params.
+    pub fn meta(mut self, meta: Map<String, Value>) -> Self {
+        self.meta.get_or_insert_with(Map::new).extend(meta);
+        self
+    }
+
+    /// Calls `callback` for each progress update of this request (on the connection's thread).
+    /// Asks the server for progress by attaching a progress token.
+    pub fn on_progress(mut self, callback: impl FnMut(Progress) + Send + 'static) -> Self {
+        self.progress = Some(Box::new(callback));
+        self
+    }
+
+    /// This request's progress as a stream (bounded; see [`ProgressStream`]).
+    pub fn progress_stream(mut self) -> (Self, ProgressStream) {
+        let (callback, stream) = ProgressStream::new();
+        self.progress = Some(callback);
+        (self, stream)
+    }
+
     /// The id the request will carry (known before anything is sent).
     pub fn id(&self) -> RequestId {
         self.request.id()
+    }
+
+    /// Attaches `_meta` and the progress token (the request id) to the serialized params.
+    fn prepare(&mut self) -> Option<Arc<ProgressClock>> {
+        let clock = self.reset_on_progress.then(ProgressClock::new);
+        let listens = self.progress.is_some() || clock.is_some();
+        if self.meta.is_none() && !listens {
+            return None;
+        }
+        let mut meta = self.meta.take().unwrap_or_default();
+        if listens {
+            meta.insert(
+                "progressToken".into(),
+                Value::from(self.request.id().as_u64()),
+            );
+            let mut user = self.progress.take();
+            let clock = clock.clone();
+            self.request.options.progress = Some(Box::new(move |p| {
+                if let Some(clock) = &clock {
+                    clock.tick();
+                }
+                if let Some(user) = user.as_mut() {
+                    user(p);
+                }
+            }));
+        }
+        self.request.merge_meta(meta);
+        clock
     }
 }
 
@@ -77,15 +155,24 @@ impl<T: DeserializeOwned> IntoFuture for Call<T> {
     type Output = Result<T, Error>;
     type IntoFuture = CallFuture<T>;
 
-    fn into_future(self) -> CallFuture<T> {
+    fn into_future(mut self) -> CallFuture<T> {
+        let clock = self.prepare();
+        let timers = (self.timeout.is_some() || self.max_total.is_some()).then(|| {
+            Box::new(Timers {
+                timeout: self.timeout,
+                deadline: None,
+                max_total: self.max_total,
+                total_deadline: None,
+                clock,
+            })
+        });
         CallFuture {
             addr: self.addr,
             id: self.request.id(),
             stage: Stage::Start(Some(self.request)),
             token: self.cancellation,
             cancelled: None,
-            timeout: self.timeout,
-            deadline: None,
+            timers,
             _result: PhantomData,
         }
     }
@@ -99,6 +186,50 @@ enum Stage {
     Done,
 }
 
+/// Boxed: only calls with a timeout pay for timers.
+struct Timers {
+    timeout: Option<Duration>,
+    deadline: Option<Pin<Box<Sleep>>>,
+    max_total: Option<Duration>,
+    total_deadline: Option<Pin<Box<Sleep>>>,
+    clock: Option<Arc<ProgressClock>>,
+}
+
+impl Timers {
+    fn arm(&mut self) {
+        self.deadline = self.timeout.map(|d| Box::pin(tokio::time::sleep(d)));
+        self.total_deadline = self.max_total.map(|d| Box::pin(tokio::time::sleep(d)));
+    }
+
+    /// `Some(after)` once a timeout fired.
+    fn poll_expired(&mut self, cx: &mut Context<'_>) -> Option<Duration> {
+        if let (Some(max), Some(total)) = (self.max_total, &mut self.total_deadline) {
+            if total.as_mut().poll(cx).is_ready() {
+                return Some(max);
+            }
+        }
+        let (Some(timeout), Some(deadline)) = (self.timeout, &mut self.deadline) else {
+            return None;
+        };
+        loop {
+            if deadline.as_mut().poll(cx).is_pending() {
+                return None;
+            }
+            // Progress since the timer started pushes the deadline out.
+            let next = self
+                .clock
+                .as_ref()
+                .and_then(|c| c.last())
+                .map(|last| last + timeout)
+                .filter(|next| *next > Instant::now());
+            match next {
+                Some(next) => deadline.as_mut().reset(next.into()),
+                None => return Some(timeout),
+            }
+        }
+    }
+}
+
 /// The future of a [`Call`]. See the module docs for what dropping it means.
 #[must_use = "futures do nothing unless polled"]
 pub struct CallFuture<T> {
@@ -107,9 +238,7 @@ pub struct CallFuture<T> {
     stage: Stage,
     token: Option<Cancellation>,
     cancelled: Option<Pin<Box<dyn Future<Output = ()> + Send>>>,
-    timeout: Option<Duration>,
-    // Boxed: only calls with a timeout pay for a timer.
-    deadline: Option<Pin<Box<tokio::time::Sleep>>>,
+    timers: Option<Box<Timers>>,
     _result: PhantomData<fn() -> T>,
 }
 
@@ -152,8 +281,8 @@ impl<T: DeserializeOwned> Future for CallFuture<T> {
                 }
                 this.cancelled = Some(Box::pin(token.cancelled()));
             }
-            if let Some(after) = this.timeout {
-                this.deadline = Some(Box::pin(tokio::time::sleep(after)));
+            if let Some(timers) = &mut this.timers {
+                timers.arm();
             }
             let (reply, rx) = oneshot::channel();
             this.addr.do_send(Submit { request, reply });
@@ -168,12 +297,9 @@ impl<T: DeserializeOwned> Future for CallFuture<T> {
                 return this.abandon(reason.clone(), Error::cancelled(reason));
             }
         }
-        if let Some(deadline) = &mut this.deadline {
-            if deadline.as_mut().poll(cx).is_ready() {
-                let after = this.timeout.unwrap_or_default();
-                let reason = format!("timed out after {} ms", after.as_millis());
-                return this.abandon(Some(reason), Error::Timeout { after });
-            }
+        if let Some(after) = this.timers.as_mut().and_then(|t| t.poll_expired(cx)) {
+            let reason = format!("timed out after {} ms", after.as_millis());
+            return this.abandon(Some(reason), Error::Timeout { after });
         }
 
         let Stage::Waiting(rx) = &mut this.stage else {

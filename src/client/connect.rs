@@ -1,12 +1,19 @@
 //! Starting a connection and the 2025-11-25 handshake.
 
-use std::time::Duration;
+use std::{future::Future, sync::Arc, time::Duration};
 
 use actix::{Actor, Addr};
-use serde_json::{json, Value};
-use tokio::sync::oneshot;
+use serde_json::Value;
+use tokio::sync::{broadcast, oneshot};
 
-use super::{Call, Client};
+use super::{
+    handlers::{
+        apply_elicitation_defaults, HandlerError, Handlers, ELICITATION, ROOTS_LIST, SAMPLING,
+    },
+    notifications::NOTIFICATION_BUFFER,
+    pages::DEFAULT_MAX_PAGES,
+    Call, Client, Settings,
+};
 use crate::{
     connection::{Close, Connection, Notify, Request, RequestOptions, DEFAULT_MAILBOX_CAPACITY},
     error::Error,
@@ -31,12 +38,14 @@ pub enum Placement {
 }
 
 /// How to connect. Built by [`Client::builder`].
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct ConnectOptions {
     client_info: Implementation,
-    capabilities: Value,
+    handlers: Handlers,
     cancellation: Option<Cancellation>,
     timeout: Option<Duration>,
+    request_timeout: Option<Duration>,
+    max_pages: usize,
     placement: Placement,
     mailbox_capacity: usize,
 }
@@ -44,16 +53,35 @@ pub struct ConnectOptions {
 /// Default bound on the handshake.
 pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
 
+/// Default timeout of every request (as in the TypeScript SDK). A request that times out is
+/// cancelled on the wire and fails with [`Error::Timeout`]. Change it with
+/// [`ConnectOptions::request_timeout`], or per call with `.timeout(..)` / `.no_timeout()`.
+pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(60);
+
 impl Default for ConnectOptions {
     fn default() -> Self {
         Self {
             client_info: Implementation::new("actix-mcp", env!("CARGO_PKG_VERSION")),
-            capabilities: json!({}),
+            handlers: Handlers::default(),
             cancellation: None,
             timeout: Some(DEFAULT_CONNECT_TIMEOUT),
+            request_timeout: Some(DEFAULT_REQUEST_TIMEOUT),
+            max_pages: DEFAULT_MAX_PAGES,
             placement: Placement::Auto,
             mailbox_capacity: DEFAULT_MAILBOX_CAPACITY,
         }
+    }
+}
+
+impl std::fmt::Debug for ConnectOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ConnectOptions")
+            .field("client_info", &self.client_info)
+            .field("capabilities", &self.handlers.capabilities())
+            .field("timeout", &self.timeout)
+            .field("request_timeout", &self.request_timeout)
+            .field("placement", &self.placement)
+            .finish()
     }
 }
 
@@ -77,6 +105,57 @@ impl ConnectOptions {
         self
     }
 
+    /// The default timeout of every request ([`DEFAULT_REQUEST_TIMEOUT`]); `None`: no default.
+    pub fn request_timeout(mut self, timeout: Option<Duration>) -> Self {
+        self.request_timeout = timeout;
+        self
+    }
+
+    /// The page cap of all-pages requests ([`DEFAULT_MAX_PAGES`]).
+    pub fn max_pages(mut self, max: usize) -> Self {
+        self.max_pages = max.max(1);
+        self
+    }
+
+    /// Answers the server's `roots/list`; declares the `roots` capability.
+    pub fn on_roots_list<F, Fut>(mut self, handler: F) -> Self
+    where
+        F: Fn(Value, Cancellation) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<Value, HandlerError>> + Send + 'static,
+    {
+        self.handlers.insert(ROOTS_LIST, handler);
+        self
+    }
+
+    /// Answers the server's `sampling/createMessage`; declares the `sampling` capability.
+    pub fn on_sampling<F, Fut>(mut self, handler: F) -> Self
+    where
+        F: Fn(Value, Cancellation) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<Value, HandlerError>> + Send + 'static,
+    {
+        self.handlers.insert(SAMPLING, handler);
+        self
+    }
+
+    /// Answers the server's `elicitation/create` (form mode); declares the `elicitation`
+    /// capability. An accepted form is completed with the requested schema's defaults.
+    pub fn on_elicitation<F, Fut>(mut self, handler: F) -> Self
+    where
+        F: Fn(Value, Cancellation) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<Value, HandlerError>> + Send + 'static,
+    {
+        let handler = Arc::new(handler);
+        self.handlers
+            .insert(ELICITATION, move |params: Value, token| {
+                let handler = handler.clone();
+                async move {
+                    let result = handler(params.clone(), token).await?;
+                    Ok(apply_elicitation_defaults(&params, result))
+                }
+            });
+        self
+    }
+
     pub fn placement(mut self, placement: Placement) -> Self {
         self.placement = placement;
         self
@@ -90,9 +169,20 @@ impl ConnectOptions {
 
     /// Starts the actor and runs the handshake. On any failure the connection is closed.
     pub async fn connect(self, transport: impl Transport) -> Result<Client, Error> {
-        let addr = self.start(Box::new(transport)).await?;
+        let (notifications, _) = broadcast::channel(NOTIFICATION_BUFFER);
+        let addr = self
+            .start(Box::new(transport), notifications.clone())
+            .await?;
         match self.handshake(&addr).await {
-            Ok(result) => Ok(Client::from_parts(addr, result)),
+            Ok(result) => Ok(Client {
+                addr,
+                server: Arc::new(result),
+                settings: Arc::new(Settings {
+                    default_timeout: self.request_timeout,
+                    max_pages: self.max_pages,
+                    notifications,
+                }),
+            }),
             Err(e) => {
                 addr.do_send(Close);
                 Err(e)
@@ -100,9 +190,19 @@ impl ConnectOptions {
         }
     }
 
-    async fn start(&self, transport: Box<dyn Transport>) -> Result<Addr<Connection>, Error> {
+    async fn start(
+        &self,
+        transport: Box<dyn Transport>,
+        notifications: broadcast::Sender<crate::ServerNotification>,
+    ) -> Result<Addr<Connection>, Error> {
         let capacity = self.mailbox_capacity;
-        let connection = move || Connection::from_boxed(transport).mailbox_capacity(capacity);
+        let handlers = self.handlers.clone();
+        let connection = move || {
+            Connection::from_boxed(transport)
+                .mailbox_capacity(capacity)
+                .handlers(handlers)
+                .notifications(notifications)
+        };
         match &self.placement {
             Placement::Auto if actix_rt::Arbiter::try_current().is_some() => {
                 Ok(connection().start())
@@ -131,9 +231,10 @@ impl ConnectOptions {
     }
 
     async fn handshake(&self, addr: &Addr<Connection>) -> Result<InitializeResult, Error> {
+        let capabilities = self.handlers.capabilities();
         let params = InitializeParams {
             protocol_version: LATEST_PROTOCOL_VERSION,
-            capabilities: &self.capabilities,
+            capabilities: &capabilities,
             client_info: &self.client_info,
         };
         let params = serde_json::to_value(params)
@@ -141,6 +242,7 @@ impl ConnectOptions {
         // The protocol forbids cancelling `initialize`: a cancel only wakes us up.
         let request = Request::new("initialize", Some(params)).with_options(RequestOptions {
             cancel_on_wire: false,
+            ..RequestOptions::default()
         });
         let result: InitializeResult = Call::new(addr.clone(), request)
             .cancellation_opt(self.cancellation.as_ref())

@@ -2,24 +2,46 @@
 
 mod call;
 mod connect;
+mod handlers;
+mod notifications;
+mod pages;
+mod progress;
 
-use std::sync::Arc;
+use std::{sync::Arc, time::Duration};
 
-use actix::Addr;
-use serde_json::{json, Value};
+use actix::{Addr, Recipient};
+use serde::Serialize;
+use serde_json::{json, Map, Value};
+use tokio::sync::broadcast;
 
 pub use call::{Call, CallFuture};
-pub use connect::{ConnectOptions, Placement};
+pub use connect::{ConnectOptions, Placement, DEFAULT_CONNECT_TIMEOUT, DEFAULT_REQUEST_TIMEOUT};
+pub use handlers::{apply_elicitation_defaults, HandlerError, Handlers};
+pub use notifications::{NotificationStream, NOTIFICATION_BUFFER};
+pub use pages::{AllPages, Page, DEFAULT_MAX_PAGES};
+pub use progress::{ProgressCallback, ProgressStream, PROGRESS_BUFFER};
 
 use crate::{
-    connection::{Close, Connection, ConnectionStats, GetStats, Notify, Request},
+    connection::{Close, Connection, ConnectionStats, GetStats, Notify, Request, Subscribe},
     error::Error,
     protocol::{
+        completion::{CompleteResult, CompletionReference},
         lifecycle::{Implementation, InitializeResult},
+        logging::LoggingLevel,
+        notifications::ServerNotification,
+        prompts::{GetPromptResult, ListPromptsResult},
+        resources::{ListResourceTemplatesResult, ListResourcesResult, ReadResourceResult},
         tools::{CallToolResult, EmptyResult, ListToolsResult},
     },
     CloseReason,
 };
+
+/// Settings every call of a client shares.
+pub(crate) struct Settings {
+    pub default_timeout: Option<Duration>,
+    pub max_pages: usize,
+    pub notifications: broadcast::Sender<ServerNotification>,
+}
 
 /// A cheap-to-clone handle to one server connection.
 ///
@@ -29,6 +51,7 @@ use crate::{
 pub struct Client {
     addr: Addr<Connection>,
     server: Arc<InitializeResult>,
+    settings: Arc<Settings>,
 }
 
 impl Client {
@@ -40,17 +63,10 @@ impl Client {
         ConnectOptions::default().connect(transport).await
     }
 
-    /// Options for [`connect`](Self::connect): client info, a connect timeout or cancellation,
-    /// where the actor runs.
+    /// Options for [`connect`](Self::connect): client info, handlers for server requests,
+    /// timeouts, where the actor runs.
     pub fn builder() -> ConnectOptions {
         ConnectOptions::default()
-    }
-
-    pub(crate) fn from_parts(addr: Addr<Connection>, server: InitializeResult) -> Self {
-        Self {
-            addr,
-            server: Arc::new(server),
-        }
     }
 
     /// The connection actor's address, to share or to send [`Request`]/[`Cancel`](crate::Cancel)
@@ -81,40 +97,141 @@ impl Client {
         self.server.instructions.as_deref()
     }
 
+    /// A call with the connection's default timeout.
+    pub(crate) fn call<T>(&self, request: Request) -> Call<T> {
+        Call::new(self.addr.clone(), request).timeout_opt(self.settings.default_timeout)
+    }
+
+    fn call_with<T, P: Serialize>(&self, method: &'static str, params: &P) -> Call<T> {
+        self.call(Request::with_params(method, Some(params)))
+    }
+
     /// Any request, with its result as JSON.
     pub fn request(
         &self,
         method: impl Into<std::borrow::Cow<'static, str>>,
         params: Option<Value>,
     ) -> Call<Value> {
-        Call::new(self.addr.clone(), Request::new(method, params))
+        self.call(Request::new(method, params))
     }
 
     pub fn ping(&self) -> Call<EmptyResult> {
-        Call::new(self.addr.clone(), Request::new("ping", None))
+        self.call(Request::new("ping", None))
     }
 
     /// `tools/list`, one page (`cursor` from the previous page's `next_cursor`).
     pub fn list_tools(&self, cursor: Option<&str>) -> Call<ListToolsResult> {
-        let params = cursor.map(|c| json!({ "cursor": c }));
-        Call::new(self.addr.clone(), Request::new("tools/list", params))
+        self.call(Request::new("tools/list", cursor_params(cursor)))
+    }
+
+    /// Every tool, following cursors.
+    pub fn tools(&self) -> AllPages<ListToolsResult> {
+        AllPages::new(self.clone())
     }
 
     /// `tools/call`. A tool's own failure is a successful call with `is_error: true`.
     pub fn call_tool(&self, name: &str, arguments: Value) -> Call<CallToolResult> {
-        #[derive(serde::Serialize)]
+        #[derive(Serialize)]
         struct Params<'a> {
             name: &'a str,
             arguments: &'a Value,
         }
-        let params = Params {
-            name,
-            arguments: &arguments,
-        };
-        Call::new(
-            self.addr.clone(),
-            Request::with_params("tools/call", Some(&params)),
+        self.call_with(
+            "tools/call",
+            &Params {
+                name,
+                arguments: &arguments,
+            },
         )
+    }
+
+    pub fn list_resources(&self, cursor: Option<&str>) -> Call<ListResourcesResult> {
+        self.call(Request::new("resources/list", cursor_params(cursor)))
+    }
+
+    pub fn resources(&self) -> AllPages<ListResourcesResult> {
+        AllPages::new(self.clone())
+    }
+
+    pub fn list_resource_templates(
+        &self,
+        cursor: Option<&str>,
+    ) -> Call<ListResourceTemplatesResult> {
+        self.call(Request::new(
+            "resources/templates/list",
+            cursor_params(cursor),
+        ))
+    }
+
+    pub fn resource_templates(&self) -> AllPages<ListResourceTemplatesResult> {
+        AllPages::new(self.clone())
+    }
+
+    /// `resources/read`: text contents, or base64 blobs ([`ResourceContents::bytes`](crate::ResourceContents::bytes) decodes).
+    pub fn read_resource(&self, uri: &str) -> Call<ReadResourceResult> {
+        self.call_with("resources/read", &json!({ "uri": uri }))
+    }
+
+    pub fn subscribe_resource(&self, uri: &str) -> Call<EmptyResult> {
+        self.call_with("resources/subscribe", &json!({ "uri": uri }))
+    }
+
+    pub fn unsubscribe_resource(&self, uri: &str) -> Call<EmptyResult> {
+        self.call_with("resources/unsubscribe", &json!({ "uri": uri }))
+    }
+
+    pub fn list_prompts(&self, cursor: Option<&str>) -> Call<ListPromptsResult> {
+        self.call(Request::new("prompts/list", cursor_params(cursor)))
+    }
+
+    pub fn prompts(&self) -> AllPages<ListPromptsResult> {
+        AllPages::new(self.clone())
+    }
+
+    /// `prompts/get` with its arguments (string values).
+    pub fn get_prompt(&self, name: &str, arguments: Map<String, Value>) -> Call<GetPromptResult> {
+        self.call_with(
+            "prompts/get",
+            &json!({ "name": name, "arguments": arguments }),
+        )
+    }
+
+    /// `completion/complete` for one argument of a prompt or resource template; `context` holds
+    /// the values of arguments already chosen.
+    pub fn complete(
+        &self,
+        reference: CompletionReference,
+        argument: &str,
+        value: &str,
+        context: Option<Map<String, Value>>,
+    ) -> Call<CompleteResult> {
+        let mut params = json!({
+            "ref": reference,
+            "argument": { "name": argument, "value": value },
+        });
+        if let Some(context) = context {
+            params["context"] = json!({ "arguments": context });
+        }
+        self.call_with("completion/complete", &params)
+    }
+
+    pub fn set_logging_level(&self, level: LoggingLevel) -> Call<EmptyResult> {
+        self.call_with("logging/setLevel", &json!({ "level": level }))
+    }
+
+    /// The server's notifications (list changes, resource updates, log messages) as a bounded
+    /// stream; see [`NotificationStream`] for what happens when it is not read.
+    pub fn notifications(&self) -> NotificationStream {
+        NotificationStream::new(self.settings.notifications.subscribe())
+    }
+
+    /// Delivers the server's notifications to an actor (dropped and counted while its mailbox is
+    /// full).
+    pub async fn subscribe(&self, recipient: Recipient<ServerNotification>) -> Result<(), Error> {
+        self.addr
+            .send(Subscribe(recipient))
+            .await
+            .map_err(|_| actor_stopped())
     }
 
     /// Sends a notification (queued in order with requests; resolves once queued).
@@ -140,6 +257,10 @@ impl Client {
     pub async fn close(&self) {
         let _ = self.addr.send(Close).await;
     }
+}
+
+fn cursor_params(cursor: Option<&str>) -> Option<Value> {
+    cursor.map(|c| json!({ "cursor": c }))
 }
 
 fn actor_stopped() -> Error {

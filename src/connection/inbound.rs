@@ -5,23 +5,38 @@
 //! `notifications/cancelled` is looked up there only, so it can never cancel one of our requests
 //! that happens to share the id (rmcp #1251).
 
-use std::collections::HashSet;
+use std::collections::HashMap;
 
-use serde_json::{json, value::RawValue};
+use futures::FutureExt as _;
+use serde_json::{json, value::RawValue, Value};
 
 use super::{outbox::Outgoing, Connection};
 use crate::{
+    client::HandlerError,
+    connection::ServerRequestDone,
     error::Error,
     protocol::jsonrpc::{
         response_frame, ErrorObject, FrameProblem, Incoming, IncomingFrame, WireId,
         METHOD_NOT_FOUND,
     },
+    protocol::notifications::{Progress, ServerNotification},
+    Cancellation,
 };
 
-/// Requests the server sent us that are being answered.
+/// Requests the server sent us that are being answered, each with the token its handler
+/// watches.
 #[derive(Default)]
 pub(crate) struct ServerRequests {
-    running: HashSet<WireId>,
+    running: HashMap<WireId, Cancellation>,
+}
+
+impl ServerRequests {
+    /// The connection ended: tell every running handler.
+    pub fn cancel_all(&mut self) {
+        for (_, token) in self.running.drain() {
+            token.cancel_with_reason("connection closed");
+        }
+    }
 }
 
 impl Connection {
@@ -56,7 +71,9 @@ impl Connection {
     }
 
     fn on_response(&mut self, id: &WireId, outcome: Result<&RawValue, ErrorObject>) {
-        let entry = id.as_request_id().and_then(|id| self.in_flight.remove(&id));
+        // A request cancelled while being written and answered before the write completed:
+        // `forget` drops its waiting cancel too, which the answer made moot.
+        let entry = id.as_request_id().and_then(|id| self.forget(id));
         match entry {
             Some(mut entry) if entry.reply.is_some() => {
                 self.stats.responses_delivered += 1;
@@ -78,34 +95,59 @@ impl Connection {
         }
     }
 
-    fn on_server_request(&mut self, id: WireId, method: &str, _params: Option<&RawValue>) {
+    fn on_server_request(&mut self, id: WireId, method: &str, params: Option<&RawValue>) {
         self.stats.server_requests += 1;
-        if !self.server_requests.running.insert(id.clone()) {
+        if self.server_requests.running.contains_key(&id) {
             tracing::debug!(
                 ?id,
                 "server reused the id of a request still being answered"
             );
             return;
         }
-        // Answered inline for now; handlers that run off the actor keep their entry until done.
-        let outcome = match method {
-            "ping" => Ok(json!({})),
-            _ => Err(ErrorObject {
+        let token = Cancellation::new();
+        self.server_requests
+            .running
+            .insert(id.clone(), token.clone());
+        if method == "ping" {
+            return self.answer_server_request(id, Ok(json!({})));
+        }
+        let Some(handler) = self.handlers.get(method) else {
+            let refusal = ErrorObject {
                 code: METHOD_NOT_FOUND,
                 message: format!("method not found: {method}"),
                 data: None,
-            }),
+            };
+            return self.answer_server_request(id, Err(refusal));
         };
-        self.answer_server_request(id, outcome);
+        let params = params
+            .and_then(|p| serde_json::from_str::<Value>(p.get()).ok())
+            .unwrap_or_else(|| json!({}));
+        // Off the actor: a slow handler never delays response routing. Its answer comes back as
+        // a message; a panic becomes an internal error instead of silence.
+        let work = std::panic::AssertUnwindSafe(handler(params, token)).catch_unwind();
+        let connection = self.myself.clone();
+        actix_rt::spawn(async move {
+            let outcome = work
+                .await
+                .unwrap_or_else(|_| Err(HandlerError::internal("handler panicked")));
+            if let Some(addr) = connection.and_then(|c| c.upgrade()) {
+                addr.do_send(ServerRequestDone { id, outcome });
+            }
+        });
     }
 
-    fn answer_server_request(
+    pub(super) fn answer_server_request(
         &mut self,
         id: WireId,
-        outcome: Result<serde_json::Value, ErrorObject>,
+        outcome: Result<Value, ErrorObject>,
     ) {
-        if !self.server_requests.running.remove(&id) {
-            return; // cancelled by the server: its answer is not sent
+        if self.server_requests.running.remove(&id).is_none() {
+            // Cancelled by the server (or the connection closed): its answer is not sent.
+            self.stats.server_requests_cancelled += 1;
+            return;
+        }
+        if self.closed.is_some() {
+            return;
         }
         match response_frame(&id, outcome) {
             Ok(frame) => self.outbox.push(Outgoing::Frame(frame)),
@@ -120,14 +162,63 @@ impl Connection {
             let id = params
                 .and_then(|p| serde_json::from_str::<serde_json::Value>(p.get()).ok())
                 .and_then(|p| serde_json::from_value::<WireId>(p.get("requestId")?.clone()).ok());
-            match id {
-                Some(id) if self.server_requests.running.remove(&id) => {
-                    tracing::debug!(?id, "server cancelled its request");
+            match id.and_then(|id| self.server_requests.running.remove(&id)) {
+                Some(token) => {
+                    tracing::debug!("server cancelled its request");
+                    token.cancel_with_reason("cancelled by the server");
                 }
-                other => tracing::debug!(id = ?other, "server cancelled an unknown request"),
+                None => tracing::debug!("server cancelled an unknown request"),
             }
             return;
         }
-        tracing::debug!(method, "notification from server");
+        if method == "notifications/progress" {
+            return self.on_progress(params);
+        }
+        let params = params.and_then(|p| serde_json::from_str::<Value>(p.get()).ok());
+        if let Some(notification) = ServerNotification::from_wire(method, params) {
+            self.publish(notification);
+        }
+    }
+
+    /// Hands a notification to every subscriber without ever waiting on one.
+    fn publish(&mut self, notification: ServerNotification) {
+        if let Some(sender) = &self.notifications {
+            // Err only means nobody subscribed right now.
+            let _ = sender.send(notification.clone());
+        }
+        let stats = &mut self.stats;
+        self.subscribers
+            .retain(|recipient| match recipient.try_send(notification.clone()) {
+                Ok(()) => true,
+                Err(actix::prelude::SendError::Full(_)) => {
+                    stats.notifications_dropped += 1;
+                    true
+                }
+                Err(actix::prelude::SendError::Closed(_)) => false,
+            });
+    }
+
+    /// Progress goes to its request's listener while the request is in flight; progress for a
+    /// finished, cancelled or unknown request is dropped.
+    fn on_progress(&mut self, params: Option<&RawValue>) {
+        #[derive(serde::Deserialize)]
+        #[serde(rename_all = "camelCase")]
+        struct Params {
+            progress_token: WireId,
+            #[serde(flatten)]
+            progress: Progress,
+        }
+        let Some(params) = params.and_then(|p| serde_json::from_str::<Params>(p.get()).ok()) else {
+            self.stats.invalid_frames += 1;
+            return;
+        };
+        let listener = params
+            .progress_token
+            .as_request_id()
+            .and_then(|id| self.progress.get_mut(&id));
+        match listener {
+            Some(listener) => listener(params.progress),
+            None => self.stats.progress_dropped += 1,
+        }
     }
 }

@@ -31,19 +31,31 @@ pub struct Request {
 }
 
 /// Per-request options the actor acts on.
-#[derive(Debug, Clone)]
 #[non_exhaustive]
 pub struct RequestOptions {
     /// Whether a cancel of this request, once written, is sent to the server. `false` for
     /// `initialize`, which the protocol forbids cancelling; the caller is still woken.
     pub cancel_on_wire: bool,
+    /// Receives this request's `notifications/progress` while it is in flight. The request's
+    /// params must carry `_meta.progressToken` equal to its id (the `Client` does this).
+    pub progress: Option<crate::client::ProgressCallback>,
 }
 
 impl Default for RequestOptions {
     fn default() -> Self {
         Self {
             cancel_on_wire: true,
+            progress: None,
         }
+    }
+}
+
+impl std::fmt::Debug for RequestOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RequestOptions")
+            .field("cancel_on_wire", &self.cancel_on_wire)
+            .field("progress", &self.progress.is_some())
+            .finish()
     }
 }
 
@@ -78,6 +90,34 @@ impl Request {
         self
     }
 
+    /// Merges `meta` into `params._meta` (creating both if needed). Params that are not an
+    /// object make the request fail with [`Error::Protocol`].
+    pub(crate) fn merge_meta(&mut self, meta: serde_json::Map<String, Value>) {
+        let merged = match &self.params {
+            Err(e) => Err(e.clone()),
+            Ok(raw) => {
+                let params = match raw {
+                    None => Ok(serde_json::Map::new()),
+                    Some(raw) => serde_json::from_str::<serde_json::Map<String, Value>>(raw.get())
+                        .map_err(|_| "params must be a JSON object to carry _meta".to_owned()),
+                };
+                params.and_then(|mut params| {
+                    let slot = params
+                        .entry("_meta")
+                        .or_insert_with(|| Value::Object(Default::default()));
+                    match slot {
+                        Value::Object(existing) => existing.extend(meta),
+                        _ => return Err("params._meta must be an object".to_owned()),
+                    }
+                    serde_json::value::to_raw_value(&params)
+                        .map(Some)
+                        .map_err(|e| e.to_string())
+                })
+            }
+        };
+        self.params = merged;
+    }
+
     /// The id this request will carry, internally and on the wire.
     pub fn id(&self) -> RequestId {
         self.id
@@ -100,6 +140,23 @@ pub(crate) struct Submit {
 }
 
 impl Message for Submit {
+    type Result = ();
+}
+
+/// Deliver the server's notifications to this recipient too.
+pub struct Subscribe(pub actix::Recipient<crate::ServerNotification>);
+
+impl Message for Subscribe {
+    type Result = ();
+}
+
+/// A handler for a server request finished.
+pub(crate) struct ServerRequestDone {
+    pub id: crate::protocol::jsonrpc::WireId,
+    pub outcome: Result<Value, crate::client::HandlerError>,
+}
+
+impl Message for ServerRequestDone {
     type Result = ();
 }
 
@@ -177,6 +234,12 @@ pub struct ConnectionStats {
     pub server_requests: u64,
     /// Notifications the server sent us.
     pub notifications: u64,
+    /// Progress notifications for no request with a listener (finished, cancelled, unknown).
+    pub progress_dropped: u64,
+    /// Notifications dropped for an actor subscriber whose mailbox was full.
+    pub notifications_dropped: u64,
+    /// Handler answers not sent because the server had cancelled its request.
+    pub server_requests_cancelled: u64,
 }
 
 /// The actor's reply to [`Request`]: a future of the request's result.

@@ -15,13 +15,17 @@ mod outbox;
 
 use std::{collections::HashMap, future::Future, pin::Pin};
 
-use actix::{Actor, ActorContext, AsyncContext, Context, Handler, MessageResult};
+use actix::{
+    Actor, ActorContext, AsyncContext, Context, Handler, MessageResult, Recipient, WeakAddr,
+};
+use tokio::sync::broadcast;
 use tokio::sync::oneshot;
 
-pub(crate) use messages::Submit;
 pub use messages::{
     Cancel, Close, ConnectionStats, GetStats, Notify, PendingReply, Request, RequestOptions,
+    Subscribe,
 };
+pub(crate) use messages::{ServerRequestDone, Submit};
 
 use self::{
     in_flight::{fail_all, InFlight, InFlightTable, Phase, Reply},
@@ -50,8 +54,15 @@ pub struct Connection {
     /// Reasons of cancels waiting for their request's write-complete event (rare, so kept out
     /// of the in-flight records).
     deferred_cancels: HashMap<RequestId, Option<String>>,
+    /// Progress listeners of requests in flight, by id (= progress token).
+    progress: HashMap<RequestId, crate::client::ProgressCallback>,
     outbox: Outbox,
     server_requests: ServerRequests,
+    handlers: crate::client::Handlers,
+    notifications: Option<broadcast::Sender<crate::ServerNotification>>,
+    subscribers: Vec<Recipient<crate::ServerNotification>>,
+    /// For handler tasks to report back without keeping the connection alive.
+    myself: Option<WeakAddr<Connection>>,
     /// Set once the connection can carry nothing more: every request then fails with it.
     closed: Option<Error>,
     /// Resolves when the transport has released everything (the child process is reaped).
@@ -74,8 +85,13 @@ impl Connection {
             writer_ready: false,
             in_flight: InFlightTable::default(),
             deferred_cancels: HashMap::new(),
+            progress: HashMap::new(),
             outbox: Outbox::default(),
             server_requests: ServerRequests::default(),
+            handlers: crate::client::Handlers::default(),
+            notifications: None,
+            subscribers: Vec::new(),
+            myself: None,
             closed: None,
             shutdown: None,
             stats: ConnectionStats::default(),
@@ -86,6 +102,20 @@ impl Connection {
 
     pub fn mailbox_capacity(mut self, capacity: usize) -> Self {
         self.mailbox_capacity = capacity.max(1);
+        self
+    }
+
+    /// Handlers for the server's requests (see [`ConnectOptions`](crate::ConnectOptions)).
+    pub fn handlers(mut self, handlers: crate::client::Handlers) -> Self {
+        self.handlers = handlers;
+        self
+    }
+
+    pub(crate) fn notifications(
+        mut self,
+        sender: broadcast::Sender<crate::ServerNotification>,
+    ) -> Self {
+        self.notifications = Some(sender);
         self
     }
 
@@ -103,6 +133,7 @@ impl Connection {
             return;
         };
         let in_flight = &mut self.in_flight;
+        let progress = &mut self.progress;
         let stats = &mut self.stats;
         let batch = self.outbox.fill(|item, batch| match item {
             Outgoing::Frame(frame) => batch.push(&frame),
@@ -121,6 +152,7 @@ impl Connection {
                 if entry.reply.as_ref().is_none_or(|r| r.is_closed()) {
                     // The caller went away without a Cancel reaching us yet; same outcome.
                     in_flight.remove(&id);
+                    progress.remove(&id);
                     stats.cancelled_before_write += 1;
                     return;
                 }
@@ -132,6 +164,7 @@ impl Connection {
                         stats.requests_written += 1;
                     }
                     Err(e) => {
+                        progress.remove(&id);
                         if let Some(mut entry) = in_flight.remove(&id) {
                             entry.answer(Err(Error::Protocol(format!(
                                 "cannot serialize {method} request: {e}"
@@ -159,8 +192,8 @@ impl Connection {
                 Phase::CancelAfterWrite => {
                     // The cancel waited for this event: now it follows the request on the wire.
                     let wire = entry.wire_cancellable;
-                    self.in_flight.remove(&id);
                     let reason = self.deferred_cancels.remove(&id).flatten();
+                    self.forget(id);
                     self.cancel_on_wire(id, reason, wire);
                 }
                 Phase::Queued | Phase::Written => {}
@@ -193,7 +226,7 @@ impl Connection {
         match entry.phase {
             Phase::Queued => {
                 // Never written: drop it; the outbox skips it. Nothing goes on the wire.
-                if let Some(mut entry) = self.in_flight.remove(&id) {
+                if let Some(mut entry) = self.forget(id) {
                     entry.answer(Err(Error::cancelled(reason)));
                 }
                 self.stats.cancelled_before_write += 1;
@@ -202,17 +235,25 @@ impl Connection {
                 // Wake the caller now; the notification waits for the write-complete event.
                 entry.answer(Err(Error::cancelled(reason.clone())));
                 entry.phase = Phase::CancelAfterWrite;
+                self.progress.remove(&id);
                 self.deferred_cancels.insert(id, reason);
             }
             Phase::CancelAfterWrite => {} // a second cancel: the first one is already waiting
             Phase::Written => {
-                let Some(mut entry) = self.in_flight.remove(&id) else {
+                let Some(mut entry) = self.forget(id) else {
                     return;
                 };
                 entry.answer(Err(Error::cancelled(reason.clone())));
                 self.cancel_on_wire(id, reason, entry.wire_cancellable);
             }
         }
+    }
+
+    /// Removes a request from the table with everything kept for it.
+    fn forget(&mut self, id: RequestId) -> Option<InFlight> {
+        self.progress.remove(&id);
+        self.deferred_cancels.remove(&id);
+        self.in_flight.remove(&id)
     }
 
     /// Records a request and queues it. Returns `false` if it was answered at once (closed
@@ -235,6 +276,9 @@ impl Connection {
         let id = request.id;
         self.in_flight
             .insert(id, InFlight::queued(reply, request.options.cancel_on_wire));
+        if let Some(progress) = request.options.progress {
+            self.progress.insert(id, progress);
+        }
         self.outbox.push(Outgoing::Request {
             id,
             method: request.method,
@@ -251,6 +295,8 @@ impl Connection {
         }
         fail_all(&mut self.in_flight, &error);
         self.deferred_cancels.clear();
+        self.progress.clear();
+        self.server_requests.cancel_all();
         self.outbox.clear();
         self.closed = Some(error);
         self.writer_ready = false;
@@ -265,6 +311,7 @@ impl Actor for Connection {
 
     fn started(&mut self, ctx: &mut Self::Context) {
         ctx.set_mailbox_capacity(self.mailbox_capacity);
+        self.myself = Some(ctx.address().downgrade());
         let Some(transport) = self.transport.take() else {
             return;
         };
@@ -350,6 +397,30 @@ impl Handler<Close> for Connection {
         self.close_with(Error::Closed {
             reason: CloseReason::ClosedByClient,
         });
+    }
+}
+
+impl Handler<Subscribe> for Connection {
+    type Result = ();
+
+    fn handle(&mut self, Subscribe(recipient): Subscribe, _ctx: &mut Self::Context) {
+        self.subscribers.push(recipient);
+    }
+}
+
+impl Handler<ServerRequestDone> for Connection {
+    type Result = ();
+
+    fn handle(&mut self, done: ServerRequestDone, _ctx: &mut Self::Context) {
+        let outcome = done
+            .outcome
+            .map_err(|e| crate::protocol::jsonrpc::ErrorObject {
+                code: e.code,
+                message: e.message,
+                data: e.data,
+            });
+        self.answer_server_request(done.id, outcome);
+        self.flush();
     }
 }
 

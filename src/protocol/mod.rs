@@ -1,7 +1,12 @@
 //! The MCP wire: JSON-RPC framing and the message types this crate speaks.
 
+pub mod completion;
 pub mod jsonrpc;
 pub mod lifecycle;
+pub mod logging;
+pub mod notifications;
+pub mod prompts;
+pub mod resources;
 pub mod tools;
 
 pub use jsonrpc::{RawResult, RequestId};

@@ -11,13 +11,17 @@
 //! - all protocol work runs on one thread (`current_thread` runtime + `LocalSet`), so
 //!   state is a plain `RefCell` behind an `Rc`, with no locks.
 //!
+//! Besides tools it serves small fixed resources (`demo://...`), two prompts, completions
+//! and logging, with `*/list` pagination shaped by `--page-size` / `--cursor-mode` so a
+//! client's cursor handling (cycles, endless cursors) can be tested.
+//!
 //! tokio's `io-std` feature is not enabled for this crate, so the blocking stdio calls
 //! live on two plain OS threads: one reads raw stdin chunks into a small bounded channel
 //! (a paused reader therefore backs the pipe up, as with direct reads), the other is the
 //! writer. Both threads only move bytes; all parsing and state stay on the runtime.
 
 use std::cell::RefCell;
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::ffi::OsString;
 use std::fs::File;
 use std::io::{self, Read as _, Write as _};
@@ -27,7 +31,7 @@ use std::rc::Rc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use clap::Parser;
+use clap::{Parser, ValueEnum};
 use futures::future::{FutureExt as _, LocalBoxFuture};
 use serde::Serialize;
 use serde_json::{json, Map, Value};
@@ -57,6 +61,28 @@ const INVALID_REQUEST: i64 = -32600;
 const METHOD_NOT_FOUND: i64 = -32601;
 const INVALID_PARAMS: i64 = -32602;
 const INTERNAL_ERROR: i64 = -32603;
+/// MCP: `resources/read` of a uri the server does not have.
+const RESOURCE_NOT_FOUND: i64 = -32002;
+
+/// RFC 5424 severities, least severe first (the order `logging/setLevel` compares in).
+const LOG_LEVELS: &[&str] = &[
+    "debug",
+    "info",
+    "notice",
+    "warning",
+    "error",
+    "critical",
+    "alert",
+    "emergency",
+];
+/// Index in `LOG_LEVELS` of the level in force before any `logging/setLevel`.
+const DEFAULT_LOG_LEVEL: usize = 1;
+/// How long `ask_client_then_cancel` still waits for a response after its cancel.
+const CANCEL_GRACE: Duration = Duration::from_millis(500);
+/// Upper bound for the `progress` tool's `steps`.
+const MAX_PROGRESS_STEPS: u64 = 1_000_000;
+/// The cursor every page carries in `--cursor-mode repeat`.
+const REPEAT_CURSOR: &str = "same-cursor";
 
 /// Lines written by the `garbage` tool: not JSON, not objects, not JSON-RPC, a response
 /// nobody asked for, and finally a valid notification to prove the stream is still in sync.
@@ -101,6 +127,27 @@ struct Cli {
     /// On stdin EOF, journal `#EOF` but keep running until killed.
     #[arg(long)]
     linger_after_eof: bool,
+
+    /// Items per page of `tools/list`, `resources/list`, `resources/templates/list` and
+    /// `prompts/list` (0: everything in one page, without `nextCursor`).
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    page_size: usize,
+
+    /// How `nextCursor` behaves: `normal` pages through the list, `repeat` always
+    /// answers `same-cursor` (a cycle), `endless` always answers a fresh cursor.
+    #[arg(long, value_enum, value_name = "MODE", default_value_t = CursorMode::Normal)]
+    cursor_mode: CursorMode,
+}
+
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+enum CursorMode {
+    /// `nextCursor` = `page:<offset>` while items remain, then none.
+    Normal,
+    /// Every page, the last one too, has `nextCursor` `same-cursor`, which serves the
+    /// second page again and again.
+    Repeat,
+    /// Every page has a new `nextCursor` (`endless:<k>`) and serves the first page again.
+    Endless,
 }
 
 /// Parses `args` (program name first, as `std::env::args_os()`) and runs the server
@@ -419,6 +466,8 @@ struct ErrorMsg<'a> {
 struct ErrorBody<'a> {
     code: i64,
     message: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    data: Option<&'a Value>,
 }
 
 /// Compact JSON plus the line terminator; empty if serialization fails (it cannot for
@@ -438,6 +487,11 @@ fn encode<T: Serialize>(message: &T) -> Vec<u8> {
 
 fn notification(method: &str, params: Value) -> Vec<u8> {
     encode(&json!({"jsonrpc": "2.0", "method": method, "params": params}))
+}
+
+/// A notification without `params` (the `list_changed` ones).
+fn bare_notification(method: &str) -> Vec<u8> {
+    encode(&json!({"jsonrpc": "2.0", "method": method}))
 }
 
 // ---------------------------------------------------------------------------------------
@@ -478,6 +532,8 @@ struct Counters {
     cancels_ahead: u64,
     cancels_unknown: u64,
     late_responses: u64,
+    /// Client responses to a server request the server had already cancelled.
+    client_responses_after_cancel: u64,
 }
 
 /// A request being answered by a spawned task.
@@ -502,6 +558,36 @@ struct State {
     next_srv_id: u64,
     initialized: bool,
     protocol_version: Option<String>,
+    /// Server requests given up by `ask_client_then_cancel` (cancel already sent).
+    srv_cancelled: HashSet<String>,
+    /// Uris named by `resources/subscribe` and not unsubscribed since.
+    subscriptions: BTreeSet<String>,
+    /// Number of `demo://counter` reads so far.
+    counter_reads: u64,
+    log_level: LogLevel,
+}
+
+/// Index in `LOG_LEVELS` of the minimum level `log` lets through.
+#[derive(Clone, Copy)]
+struct LogLevel(usize);
+
+impl Default for LogLevel {
+    fn default() -> Self {
+        Self(DEFAULT_LOG_LEVEL)
+    }
+}
+
+impl LogLevel {
+    fn parse(level: &str) -> Option<Self> {
+        LOG_LEVELS
+            .iter()
+            .position(|known| *known == level)
+            .map(Self)
+    }
+
+    fn name(self) -> &'static str {
+        LOG_LEVELS.get(self.0).copied().unwrap_or("info")
+    }
 }
 
 struct Server {
@@ -597,12 +683,33 @@ impl Server {
         let step = match method {
             "initialize" => self.initialize(&params),
             "ping" => Step::Reply(Ok(json!({}))),
-            "tools/list" => {
+            "tools/list" if self.unpaged(&params) => {
                 // Serialized straight from the cache: no clone of the list per call.
                 self.respond_result(&id, &self.tools);
                 return Control::Continue;
             }
+            "tools/list" => {
+                let tools = self.tools.get("tools").and_then(Value::as_array);
+                Step::Reply(self.paginate("tools", tools.map_or(&[], Vec::as_slice), &params))
+            }
             "tools/call" => self.call_tool(params),
+            "resources/list" => Step::Reply(self.paginate("resources", &resource_list(), &params)),
+            "resources/templates/list" => {
+                Step::Reply(self.paginate("resourceTemplates", &resource_template_list(), &params))
+            }
+            "resources/read" => match self.read_resource(&params) {
+                Ok(result) => Step::Reply(Ok(result)),
+                Err((code, message, data)) => {
+                    self.respond_error(&id, code, &message, data.as_ref());
+                    return Control::Continue;
+                }
+            },
+            "resources/subscribe" => Step::Reply(self.subscribe(&params, true)),
+            "resources/unsubscribe" => Step::Reply(self.subscribe(&params, false)),
+            "prompts/list" => Step::Reply(self.paginate("prompts", &prompt_list(), &params)),
+            "prompts/get" => Step::Reply(get_prompt(&params)),
+            "completion/complete" => Step::Reply(complete(&params)),
+            "logging/setLevel" => Step::Reply(self.set_log_level(&params)),
             _ => Step::Reply(Err((
                 METHOD_NOT_FOUND,
                 format!("method not found: {method}"),
@@ -671,15 +778,25 @@ impl Server {
 
     /// Hands a client response to the `ping_client` / `ask_client` task waiting for it.
     fn route_client_response(&self, message: Map<String, Value>) {
+        let mut after_cancel = false;
         let waiter = match message.get("id") {
             Some(Value::String(id)) if id.starts_with("srv-") => {
-                self.state.borrow_mut().waiters.remove(id)
+                let mut state = self.state.borrow_mut();
+                if state.srv_cancelled.contains(id) {
+                    state.counters.client_responses_after_cancel += 1;
+                    after_cancel = true;
+                }
+                state.waiters.remove(id)
             }
             _ => None,
         };
         match waiter {
             // A send error only means the waiting task was cancelled meanwhile.
             Some(waiter) => drop(waiter.send(Value::Object(message))),
+            None if after_cancel => eprintln!(
+                "{SERVER_NAME}: ignoring response to cancelled request {}",
+                message.get("id").unwrap_or(&Value::Null)
+            ),
             None => eprintln!(
                 "{SERVER_NAME}: ignoring response to unknown request {}",
                 message.get("id").unwrap_or(&Value::Null)
@@ -718,18 +835,21 @@ impl Server {
     fn respond(&self, id: &Value, reply: &Reply) {
         match reply {
             Ok(result) => self.respond_result(id, result),
-            Err((code, message)) => {
-                self.state.borrow_mut().counters.responses += 1;
-                self.send(encode(&ErrorMsg {
-                    jsonrpc: "2.0",
-                    id,
-                    error: ErrorBody {
-                        code: *code,
-                        message,
-                    },
-                }));
-            }
+            Err((code, message)) => self.respond_error(id, *code, message, None),
         }
+    }
+
+    fn respond_error(&self, id: &Value, code: i64, message: &str, data: Option<&Value>) {
+        self.state.borrow_mut().counters.responses += 1;
+        self.send(encode(&ErrorMsg {
+            jsonrpc: "2.0",
+            id,
+            error: ErrorBody {
+                code,
+                message,
+                data,
+            },
+        }));
     }
 
     fn respond_result(&self, id: &Value, result: &Value) {
@@ -789,10 +909,142 @@ impl Server {
         self.state.borrow_mut().protocol_version = Some(version.clone());
         Ok(json!({
             "protocolVersion": version,
-            "capabilities": {"tools": {"listChanged": false}},
+            "capabilities": {
+                "tools": {"listChanged": true},
+                "resources": {"subscribe": true, "listChanged": true},
+                "prompts": {"listChanged": true},
+                "logging": {},
+                "completions": {},
+            },
             "serverInfo": {"name": SERVER_NAME, "version": SERVER_VERSION},
             "instructions": INSTRUCTIONS,
         }))
+    }
+
+    /// Whether a `tools/list` can be served whole from the cache: no paging, no cursor.
+    fn unpaged(&self, params: &Value) -> bool {
+        self.cli.page_size == 0
+            && self.cli.cursor_mode == CursorMode::Normal
+            && params.get("cursor").is_none_or(Value::is_null)
+    }
+
+    /// One page of a `*/list` result, `{<key>: [...], nextCursor?}`, as selected by
+    /// `params.cursor` under `--page-size` and `--cursor-mode`.
+    fn paginate(&self, key: &str, items: &[Value], params: &Value) -> Reply {
+        let len = items.len();
+        let size = match self.cli.page_size {
+            0 => len.max(1),
+            size => size,
+        };
+        let cursor = match params.get("cursor") {
+            None | Some(Value::Null) => None,
+            Some(Value::String(cursor)) => Some(cursor.as_str()),
+            Some(other) => {
+                return Err((
+                    INVALID_PARAMS,
+                    format!("`cursor` must be a string, got {other}"),
+                ))
+            }
+        };
+        let invalid = |cursor: &str| (INVALID_PARAMS, format!("invalid cursor: {cursor:?}"));
+        let (offset, next) = match (self.cli.cursor_mode, cursor) {
+            (CursorMode::Normal, None) => (0, None),
+            (CursorMode::Normal, Some(cursor)) => {
+                // Only offsets this server could have handed out.
+                let offset = cursor
+                    .strip_prefix("page:")
+                    .and_then(|offset| offset.parse::<usize>().ok())
+                    .filter(|offset| *offset > 0 && *offset < len && *offset % size == 0)
+                    .ok_or_else(|| invalid(cursor))?;
+                (offset, None)
+            }
+            (CursorMode::Repeat, None) => (0, Some(REPEAT_CURSOR.to_owned())),
+            (CursorMode::Repeat, Some(REPEAT_CURSOR)) => {
+                (size.min(len), Some(REPEAT_CURSOR.to_owned()))
+            }
+            (CursorMode::Repeat, Some(cursor)) => return Err(invalid(cursor)),
+            (CursorMode::Endless, None) => (0, Some("endless:1".to_owned())),
+            (CursorMode::Endless, Some(cursor)) => {
+                let next = cursor
+                    .strip_prefix("endless:")
+                    .and_then(|k| k.parse::<u64>().ok())
+                    .filter(|k| *k > 0)
+                    .and_then(|k| k.checked_add(1))
+                    .ok_or_else(|| invalid(cursor))?;
+                (0, Some(format!("endless:{next}")))
+            }
+        };
+        let end = offset.saturating_add(size).min(len);
+        let next = match self.cli.cursor_mode {
+            CursorMode::Normal => (end < len).then(|| format!("page:{end}")),
+            CursorMode::Repeat | CursorMode::Endless => next,
+        };
+        let mut page = Map::new();
+        page.insert(key.to_owned(), Value::Array(items[offset..end].to_vec()));
+        if let Some(next) = next {
+            page.insert("nextCursor".to_owned(), Value::String(next));
+        }
+        Ok(Value::Object(page))
+    }
+
+    /// `resources/read`; the error carries `data` (the uri) for an unknown resource.
+    fn read_resource(&self, params: &Value) -> Result<Value, (i64, String, Option<Value>)> {
+        let Some(uri) = params.get("uri").and_then(Value::as_str) else {
+            return Err((
+                INVALID_PARAMS,
+                "resources/read needs a string `uri`".to_owned(),
+                None,
+            ));
+        };
+        let content = if let Some(id) = uri.strip_prefix("demo://text/").filter(|id| !id.is_empty())
+        {
+            json!({"uri": uri, "mimeType": "text/plain", "text": format!("text {id}")})
+        } else if uri == "demo://blob/1" {
+            let bytes: Vec<u8> = (0..=255).collect();
+            json!({"uri": uri, "mimeType": "application/octet-stream", "blob": base64(&bytes)})
+        } else if uri == "demo://counter" {
+            let mut state = self.state.borrow_mut();
+            state.counter_reads += 1;
+            let text = state.counter_reads.to_string();
+            json!({"uri": uri, "mimeType": "text/plain", "text": text})
+        } else {
+            return Err((
+                RESOURCE_NOT_FOUND,
+                "resource not found".to_owned(),
+                Some(json!({"uri": uri})),
+            ));
+        };
+        Ok(json!({"contents": [content]}))
+    }
+
+    /// `resources/subscribe` (`subscribe`) or `resources/unsubscribe`. Any uri is accepted.
+    fn subscribe(&self, params: &Value, subscribe: bool) -> Reply {
+        let Some(uri) = params.get("uri").and_then(Value::as_str) else {
+            return Err((INVALID_PARAMS, "a string `uri` is required".to_owned()));
+        };
+        let mut state = self.state.borrow_mut();
+        if subscribe {
+            state.subscriptions.insert(uri.to_owned());
+        } else {
+            state.subscriptions.remove(uri);
+        }
+        Ok(json!({}))
+    }
+
+    fn set_log_level(&self, params: &Value) -> Reply {
+        let level = params.get("level");
+        let Some(parsed) = level.and_then(Value::as_str).and_then(LogLevel::parse) else {
+            return Err((
+                INVALID_PARAMS,
+                format!(
+                    "unknown log level {}, expected one of {}",
+                    level.unwrap_or(&Value::Null),
+                    LOG_LEVELS.join(", ")
+                ),
+            ));
+        };
+        self.state.borrow_mut().log_level = parsed;
+        Ok(json!({}))
     }
 
     fn call_tool(self: &Rc<Self>, params: Value) -> Step {
@@ -942,6 +1194,107 @@ impl Server {
                     .map_err(|err| format!("cannot read current directory: {err}"))?;
                 Step::Reply(Ok(text_result(&cwd.display().to_string())))
             }
+            "log" => {
+                let level = str_arg(args, "level")?;
+                let message = str_arg(args, "message")?;
+                let parsed = LogLevel::parse(level).ok_or_else(|| {
+                    format!(
+                        "unknown log level {level:?}, expected one of {}",
+                        LOG_LEVELS.join(", ")
+                    )
+                })?;
+                let threshold = self.state.borrow().log_level;
+                let outcome = if parsed.0 >= threshold.0 {
+                    self.send(notification(
+                        "notifications/message",
+                        json!({"level": level, "logger": "demo", "data": message}),
+                    ));
+                    "logged"
+                } else {
+                    "filtered"
+                };
+                Step::Reply(Ok(text_result(outcome)))
+            }
+            "notify" => {
+                let outcome = match str_arg(args, "kind")? {
+                    kind @ ("tools" | "prompts" | "resources") => {
+                        self.send(bare_notification(&format!(
+                            "notifications/{kind}/list_changed"
+                        )));
+                        "sent"
+                    }
+                    "updated" => {
+                        let uri = str_arg(args, "uri")?;
+                        if self.state.borrow().subscriptions.contains(uri) {
+                            self.send(notification(
+                                "notifications/resources/updated",
+                                json!({"uri": uri}),
+                            ));
+                            "sent"
+                        } else {
+                            "not subscribed"
+                        }
+                    }
+                    kind => {
+                        return Err(format!(
+                            "unknown kind {kind:?}, expected tools, prompts, resources or updated"
+                        ))
+                    }
+                };
+                Step::Reply(Ok(text_result(outcome)))
+            }
+            "progress" => {
+                let steps = u64_arg(args, "steps", None)?;
+                if steps > MAX_PROGRESS_STEPS {
+                    return Err(format!(
+                        "argument `steps` must be at most {MAX_PROGRESS_STEPS}, got {steps}"
+                    ));
+                }
+                let interval_ms = u64_arg(args, "interval_ms", None)?;
+                let with_total = match args.get("total") {
+                    None | Some(Value::Null) => true,
+                    Some(Value::Bool(with_total)) => *with_total,
+                    Some(other) => {
+                        return Err(format!("argument `total` must be a boolean, got {other}"))
+                    }
+                };
+                let task = progress_tool(
+                    Rc::clone(self),
+                    steps,
+                    interval_ms,
+                    with_total,
+                    progress_token,
+                );
+                Step::Spawn {
+                    task: task.boxed_local(),
+                    cancellable: true,
+                }
+            }
+            "ask_client_then_cancel" => {
+                let method = str_arg(args, "method")?.to_owned();
+                let params = args.get("params").filter(|p| !p.is_null()).cloned();
+                let after_ms = u64_arg(args, "after_ms", None)?;
+                let task = ask_client_then_cancel(Rc::clone(self), method, params, after_ms);
+                Step::Spawn {
+                    task: task.boxed_local(),
+                    cancellable: true,
+                }
+            }
+            "sample" => {
+                let params = json!({
+                    "messages": [{"role": "user", "content": {"type": "text", "text": "hi"}}],
+                    "maxTokens": 10,
+                });
+                let task = ask_client(
+                    Rc::clone(self),
+                    "sampling/createMessage".to_owned(),
+                    Some(params),
+                );
+                Step::Spawn {
+                    task: task.boxed_local(),
+                    cancellable: true,
+                }
+            }
             _ => Step::Reply(Err((INVALID_PARAMS, format!("unknown tool: {name}")))),
         };
         Ok(step)
@@ -964,8 +1317,11 @@ impl Server {
             "cancels_unknown": counters.cancels_unknown,
             "pending": pending,
             "late_responses": counters.late_responses,
+            "client_responses_after_cancel": counters.client_responses_after_cancel,
             "initialized": state.initialized,
             "protocol_version": state.protocol_version,
+            "log_level": state.log_level.name(),
+            "subscriptions": state.subscriptions,
         })
     }
 
@@ -1033,8 +1389,43 @@ async fn sleep_tool(server: Rc<Server>, ms: u64, progress_token: Option<Value>) 
     Ok(text_result(&format!("slept {ms} ms")))
 }
 
-/// Sends a server-to-client request and answers with the client's whole response.
-async fn ask_client(server: Rc<Server>, method: String, params: Option<Value>) -> Reply {
+/// `steps` progress notifications (when the call carries a progress token), one every
+/// `interval_ms`, then the answer.
+async fn progress_tool(
+    server: Rc<Server>,
+    steps: u64,
+    interval_ms: u64,
+    with_total: bool,
+    progress_token: Option<Value>,
+) -> Reply {
+    let start = Instant::now();
+    for step in 1..=steps {
+        tokio::time::sleep_until(deadline(start, interval_ms.saturating_mul(step))).await;
+        let Some(token) = &progress_token else {
+            continue;
+        };
+        let mut params = Map::new();
+        params.insert("progressToken".to_owned(), token.clone());
+        params.insert("progress".to_owned(), json!(step));
+        if with_total {
+            params.insert("total".to_owned(), json!(steps));
+        }
+        params.insert("message".to_owned(), json!(format!("step {step}")));
+        server.send(notification(
+            "notifications/progress",
+            Value::Object(params),
+        ));
+    }
+    Ok(text_result(&format!("done {steps}")))
+}
+
+/// Sends a server-to-client request (`srv-N`) and returns its id and the receiver of
+/// the client's response.
+fn send_client_request(
+    server: &Server,
+    method: String,
+    params: Option<Value>,
+) -> (String, oneshot::Receiver<Value>) {
     let (waiter, response) = oneshot::channel();
     let srv_id = {
         let mut state = server.state.borrow_mut();
@@ -1048,6 +1439,53 @@ async fn ask_client(server: Rc<Server>, method: String, params: Option<Value>) -
         request.insert("params".to_owned(), params);
     }
     server.send(encode(&request));
+    (srv_id, response)
+}
+
+/// Sends a server-to-client request, cancels it after `after_ms` unless answered by
+/// then, and answers with the client's response, or `null` if none came within
+/// `CANCEL_GRACE` of the cancel.
+async fn ask_client_then_cancel(
+    server: Rc<Server>,
+    method: String,
+    params: Option<Value>,
+    after_ms: u64,
+) -> Reply {
+    let (srv_id, mut response) = send_client_request(&server, method, params);
+    let give_up = deadline(Instant::now(), after_ms);
+    let response = match tokio::time::timeout_at(give_up, &mut response).await {
+        // Answered in time: nothing to cancel.
+        Ok(response) => response.ok(),
+        Err(_elapsed) => {
+            server
+                .state
+                .borrow_mut()
+                .srv_cancelled
+                .insert(srv_id.clone());
+            server.send(notification(
+                "notifications/cancelled",
+                json!({"requestId": &srv_id, "reason": "server gave up"}),
+            ));
+            match tokio::time::timeout(CANCEL_GRACE, &mut response).await {
+                Ok(response) => response.ok(),
+                Err(_elapsed) => {
+                    // A later response is only counted, never routed.
+                    server.state.borrow_mut().waiters.remove(&srv_id);
+                    None
+                }
+            }
+        }
+    };
+    let response = response.unwrap_or(Value::Null);
+    Ok(structured_result(
+        response.to_string(),
+        json!({"response": response}),
+    ))
+}
+
+/// Sends a server-to-client request and answers with the client's whole response.
+async fn ask_client(server: Rc<Server>, method: String, params: Option<Value>) -> Reply {
+    let (_srv_id, response) = send_client_request(&server, method, params);
     match response.await {
         Ok(response) => Ok(structured_result(
             response.to_string(),
@@ -1062,6 +1500,188 @@ fn deadline(start: Instant, ms: u64) -> Instant {
     start
         .checked_add(Duration::from_millis(ms))
         .unwrap_or_else(|| start + Duration::from_secs(30 * 365 * 86_400))
+}
+
+// ---------------------------------------------------------------------------------------
+// Resources, prompts, completion
+// ---------------------------------------------------------------------------------------
+
+const GREET_DESCRIPTION: &str = "Greet someone by name, casually or formally.";
+const SUMMARIZE_DESCRIPTION: &str = "Ask for a summary of a text.";
+
+fn resource_list() -> Vec<Value> {
+    let mut resources: Vec<Value> = (1..=3)
+        .map(|n| {
+            json!({
+                "uri": format!("demo://text/{n}"),
+                "name": format!("text {n}"),
+                "mimeType": "text/plain",
+            })
+        })
+        .collect();
+    resources.push(json!({
+        "uri": "demo://blob/1",
+        "name": "blob 1",
+        "mimeType": "application/octet-stream",
+    }));
+    resources.push(json!({"uri": "demo://counter", "name": "counter", "mimeType": "text/plain"}));
+    resources
+}
+
+fn resource_template_list() -> Vec<Value> {
+    vec![json!({"uriTemplate": "demo://text/{id}", "name": "text by id", "mimeType": "text/plain"})]
+}
+
+fn prompt_list() -> Vec<Value> {
+    vec![
+        json!({
+            "name": "greet",
+            "description": GREET_DESCRIPTION,
+            "arguments": [
+                {"name": "name", "description": "Who to greet.", "required": true},
+                {
+                    "name": "style",
+                    "description": "`formal` for a formal greeting.",
+                    "required": false,
+                },
+            ],
+        }),
+        json!({
+            "name": "summarize",
+            "description": SUMMARIZE_DESCRIPTION,
+            "arguments": [{"name": "text", "description": "Text to summarize.", "required": true}],
+        }),
+    ]
+}
+
+fn get_prompt(params: &Value) -> Reply {
+    let Some(name) = params.get("name").and_then(Value::as_str) else {
+        return Err((
+            INVALID_PARAMS,
+            "prompts/get needs a string `name`".to_owned(),
+        ));
+    };
+    let no_arguments = Map::new();
+    let args = match params.get("arguments") {
+        None | Some(Value::Null) => &no_arguments,
+        Some(Value::Object(args)) => args,
+        Some(other) => {
+            return Err((
+                INVALID_PARAMS,
+                format!("prompt `arguments` must be an object, got {other}"),
+            ))
+        }
+    };
+    let (description, text) = match name {
+        "greet" => {
+            let who = required_prompt_arg(args, "name")?;
+            let greeting = match prompt_arg(args, "style")? {
+                Some("formal") => "Good day",
+                _ => "Hello",
+            };
+            (GREET_DESCRIPTION, format!("{greeting} {who}"))
+        }
+        "summarize" => {
+            let text = required_prompt_arg(args, "text")?;
+            (SUMMARIZE_DESCRIPTION, format!("Summarize: {text}"))
+        }
+        _ => return Err((INVALID_PARAMS, format!("unknown prompt: {name}"))),
+    };
+    Ok(json!({
+        "description": description,
+        "messages": [{"role": "user", "content": {"type": "text", "text": text}}],
+    }))
+}
+
+fn prompt_arg<'a>(
+    args: &'a Map<String, Value>,
+    name: &str,
+) -> Result<Option<&'a str>, (i64, String)> {
+    match args.get(name) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(value)) => Ok(Some(value)),
+        Some(other) => Err((
+            INVALID_PARAMS,
+            format!("prompt argument `{name}` must be a string, got {other}"),
+        )),
+    }
+}
+
+fn required_prompt_arg<'a>(
+    args: &'a Map<String, Value>,
+    name: &str,
+) -> Result<&'a str, (i64, String)> {
+    prompt_arg(args, name)?.ok_or_else(|| {
+        (
+            INVALID_PARAMS,
+            format!("missing required prompt argument `{name}`"),
+        )
+    })
+}
+
+/// `completion/complete`: the fixed candidates of the argument that start with its
+/// current value.
+fn complete(params: &Value) -> Reply {
+    let invalid = |what: &str| (INVALID_PARAMS, format!("completion/complete needs {what}"));
+    let reference = params
+        .get("ref")
+        .and_then(Value::as_object)
+        .ok_or_else(|| invalid("an object `ref`"))?;
+    let argument = params
+        .get("argument")
+        .and_then(Value::as_object)
+        .ok_or_else(|| invalid("an object `argument`"))?;
+    let name = argument
+        .get("name")
+        .and_then(Value::as_str)
+        .ok_or_else(|| invalid("a string `argument.name`"))?;
+    let value = argument.get("value").and_then(Value::as_str).unwrap_or("");
+    let field = |key: &str| reference.get(key).and_then(Value::as_str);
+    let style = params
+        .pointer("/context/arguments/style")
+        .and_then(Value::as_str);
+    let candidates: &[&str] = match (field("type"), name) {
+        (Some("ref/prompt"), "style") if field("name") == Some("greet") => {
+            &["formal", "friendly", "funny"]
+        }
+        (Some("ref/prompt"), "name") if field("name") == Some("greet") => {
+            if style == Some("formal") {
+                &["Dr. Smith", "Ms. Jones"]
+            } else {
+                &["Alice", "Bob", "Bobby"]
+            }
+        }
+        (Some("ref/resource"), "id") if field("uri") == Some("demo://text/{id}") => {
+            &["1", "2", "3", "10"]
+        }
+        _ => &[],
+    };
+    let values: Vec<&str> = candidates
+        .iter()
+        .copied()
+        .filter(|candidate| candidate.starts_with(value))
+        .collect();
+    Ok(json!({"completion": {"values": values, "total": values.len(), "hasMore": false}}))
+}
+
+/// Standard base64 with padding (RFC 4648 section 4).
+fn base64(bytes: &[u8]) -> String {
+    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
+    for chunk in bytes.chunks(3) {
+        let byte = |i: usize| u32::from(chunk.get(i).copied().unwrap_or(0));
+        let group = (byte(0) << 16) | (byte(1) << 8) | byte(2);
+        // A chunk of n bytes gives n + 1 digits, then `=` up to 4.
+        for digit in 0..4 {
+            if digit <= chunk.len() {
+                let index = (group >> (18 - 6 * digit)) & 63;
+                out.push(char::from(ALPHABET[index as usize]));
+            } else {
+                out.push('=');
+            }
+        }
+    }
+    out
 }
 
 // ---------------------------------------------------------------------------------------
@@ -1145,6 +1765,11 @@ const TOOL_NAMES: &[&str] = &[
     "pause_reading",
     "env",
     "cwd",
+    "log",
+    "notify",
+    "progress",
+    "ask_client_then_cancel",
+    "sample",
 ];
 
 fn is_tool(name: &str) -> bool {
@@ -1267,6 +1892,54 @@ fn tool_list() -> Value {
             &["name"],
         ),
         tool("cwd", "Return the server's current directory.", json!({}), &[]),
+        tool(
+            "log",
+            "Send a notifications/message at `level` unless logging/setLevel filters it out; answers `logged` or `filtered`.",
+            json!({
+                "level": {"type": "string", "enum": LOG_LEVELS, "description": "RFC 5424 severity."},
+                "message": string("Message (the notification's `data`)."),
+            }),
+            &["level", "message"],
+        ),
+        tool(
+            "notify",
+            "Send notifications/<kind>/list_changed (kind tools, prompts or resources), or notifications/resources/updated for a subscribed `uri` (kind updated), then answer.",
+            json!({
+                "kind": {
+                    "type": "string",
+                    "enum": ["tools", "prompts", "resources", "updated"],
+                    "description": "Which notification to send.",
+                },
+                "uri": string("Resource uri, for kind `updated`."),
+            }),
+            &["kind"],
+        ),
+        tool(
+            "progress",
+            "Send `steps` progress notifications, one every `interval_ms` milliseconds, when a progress token is given, then answer. Cancellable.",
+            json!({
+                "steps": integer("Number of progress notifications."),
+                "interval_ms": integer("Delay before each notification, in milliseconds."),
+                "total": {"type": "boolean", "description": "Include `total` in the notifications (default true)."},
+            }),
+            &["steps", "interval_ms"],
+        ),
+        tool(
+            "ask_client_then_cancel",
+            "Send a request to the client, cancel it after `after_ms` milliseconds unless answered, wait 500 ms more, and return the response (or null).",
+            json!({
+                "method": string("Method of the request."),
+                "params": {"type": "object", "description": "Params of the request."},
+                "after_ms": integer("Delay before the cancel, in milliseconds."),
+            }),
+            &["method", "after_ms"],
+        ),
+        tool(
+            "sample",
+            "Send the client a sampling/createMessage request and return its response.",
+            json!({}),
+            &[],
+        ),
     ];
     debug_assert_eq!(tools.len(), TOOL_NAMES.len());
     json!({"tools": tools})
