@@ -151,7 +151,7 @@ async fn progress_reaches_its_own_request_only_while_it_runs() {
     });
     let (plain_call, mut plain_progress) = client.request("other", None).progress_stream();
     let plain = actix_rt::spawn(async move { plain_call.await });
-    let mut requests = vec![expect_frame(&mut peer).await, expect_frame(&mut peer).await];
+    let mut requests = [expect_frame(&mut peer).await, expect_frame(&mut peer).await];
     requests.sort_by_key(|r| r["method"].as_str().map(str::to_owned));
     let (other, work) = (&requests[0], &requests[1]);
     let token = &work["params"]["_meta"]["progressToken"];
