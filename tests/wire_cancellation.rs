@@ -611,3 +611,31 @@ async fn an_answer_before_the_write_completes_drops_the_waiting_cancel() {
         (1, 0, 0)
     );
 }
+
+/// Closing does not lose what was already decided: a cancel waiting for its request's
+/// write-complete event is still written before the transport closes.
+#[actix::test]
+async fn close_writes_a_cancel_that_waited_for_its_write() {
+    let (client, mut peer) = connected().await;
+    peer.hold_writes();
+    let token = Cancellation::new();
+    let call = actix_rt::spawn({
+        let (client, token) = (client.clone(), token.clone());
+        async move { client.request("x", None).cancellation(&token).await }
+    });
+    let request = expect_frame(&mut peer).await;
+    token.cancel_with_reason("bye");
+    assert!(call.await.unwrap().unwrap_err().is_cancelled());
+    client.close().await;
+    assert!(client.ping().await.unwrap_err().is_closed());
+    peer.release_writes();
+    let cancel = expect_frame(&mut peer).await;
+    assert_eq!(
+        cancel["params"],
+        json!({"requestId": request["id"], "reason": "bye"})
+    );
+    let end = tokio::time::timeout(Duration::from_secs(10), peer.recv())
+        .await
+        .unwrap();
+    assert_eq!(end, None, "then the transport closes");
+}

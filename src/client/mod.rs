@@ -22,7 +22,9 @@ pub use pages::{AllPages, Page, DEFAULT_MAX_PAGES};
 pub use progress::{ProgressCallback, ProgressStream, PROGRESS_BUFFER};
 
 use crate::{
-    connection::{Close, Connection, ConnectionStats, GetStats, Notify, Request, Subscribe},
+    connection::{
+        Close, Connection, ConnectionStats, GetStats, Notify, Request, Subscribe, WaitReleased,
+    },
     error::Error,
     protocol::{
         completion::{CompleteResult, CompletionReference},
@@ -256,6 +258,16 @@ impl Client {
     /// [`CloseReason::ClosedByClient`]; the server gets EOF, then SIGTERM and SIGKILL if it lingers.
     pub async fn close(&self) {
         let _ = self.addr.send(Close).await;
+    }
+
+    /// [`close`](Self::close), then waits until the transport released everything: frames queued
+    /// before (a cancel, say) were written and the server process was reaped. Call it before a
+    /// program exits.
+    pub async fn shutdown(&self) {
+        self.close().await;
+        if let Ok(mut released) = self.addr.send(WaitReleased).await {
+            let _ = released.wait_for(|done| *done).await;
+        }
     }
 }
 

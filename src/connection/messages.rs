@@ -204,6 +204,15 @@ impl Message for Close {
     type Result = ();
 }
 
+/// Get a watch that turns `true` once the transport released everything (for stdio: the
+/// server process was reaped). Used to shut down gracefully before a program exits.
+#[derive(Debug, Clone, Copy)]
+pub struct WaitReleased;
+
+impl Message for WaitReleased {
+    type Result = tokio::sync::watch::Receiver<bool>;
+}
+
 /// Read the connection's counters.
 #[derive(Debug, Clone, Copy)]
 pub struct GetStats;

@@ -13,17 +13,17 @@ mod inbound;
 mod messages;
 mod outbox;
 
-use std::{collections::HashMap, future::Future, pin::Pin};
+use std::collections::HashMap;
 
 use actix::{
     Actor, ActorContext, AsyncContext, Context, Handler, MessageResult, Recipient, WeakAddr,
 };
-use tokio::sync::broadcast;
 use tokio::sync::oneshot;
+use tokio::sync::{broadcast, watch};
 
 pub use messages::{
     Cancel, Close, ConnectionStats, GetStats, Notify, PendingReply, Request, RequestOptions,
-    Subscribe,
+    Subscribe, WaitReleased,
 };
 pub(crate) use messages::{ServerRequestDone, Submit};
 
@@ -42,6 +42,9 @@ use crate::{
 /// Default mailbox bound: `Addr::send` of a [`Request`] waits when this many messages are queued.
 /// (actix's default of 16 would throttle a multiplexed connection.)
 pub const DEFAULT_MAILBOX_CAPACITY: usize = 4096;
+
+/// How long a requested close waits for queued frames to be written.
+const DRAIN_LIMIT: std::time::Duration = std::time::Duration::from_secs(2);
 
 /// The connection actor. One per server.
 pub struct Connection {
@@ -65,8 +68,11 @@ pub struct Connection {
     myself: Option<WeakAddr<Connection>>,
     /// Set once the connection can carry nothing more: every request then fails with it.
     closed: Option<Error>,
-    /// Resolves when the transport has released everything (the child process is reaped).
-    shutdown: Option<Pin<Box<dyn Future<Output = ()>>>>,
+    /// Closing by request: frames queued before the close (cancels, notifications) are still
+    /// written, then the transport is closed.
+    draining: bool,
+    /// Becomes `true` once the transport has released everything (the child process is reaped).
+    released: watch::Sender<bool>,
     stats: ConnectionStats,
     mailbox_capacity: usize,
     /// When this connection runs on a System of its own, stop it once the transport is shut down.
@@ -93,7 +99,8 @@ impl Connection {
             subscribers: Vec::new(),
             myself: None,
             closed: None,
-            shutdown: None,
+            draining: false,
+            released: watch::Sender::new(false),
             stats: ConnectionStats::default(),
             mailbox_capacity: DEFAULT_MAILBOX_CAPACITY,
             owns_system: false,
@@ -288,20 +295,61 @@ impl Connection {
         true
     }
 
-    /// The connection can carry nothing more: fail everyone, now and later.
-    fn close_with(&mut self, error: Error) {
+    /// The connection can carry nothing more: fail everyone, now and later. With `drain`, what
+    /// is already queued for the wire (cancels, notifications, cancels waiting for their
+    /// request's write) is still written before the transport closes.
+    fn close_with(&mut self, error: Error, drain: bool) {
         if self.closed.is_some() {
             return;
         }
-        fail_all(&mut self.in_flight, &error);
-        self.deferred_cancels.clear();
+        for entry in self.in_flight.values_mut() {
+            entry.answer(Err(error.clone()));
+        }
+        if drain && self.io.is_some() {
+            self.in_flight
+                .retain(|_, entry| entry.phase == Phase::CancelAfterWrite);
+        } else {
+            fail_all(&mut self.in_flight, &error);
+            self.deferred_cancels.clear();
+            self.outbox.clear();
+        }
         self.progress.clear();
         self.server_requests.cancel_all();
-        self.outbox.clear();
         self.closed = Some(error);
+        if drain && self.io.is_some() {
+            self.draining = true;
+            self.flush();
+            self.finish_draining();
+        } else {
+            self.release_transport();
+        }
+    }
+
+    /// Closes the transport once a drain has nothing left to write.
+    fn finish_draining(&mut self) {
+        let idle = self.writer_ready && self.outbox.is_empty() && self.in_flight.is_empty();
+        if self.draining && idle {
+            self.draining = false;
+            self.release_transport();
+        }
+    }
+
+    fn release_transport(&mut self) {
+        self.draining = false;
         self.writer_ready = false;
-        if let Some(mut io) = self.io.take() {
-            self.shutdown = Some(io.close());
+        self.outbox.clear();
+        match self.io.take() {
+            Some(mut io) => {
+                let done = io.close();
+                let released = self.released.clone();
+                actix_rt::spawn(async move {
+                    done.await;
+                    released.send_replace(true);
+                });
+            }
+            None => {
+                self.released.send_replace(true);
+            }
         }
     }
 }
@@ -324,25 +372,27 @@ impl Actor for Connection {
             Err(e) => {
                 tracing::warn!(error = %e, "cannot open MCP transport");
                 self.closed = Some(e);
+                self.released.send_replace(true);
             }
         }
     }
 
     fn stopped(&mut self, _ctx: &mut Self::Context) {
-        self.close_with(Error::Closed {
+        let error = Error::Closed {
             reason: CloseReason::ActorStopped,
-        });
-        let shutdown = self.shutdown.take();
-        let owns_system = self.owns_system;
-        // The transport's own tasks finish the shutdown; a System we own ends after them.
-        actix_rt::spawn(async move {
-            if let Some(shutdown) = shutdown {
-                shutdown.await;
-            }
-            if owns_system {
+        };
+        self.close_with(error, false);
+        if self.draining {
+            self.release_transport();
+        }
+        if self.owns_system {
+            // The transport's own tasks finish the shutdown; the System we own ends after them.
+            let mut released = self.released.subscribe();
+            actix_rt::spawn(async move {
+                let _ = released.wait_for(|done| *done).await;
                 actix_rt::System::current().stop();
-            }
-        });
+            });
+        }
     }
 }
 
@@ -393,10 +443,25 @@ impl Handler<Notify> for Connection {
 impl Handler<Close> for Connection {
     type Result = ();
 
-    fn handle(&mut self, _: Close, _ctx: &mut Self::Context) {
-        self.close_with(Error::Closed {
+    fn handle(&mut self, _: Close, ctx: &mut Self::Context) {
+        let error = Error::Closed {
             reason: CloseReason::ClosedByClient,
+        };
+        self.close_with(error, true);
+        // A server that stopped reading must not hold the close up for ever.
+        ctx.run_later(DRAIN_LIMIT, |connection, _| {
+            if connection.draining {
+                connection.release_transport();
+            }
         });
+    }
+}
+
+impl Handler<WaitReleased> for Connection {
+    type Result = MessageResult<WaitReleased>;
+
+    fn handle(&mut self, _: WaitReleased, _ctx: &mut Self::Context) -> Self::Result {
+        MessageResult(self.released.subscribe())
     }
 }
 
@@ -447,7 +512,11 @@ impl Handler<TransportEvent> for Connection {
                 }
             }
             TransportEvent::Closed(reason) => {
-                self.close_with(Error::Closed { reason });
+                if self.draining {
+                    // The transport ended while we drained: nothing more can be written.
+                    self.release_transport();
+                }
+                self.close_with(Error::Closed { reason }, false);
                 // Nobody holds an address any more: nothing else will happen here.
                 if !ctx.connected() {
                     ctx.stop();
@@ -455,5 +524,6 @@ impl Handler<TransportEvent> for Connection {
             }
         }
         self.flush();
+        self.finish_draining();
     }
 }
