@@ -1,0 +1,233 @@
+//! `actix-mcp`: talk to any MCP server from the command line.
+//!
+//! ```text
+//! actix-mcp --stdio "npx -y @modelcontextprotocol/server-everything" tools
+//! actix-mcp --stdio "my-server --flag" call echo '{"text":"hi"}' --json
+//! ```
+//!
+//! Human output by default, `--json` for scripts. A long call shows a progress bar fed by the
+//! server's progress notifications; Ctrl-C cancels the call on the server (the
+//! `notifications/cancelled` goes out before we exit) and exits 130. Errors are one line on
+//! stderr and a non-zero exit.
+
+mod output;
+
+use std::{process::ExitCode, time::Duration};
+
+use actix_mcp::{Cancellation, Client, CompletionReference, Error, Progress, StdioTransport};
+use clap::{Parser, Subcommand};
+use serde_json::{Map, Value};
+
+#[derive(Parser)]
+#[command(name = "actix-mcp", version, about = "Talk to an MCP server")]
+struct Cli {
+    /// The server to spawn, as a command line (no shell): "program arg1 arg2".
+    #[arg(long, value_name = "COMMAND")]
+    stdio: Option<String>,
+    /// A Streamable HTTP endpoint (not supported yet).
+    #[arg(long, value_name = "URL", conflicts_with = "stdio")]
+    url: Option<String>,
+    /// Print JSON instead of human-readable text.
+    #[arg(long, global = true)]
+    json: bool,
+    /// Give up (and cancel on the server) after this many seconds.
+    #[arg(long, global = true, value_name = "SECONDS")]
+    timeout: Option<f64>,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Server name, version, protocol, capabilities and instructions.
+    Info,
+    /// List the tools.
+    Tools,
+    /// Call a tool.
+    Call {
+        name: String,
+        /// Arguments as a JSON object.
+        #[arg(default_value = "{}")]
+        args: String,
+    },
+    /// List the resources.
+    Resources,
+    /// Read a resource.
+    Read { uri: String },
+    /// List the prompts.
+    Prompts,
+    /// Get a prompt.
+    Prompt {
+        name: String,
+        /// Arguments as a JSON object of strings.
+        #[arg(default_value = "{}")]
+        args: String,
+    },
+    /// Complete an argument of a prompt (--prompt) or resource template (--resource).
+    Complete {
+        #[arg(
+            long,
+            conflicts_with = "resource",
+            required_unless_present = "resource"
+        )]
+        prompt: Option<String>,
+        #[arg(long)]
+        resource: Option<String>,
+        /// The argument's name.
+        argument: String,
+        /// What was typed so far.
+        #[arg(default_value = "")]
+        value: String,
+        /// Arguments already chosen, as a JSON object.
+        #[arg(long)]
+        context: Option<String>,
+    },
+}
+
+/// A failure, as one line, with its exit code.
+struct Failure {
+    message: String,
+    code: u8,
+}
+
+impl From<Error> for Failure {
+    fn from(e: Error) -> Self {
+        let code = match e {
+            Error::Cancelled { .. } => 130,
+            Error::Timeout { .. } => 124,
+            _ => 1,
+        };
+        Failure {
+            message: e.to_string(),
+            code,
+        }
+    }
+}
+
+fn usage(message: impl Into<String>) -> Failure {
+    Failure {
+        message: message.into(),
+        code: 2,
+    }
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let system = actix_rt::System::new();
+    match system.block_on(run(cli)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(failure) => {
+            eprintln!("actix-mcp: {}", failure.message);
+            ExitCode::from(failure.code)
+        }
+    }
+}
+
+async fn run(cli: Cli) -> Result<(), Failure> {
+    if cli.url.is_some() {
+        return Err(usage(
+            "--url: the Streamable HTTP transport is not available yet; use --stdio",
+        ));
+    }
+    let Some(command_line) = &cli.stdio else {
+        return Err(usage(
+            "say which server to use: --stdio \"<command> [args]\"",
+        ));
+    };
+    let mut words =
+        shlex::split(command_line).ok_or_else(|| usage("--stdio: unbalanced quotes"))?;
+    if words.is_empty() {
+        return Err(usage("--stdio: empty command"));
+    }
+    let program = words.remove(0);
+    let timeout = match cli.timeout {
+        Some(s) if s.is_finite() && s > 0.0 => Some(Duration::from_secs_f64(s)),
+        Some(_) => return Err(usage("--timeout must be a positive number of seconds")),
+        None => None,
+    };
+
+    // Ctrl-C cancels whatever is running, on the server too.
+    let interrupt = Cancellation::new();
+    actix_rt::spawn({
+        let interrupt = interrupt.clone();
+        async move {
+            if tokio::signal::ctrl_c().await.is_ok() {
+                interrupt.cancel_with_reason("interrupted (Ctrl-C)");
+            }
+        }
+    });
+
+    let client = Client::builder()
+        .cancellation(&interrupt)
+        .request_timeout(timeout.or(Some(actix_mcp::client::DEFAULT_REQUEST_TIMEOUT)))
+        .connect(StdioTransport::new(program).args(words))
+        .await?;
+    let outcome = execute(&client, &cli, &interrupt).await;
+    // Written before we exit: a cancel queued by Ctrl-C or a timeout, then EOF to the server.
+    client.shutdown().await;
+    outcome
+}
+
+async fn execute(client: &Client, cli: &Cli, interrupt: &Cancellation) -> Result<(), Failure> {
+    let out = output::Printer { json: cli.json };
+    match &cli.command {
+        Command::Info => out.info(client),
+        Command::Tools => out.tools(&client.tools().cancellation(interrupt).await?),
+        Command::Call { name, args } => {
+            let args = parse_object(args, "arguments")?;
+            let bar = output::ProgressBar::new(!cli.json);
+            let progress = bar.clone();
+            let result = client
+                .call_tool(name, Value::Object(args))
+                .cancellation(interrupt)
+                .on_progress(move |p: Progress| progress.update(&p))
+                .await;
+            bar.finish();
+            out.tool_result(&result?)
+        }
+        Command::Resources => out.resources(&client.resources().cancellation(interrupt).await?),
+        Command::Read { uri } => {
+            out.read(&client.read_resource(uri).cancellation(interrupt).await?)
+        }
+        Command::Prompts => out.prompts(&client.prompts().cancellation(interrupt).await?),
+        Command::Prompt { name, args } => {
+            let args = parse_object(args, "arguments")?;
+            out.prompt(
+                &client
+                    .get_prompt(name, args)
+                    .cancellation(interrupt)
+                    .await?,
+            )
+        }
+        Command::Complete {
+            prompt,
+            resource,
+            argument,
+            value,
+            context,
+        } => {
+            let reference = match (prompt, resource) {
+                (Some(p), _) => CompletionReference::prompt(p),
+                (None, Some(r)) => CompletionReference::resource(r),
+                (None, None) => return Err(usage("complete needs --prompt or --resource")),
+            };
+            let context = context
+                .as_deref()
+                .map(|c| parse_object(c, "--context"))
+                .transpose()?;
+            let result = client
+                .complete(reference, argument, value, context)
+                .cancellation(interrupt)
+                .await?;
+            out.completion(&result)
+        }
+    }
+}
+
+fn parse_object(text: &str, what: &str) -> Result<Map<String, Value>, Failure> {
+    match serde_json::from_str::<Value>(text) {
+        Ok(Value::Object(map)) => Ok(map),
+        Ok(_) => Err(usage(format!("{what} must be a JSON object"))),
+        Err(e) => Err(usage(format!("{what} are not valid JSON: {e}"))),
+    }
+}
