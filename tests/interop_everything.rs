@@ -1,0 +1,238 @@
+//! Interop with the official reference server, `@modelcontextprotocol/server-everything`
+//! (npm, pinned), over stdio. `.ci/run` installs it; these tests install it themselves into
+//! `target/npm-everything` when it is missing (needs `npm` and the registry).
+
+use std::{
+    path::PathBuf,
+    sync::{
+        atomic::{AtomicUsize, Ordering},
+        Arc, OnceLock,
+    },
+    time::Duration,
+};
+
+use actix_mcp::{Cancellation, Client, Error, ServerNotification, StdioTransport};
+use futures::StreamExt;
+use serde_json::{json, Map, Value};
+
+const PACKAGE: &str = "@modelcontextprotocol/server-everything@2026.8.31";
+
+fn server_script() -> PathBuf {
+    static SCRIPT: OnceLock<PathBuf> = OnceLock::new();
+    SCRIPT
+        .get_or_init(|| {
+            let prefix = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/npm-everything");
+            let script =
+                prefix.join("node_modules/@modelcontextprotocol/server-everything/dist/index.js");
+            if !script.exists() {
+                let status = std::process::Command::new("npm")
+                    .args(["install", "--no-audit", "--no-fund", "--prefix"])
+                    .arg(&prefix)
+                    .arg(PACKAGE)
+                    .status()
+                    .expect("npm is needed to install the reference server");
+                assert!(status.success(), "npm install {PACKAGE} failed");
+            }
+            script
+        })
+        .clone()
+}
+
+fn everything() -> StdioTransport {
+    StdioTransport::new("node")
+        .arg(server_script())
+        .arg("stdio")
+}
+
+/// Minimal arguments that work for each tool of the pinned version.
+fn arguments_for(tool: &str) -> Value {
+    match tool {
+        "echo" => json!({"message": "hi"}),
+        "get-annotated-message" => json!({"messageType": "success"}),
+        "get-structured-content" => json!({"location": "Chicago"}),
+        "get-sum" => json!({"a": 1, "b": 2}),
+        "gzip-file-as-resource" => {
+            json!({"name": "x.gz", "data": "data:text/plain;base64,aGVsbG8="})
+        }
+        "trigger-long-running-operation" => json!({"duration": 0.2, "steps": 2}),
+        "trigger-sampling-request" => json!({"prompt": "hello"}),
+        "simulate-research-query" => json!({"topic": "x"}),
+        _ => json!({}),
+    }
+}
+
+async fn connect_with_handlers(roots_asked: Arc<AtomicUsize>) -> Client {
+    Client::builder()
+        .on_roots_list(move |_, _| {
+            roots_asked.fetch_add(1, Ordering::SeqCst);
+            async { Ok(json!({"roots": [{"uri": "file:///tmp", "name": "tmp"}]})) }
+        })
+        .on_sampling(|params, _| async move {
+            let asked = params["messages"][0]["content"]["text"]
+                .as_str()
+                .unwrap_or("")
+                .to_owned();
+            Ok(json!({"role": "assistant", "model": "actix-mcp-test",
+                "content": {"type": "text", "text": format!("sampled: {asked}")}}))
+        })
+        .on_elicitation(|_, _| async {
+            Ok(json!({"action": "accept", "content": {"name": "Bob"}}))
+        })
+        .connect(everything())
+        .await
+        .expect("connect to server-everything")
+}
+
+#[actix::test]
+async fn every_tool_of_the_reference_server_answers() {
+    let roots_asked = Arc::new(AtomicUsize::new(0));
+    let client = connect_with_handlers(roots_asked.clone()).await;
+    assert_eq!(client.server_info().name, "mcp-servers/everything");
+    assert_eq!(client.protocol_version(), "2025-11-25");
+
+    let tools = client.tools().await.unwrap();
+    let names: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
+    for expected in [
+        "echo",
+        "get-sum",
+        "trigger-long-running-operation",
+        "trigger-sampling-request",
+    ] {
+        assert!(names.contains(&expected), "{expected} in {names:?}");
+    }
+    for tool in &tools {
+        let result = client
+            .call_tool(&tool.name, arguments_for(&tool.name))
+            .timeout(Duration::from_secs(20))
+            .await;
+        match result {
+            // Task-only tools refuse a plain call: a tool error, not a protocol failure.
+            Ok(result) if tool.name == "simulate-research-query" => assert!(result.is_error),
+            Ok(result) => assert!(!result.is_error, "{}: {:?}", tool.name, result.content),
+            // URL-mode elicitation needs a capability we do not declare.
+            Err(Error::Server { .. }) if tool.name.contains("url-elicitation") => {}
+            Err(e) => panic!("{}: {e}", tool.name),
+        }
+    }
+    let echo = client
+        .call_tool("echo", json!({"message": "ping?"}))
+        .await
+        .unwrap();
+    assert!(echo.text().contains("ping?"));
+    let sum = client
+        .call_tool("get-sum", json!({"a": 40, "b": 2}))
+        .await
+        .unwrap();
+    assert!(sum.text().contains("42"));
+    let sampled = client
+        .call_tool("trigger-sampling-request", json!({"prompt": "hello"}))
+        .await
+        .unwrap();
+    let text = sampled.text();
+    assert!(
+        text.contains("sampled: ") && text.contains("hello"),
+        "{text}"
+    );
+    let elicited = client
+        .call_tool("trigger-elicitation-request", json!({}))
+        .await
+        .unwrap();
+    assert!(elicited.text().contains("Bob"), "{:?}", elicited.content);
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    while roots_asked.load(Ordering::SeqCst) == 0 {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the server asked for roots"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let roots = client.call_tool("get-roots-list", json!({})).await.unwrap();
+    assert!(roots.text().contains("file:///tmp"), "{:?}", roots.content);
+}
+
+#[actix::test]
+async fn every_resource_and_prompt_of_the_reference_server_reads() {
+    let client = Client::connect(everything()).await.unwrap();
+    let resources = client.resources().await.unwrap();
+    assert!(!resources.is_empty());
+    for resource in &resources {
+        let read = client.read_resource(&resource.uri).await.unwrap();
+        assert!(!read.contents.is_empty(), "{}", resource.uri);
+        read.contents[0].bytes().unwrap();
+    }
+    let templates = client.resource_templates().await.unwrap();
+    for template in &templates {
+        let uri = template.uri_template.replace("{resourceId}", "1");
+        let read = client.read_resource(&uri).await.unwrap();
+        assert!(!read.contents[0].bytes().unwrap().is_empty(), "{uri}");
+    }
+    let prompts = client.prompts().await.unwrap();
+    assert!(!prompts.is_empty());
+    for prompt in &prompts {
+        let args: Map<String, Value> = prompt
+            .arguments
+            .iter()
+            .filter(|a| a.required)
+            .map(|a| {
+                let value = match a.name.as_str() {
+                    "department" => "Engineering",
+                    "resourceType" => "Text",
+                    "resourceId" => "1",
+                    "name" => "Alice",
+                    _ => "Paris",
+                };
+                (a.name.clone(), json!(value))
+            })
+            .collect();
+        let got = client.get_prompt(&prompt.name, args).await.unwrap();
+        assert!(!got.messages.is_empty(), "{}", prompt.name);
+    }
+}
+
+#[actix::test]
+async fn the_long_running_operation_reports_progress_and_is_cancelled() {
+    let client = Client::connect(everything()).await.unwrap();
+    let token = Cancellation::new();
+    let (call, mut progress) = client
+        .call_tool(
+            "trigger-long-running-operation",
+            json!({"duration": 4, "steps": 8}),
+        )
+        .cancellation(&token)
+        .progress_stream();
+    let call = actix_rt::spawn(async move { call.await });
+    let first = tokio::time::timeout(Duration::from_secs(10), progress.next())
+        .await
+        .expect("progress within 10 s")
+        .expect("progress");
+    assert_eq!(first.total, Some(8.0));
+    token.cancel_with_reason("enough");
+    assert!(call.await.unwrap().unwrap_err().is_cancelled());
+    // This server keeps sending progress after a cancel; those are dropped, and the
+    // connection stays usable.
+    tokio::time::sleep(Duration::from_millis(1200)).await;
+    client.ping().await.unwrap();
+    let stats = client.stats().await.unwrap();
+    assert!(stats.progress_dropped >= 1, "{stats:?}");
+    assert_eq!(stats.late_responses, 0, "a cancelled request got no answer");
+}
+
+#[actix::test]
+async fn log_messages_from_the_reference_server_reach_subscribers() {
+    let client = Client::connect(everything()).await.unwrap();
+    let mut notifications = client.notifications();
+    client
+        .call_tool("toggle-simulated-logging", json!({}))
+        .await
+        .unwrap();
+    let log = tokio::time::timeout(Duration::from_secs(10), async {
+        loop {
+            if let Some(ServerNotification::Log(log)) = notifications.next().await {
+                return log;
+            }
+        }
+    })
+    .await
+    .expect("a log message within 10 s");
+    assert!(!log.data.is_null());
+}
