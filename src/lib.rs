@@ -59,6 +59,8 @@ pub mod connection;
 pub mod error;
 pub mod protocol;
 pub mod transport;
+#[cfg(feature = "actix-web")]
+pub mod web;
 
 pub use cancellation::Cancellation;
 pub use client::{
