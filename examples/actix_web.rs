@@ -66,9 +66,11 @@ fn main() -> std::io::Result<()> {
         HttpServer::new(move || {
             App::new()
                 .app_data(client.clone())
+                .wrap(from_fn(actix_mcp::web::cancel_on_disconnect))
                 .service(echo)
                 .service(sleep)
         })
+        .on_connect(actix_mcp::web::watch_connection)
         .bind(("127.0.0.1", 8080))?
         .run()
         .await
