@@ -158,7 +158,7 @@ impl<T: DeserializeOwned> IntoFuture for Call<T> {
     fn into_future(mut self) -> CallFuture<T> {
         let clock = self.prepare();
         let timers = (self.timeout.is_some() || self.max_total.is_some()).then(|| {
-            Box::new(Timers {
+            Box::pin(Timers {
                 timeout: self.timeout,
                 deadline: None,
                 max_total: self.max_total,
@@ -186,29 +186,40 @@ enum Stage {
     Done,
 }
 
-/// Boxed: only calls with a timeout pay for timers.
-struct Timers {
-    timeout: Option<Duration>,
-    deadline: Option<Pin<Box<Sleep>>>,
-    max_total: Option<Duration>,
-    total_deadline: Option<Pin<Box<Sleep>>>,
-    clock: Option<Arc<ProgressClock>>,
+pin_project_lite::pin_project! {
+    /// One allocation, and only for calls with a timeout: the timers live inside it.
+    struct Timers {
+        timeout: Option<Duration>,
+        #[pin]
+        deadline: Option<Sleep>,
+        max_total: Option<Duration>,
+        #[pin]
+        total_deadline: Option<Sleep>,
+        clock: Option<Arc<ProgressClock>>,
+    }
 }
 
 impl Timers {
-    fn arm(&mut self) {
-        self.deadline = self.timeout.map(|d| Box::pin(tokio::time::sleep(d)));
-        self.total_deadline = self.max_total.map(|d| Box::pin(tokio::time::sleep(d)));
+    fn arm(self: Pin<&mut Self>) {
+        let mut this = self.project();
+        if let Some(d) = *this.timeout {
+            this.deadline.set(Some(tokio::time::sleep(d)));
+        }
+        if let Some(d) = *this.max_total {
+            this.total_deadline.set(Some(tokio::time::sleep(d)));
+        }
     }
 
     /// `Some(after)` once a timeout fired.
-    fn poll_expired(&mut self, cx: &mut Context<'_>) -> Option<Duration> {
-        if let (Some(max), Some(total)) = (self.max_total, &mut self.total_deadline) {
-            if total.as_mut().poll(cx).is_ready() {
+    fn poll_expired(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Option<Duration> {
+        let this = self.project();
+        if let (Some(max), Some(total)) = (*this.max_total, this.total_deadline.as_pin_mut()) {
+            if total.poll(cx).is_ready() {
                 return Some(max);
             }
         }
-        let (Some(timeout), Some(deadline)) = (self.timeout, &mut self.deadline) else {
+        let (Some(timeout), Some(mut deadline)) = (*this.timeout, this.deadline.as_pin_mut())
+        else {
             return None;
         };
         loop {
@@ -216,7 +227,7 @@ impl Timers {
                 return None;
             }
             // Progress since the timer started pushes the deadline out.
-            let next = self
+            let next = this
                 .clock
                 .as_ref()
                 .and_then(|c| c.last())
@@ -238,7 +249,7 @@ pub struct CallFuture<T> {
     stage: Stage,
     token: Option<Cancellation>,
     cancelled: Option<Pin<Box<dyn Future<Output = ()> + Send>>>,
-    timers: Option<Box<Timers>>,
+    timers: Option<Pin<Box<Timers>>>,
     _result: PhantomData<fn() -> T>,
 }
 
@@ -282,7 +293,7 @@ impl<T: DeserializeOwned> Future for CallFuture<T> {
                 this.cancelled = Some(Box::pin(token.cancelled()));
             }
             if let Some(timers) = &mut this.timers {
-                timers.arm();
+                timers.as_mut().arm();
             }
             let (reply, rx) = oneshot::channel();
             this.addr.do_send(Submit { request, reply });
@@ -297,7 +308,11 @@ impl<T: DeserializeOwned> Future for CallFuture<T> {
                 return this.abandon(reason.clone(), Error::cancelled(reason));
             }
         }
-        if let Some(after) = this.timers.as_mut().and_then(|t| t.poll_expired(cx)) {
+        if let Some(after) = this
+            .timers
+            .as_mut()
+            .and_then(|t| t.as_mut().poll_expired(cx))
+        {
             let reason = format!("timed out after {} ms", after.as_millis());
             return this.abandon(Some(reason), Error::Timeout { after });
         }
