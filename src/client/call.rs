@@ -157,7 +157,13 @@ impl<T: DeserializeOwned> IntoFuture for Call<T> {
 
     fn into_future(mut self) -> CallFuture<T> {
         let clock = self.prepare();
-        let timers = (self.timeout.is_some() || self.max_total.is_some()).then(|| {
+        // A plain timeout is kept by the actor (no timer per call); one that restarts on progress
+        // or has a total cap runs here, where the progress clock is.
+        let local = self.reset_on_progress || self.max_total.is_some();
+        if !local {
+            self.request.options.timeout = self.timeout;
+        }
+        let timers = local.then(|| {
             Box::pin(Timers {
                 timeout: self.timeout,
                 deadline: None,

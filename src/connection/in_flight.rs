@@ -28,11 +28,15 @@ pub(crate) enum Phase {
     CancelAfterWrite,
 }
 
-/// Kept small (16 bytes): one of these lives per request in flight.
+/// Kept small (24 bytes): one of these lives per request in flight.
 #[derive(Debug)]
 pub(crate) struct InFlight {
     /// `None` once the caller was answered early (cancelled while `Writing`).
     pub reply: Option<Reply>,
+    /// The tick its timeout expires at (see `deadlines.rs`); 0: no timeout.
+    pub expires: u32,
+    /// Its timeout, for the error the caller gets.
+    pub timeout_ms: u32,
     pub phase: Phase,
     /// `false` for `initialize`, which must never be cancelled on the wire.
     pub wire_cancellable: bool,
@@ -42,6 +46,8 @@ impl InFlight {
     pub fn queued(reply: Reply, wire_cancellable: bool) -> Self {
         Self {
             reply: Some(reply),
+            expires: 0,
+            timeout_ms: 0,
             phase: Phase::Queued,
             wire_cancellable,
         }

@@ -39,6 +39,9 @@ pub struct RequestOptions {
     /// Receives this request's `notifications/progress` while it is in flight. The request's
     /// params must carry `_meta.progressToken` equal to its id (the `Client` does this).
     pub progress: Option<crate::client::ProgressCallback>,
+    /// When this passes before the answer, the actor fails the request with
+    /// [`Error::Timeout`] and cancels it on the wire like an explicit cancel.
+    pub timeout: Option<std::time::Duration>,
 }
 
 impl Default for RequestOptions {
@@ -46,6 +49,7 @@ impl Default for RequestOptions {
         Self {
             cancel_on_wire: true,
             progress: None,
+            timeout: None,
         }
     }
 }
@@ -55,6 +59,7 @@ impl std::fmt::Debug for RequestOptions {
         f.debug_struct("RequestOptions")
             .field("cancel_on_wire", &self.cancel_on_wire)
             .field("progress", &self.progress.is_some())
+            .field("timeout", &self.timeout)
             .finish()
     }
 }

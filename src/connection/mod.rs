@@ -8,6 +8,7 @@
 //! them `Written`, queues any cancel that waited for it, and lets the next batch go. Incoming
 //! frames are routed by id in [`inbound`].
 
+mod deadlines;
 mod in_flight;
 mod inbound;
 mod messages;
@@ -28,6 +29,7 @@ pub use messages::{
 pub(crate) use messages::{ServerRequestDone, Submit};
 
 use self::{
+    deadlines::Deadlines,
     in_flight::{fail_all, InFlight, InFlightTable, Phase, Reply},
     inbound::ServerRequests,
     outbox::{Outbox, Outgoing},
@@ -57,6 +59,8 @@ pub struct Connection {
     /// Reasons of cancels waiting for their request's write-complete event (rare, so kept out
     /// of the in-flight records).
     deferred_cancels: HashMap<RequestId, Option<String>>,
+    /// Timeouts of requests in flight.
+    deadlines: Deadlines,
     /// Progress listeners of requests in flight, by id (= progress token).
     progress: HashMap<RequestId, crate::client::ProgressCallback>,
     outbox: Outbox,
@@ -92,6 +96,7 @@ impl Connection {
             in_flight: InFlightTable::default(),
             deferred_cancels: HashMap::new(),
             progress: HashMap::new(),
+            deadlines: Deadlines::default(),
             outbox: Outbox::default(),
             server_requests: ServerRequests::default(),
             handlers: crate::client::Handlers::default(),
@@ -136,12 +141,12 @@ impl Connection {
         if !self.writer_ready || self.outbox.is_empty() {
             return;
         }
-        let Some(io) = self.io.as_mut() else {
+        if self.io.is_none() {
             return;
-        };
+        }
         let in_flight = &mut self.in_flight;
-        let progress = &mut self.progress;
         let stats = &mut self.stats;
+        let mut dropped = Vec::new();
         let batch = self.outbox.fill(|item, batch| match item {
             Outgoing::Frame(frame) => batch.push(&frame),
             Outgoing::Cancelled { id, reason } => {
@@ -158,8 +163,7 @@ impl Connection {
                 };
                 if entry.reply.as_ref().is_none_or(|r| r.is_closed()) {
                     // The caller went away without a Cancel reaching us yet; same outcome.
-                    in_flight.remove(&id);
-                    progress.remove(&id);
+                    dropped.push((id, None));
                     stats.cancelled_before_write += 1;
                     return;
                 }
@@ -171,21 +175,25 @@ impl Connection {
                         stats.requests_written += 1;
                     }
                     Err(e) => {
-                        progress.remove(&id);
-                        if let Some(mut entry) = in_flight.remove(&id) {
-                            entry.answer(Err(Error::Protocol(format!(
-                                "cannot serialize {method} request: {e}"
-                            ))));
-                        }
+                        let error =
+                            Error::Protocol(format!("cannot serialize {method} request: {e}"));
+                        dropped.push((id, Some(error)));
                     }
                 }
             }
         });
+        for (id, error) in dropped {
+            if let (Some(mut entry), Some(error)) = (self.forget(id), error) {
+                entry.answer(Err(error));
+            }
+        }
         if batch.is_empty() {
             self.outbox.recycle(batch);
             return;
         }
-        self.writer_ready = io.send(batch) == Flow::Ready;
+        if let Some(io) = self.io.as_mut() {
+            self.writer_ready = io.send(batch) == Flow::Ready;
+        }
     }
 
     /// The transport finished writing a batch.
@@ -226,7 +234,8 @@ impl Connection {
         }
     }
 
-    fn cancel(&mut self, id: RequestId, reason: Option<String>) {
+    /// Cancels a request: its caller gets `error` at once; the wire gets what its phase calls for.
+    fn cancel(&mut self, id: RequestId, reason: Option<String>, error: Error) {
         let Some(entry) = self.in_flight.get_mut(&id) else {
             return; // answered, cancelled before, or not ours
         };
@@ -234,14 +243,18 @@ impl Connection {
             Phase::Queued => {
                 // Never written: drop it; the outbox skips it. Nothing goes on the wire.
                 if let Some(mut entry) = self.forget(id) {
-                    entry.answer(Err(Error::cancelled(reason)));
+                    entry.answer(Err(error));
                 }
                 self.stats.cancelled_before_write += 1;
             }
             Phase::Writing => {
                 // Wake the caller now; the notification waits for the write-complete event.
-                entry.answer(Err(Error::cancelled(reason.clone())));
+                entry.answer(Err(error));
                 entry.phase = Phase::CancelAfterWrite;
+                let expires = std::mem::take(&mut entry.expires);
+                if expires != 0 {
+                    self.deadlines.remove(expires);
+                }
                 self.progress.remove(&id);
                 self.deferred_cancels.insert(id, reason);
             }
@@ -250,7 +263,7 @@ impl Connection {
                 let Some(mut entry) = self.forget(id) else {
                     return;
                 };
-                entry.answer(Err(Error::cancelled(reason.clone())));
+                entry.answer(Err(error));
                 self.cancel_on_wire(id, reason, entry.wire_cancellable);
             }
         }
@@ -260,7 +273,55 @@ impl Connection {
     fn forget(&mut self, id: RequestId) -> Option<InFlight> {
         self.progress.remove(&id);
         self.deferred_cancels.remove(&id);
-        self.in_flight.remove(&id)
+        let entry = self.in_flight.remove(&id)?;
+        if entry.expires != 0 {
+            self.deadlines.remove(entry.expires);
+        }
+        Some(entry)
+    }
+
+    /// Times out every request whose deadline passed, then schedules the next wake-up.
+    fn expire(&mut self) {
+        let now = self.deadlines.now();
+        if self.deadlines.take_due(now) {
+            // Rare (a timeout happened): only then is the table looked through.
+            let expired: Vec<(RequestId, u32)> = self
+                .in_flight
+                .iter_mut()
+                .filter(|(_, e)| e.expires != 0 && e.expires <= now)
+                .map(|(id, e)| {
+                    e.expires = 0; // its count was taken with the tick
+                    (*id, e.timeout_ms)
+                })
+                .collect();
+            for (id, ms) in expired {
+                let after = std::time::Duration::from_millis(u64::from(ms));
+                let reason = format!("timed out after {ms} ms");
+                self.cancel(id, Some(reason), Error::Timeout { after });
+            }
+            self.flush();
+        }
+        self.schedule_expiry();
+    }
+
+    /// Makes sure the actor wakes up for the earliest deadline.
+    fn schedule_expiry(&mut self) {
+        let Some((tick, wait)) = self.deadlines.next() else {
+            return;
+        };
+        match &self.deadlines.wake {
+            Some((scheduled, _)) if *scheduled <= tick => return,
+            Some((_, task)) => task.abort(),
+            None => {}
+        }
+        let connection = self.myself.clone();
+        let task = actix_rt::spawn(async move {
+            tokio::time::sleep(wait).await;
+            if let Some(addr) = connection.and_then(|c| c.upgrade()) {
+                addr.do_send(Expire);
+            }
+        });
+        self.deadlines.wake = Some((tick, task));
     }
 
     /// Records a request and queues it. Returns `false` if it was answered at once (closed
@@ -281,8 +342,13 @@ impl Connection {
             }
         };
         let id = request.id;
-        self.in_flight
-            .insert(id, InFlight::queued(reply, request.options.cancel_on_wire));
+        let mut entry = InFlight::queued(reply, request.options.cancel_on_wire);
+        if let Some(timeout) = request.options.timeout {
+            entry.expires = self.deadlines.add(timeout);
+            entry.timeout_ms = u32::try_from(timeout.as_millis()).unwrap_or(u32::MAX);
+        }
+        let timed = entry.expires != 0;
+        self.in_flight.insert(id, entry);
         if let Some(progress) = request.options.progress {
             self.progress.insert(id, progress);
         }
@@ -292,6 +358,9 @@ impl Connection {
             params,
         });
         self.flush();
+        if timed {
+            self.schedule_expiry();
+        }
         true
     }
 
@@ -305,9 +374,13 @@ impl Connection {
         for entry in self.in_flight.values_mut() {
             entry.answer(Err(error.clone()));
         }
+        self.deadlines.clear();
         if drain && self.io.is_some() {
             self.in_flight
                 .retain(|_, entry| entry.phase == Phase::CancelAfterWrite);
+            for entry in self.in_flight.values_mut() {
+                entry.expires = 0;
+            }
         } else {
             fail_all(&mut self.in_flight, &error);
             self.deferred_cancels.clear();
@@ -416,11 +489,28 @@ impl Handler<Submit> for Connection {
     }
 }
 
+/// The wake-up for request deadlines.
+struct Expire;
+
+impl actix::Message for Expire {
+    type Result = ();
+}
+
+impl Handler<Expire> for Connection {
+    type Result = ();
+
+    fn handle(&mut self, _: Expire, _ctx: &mut Self::Context) {
+        self.deadlines.wake = None;
+        self.expire();
+    }
+}
+
 impl Handler<Cancel> for Connection {
     type Result = ();
 
     fn handle(&mut self, cancel: Cancel, _ctx: &mut Self::Context) {
-        self.cancel(cancel.id, cancel.reason);
+        let error = Error::cancelled(cancel.reason.clone());
+        self.cancel(cancel.id, cancel.reason, error);
         self.flush();
     }
 }
