@@ -140,16 +140,7 @@ async fn a_departed_http_client_cancels_its_mcp_call_on_the_server() {
             l.iter().any(|l| l.contains("notifications/cancelled"))
         })
         .await;
-    let frames = journal.frames();
-    let sleep = frames
-        .iter()
-        .find(|f| f["params"]["name"] == "sleep")
-        .unwrap();
-    let cancel = frames
-        .iter()
-        .find(|f| f["method"] == "notifications/cancelled")
-        .unwrap();
-    assert_eq!(cancel["params"]["requestId"], sleep["id"]);
+    journal.cancelled_call("sleep");
     assert_eq!(server_stats(&client).await["pending"], 0);
     handle.stop(false).await;
 }

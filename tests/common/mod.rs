@@ -47,6 +47,25 @@ impl Journal {
             .collect()
     }
 
+    /// The `tools/call` of `tool` the server read and the `notifications/cancelled` naming it;
+    /// asserts that the cancel came after the request, with its exact id.
+    pub fn cancelled_call(&self, tool: &str) -> (Value, Value) {
+        let frames = self.frames();
+        let request = frames
+            .iter()
+            .position(|f| f["params"]["name"] == tool)
+            .unwrap_or_else(|| panic!("no {tool} call reached the server"));
+        let cancel = frames
+            .iter()
+            .position(|f| {
+                f["method"] == "notifications/cancelled"
+                    && f["params"]["requestId"] == frames[request]["id"]
+            })
+            .unwrap_or_else(|| panic!("no cancel for the {tool} call reached the server"));
+        assert!(request < cancel, "the cancel follows its request");
+        (frames[request].clone(), frames[cancel].clone())
+    }
+
     /// Waits until `pred` holds for the journal's lines.
     pub async fn wait_for(&self, what: &str, pred: impl Fn(&[String]) -> bool) {
         eventually(what, || pred(&self.lines())).await
