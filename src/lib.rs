@@ -74,6 +74,7 @@ pub use connection::{
 pub use error::{CloseReason, Error};
 pub use protocol::{
     completion::{CompleteResult, Completion, CompletionReference},
+    content::ContentBlock,
     lifecycle::{Implementation, InitializeResult},
     logging::LoggingLevel,
     notifications::{LogMessage, Progress, ServerNotification},

@@ -1,6 +1,7 @@
 //! The MCP wire: JSON-RPC framing and the message types this crate speaks.
 
 pub mod completion;
+pub mod content;
 pub mod jsonrpc;
 pub mod lifecycle;
 pub mod logging;

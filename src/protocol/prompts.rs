@@ -3,6 +3,8 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
+use super::content::ContentBlock;
+
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Prompt {
@@ -50,8 +52,7 @@ pub struct GetPromptResult {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct PromptMessage {
     pub role: String,
-    /// A content block (`{"type": "text", "text": ...}`, images, resources, ...).
-    pub content: Value,
+    pub content: ContentBlock,
     #[serde(flatten)]
     pub extra: Map<String, Value>,
 }
@@ -59,8 +60,6 @@ pub struct PromptMessage {
 impl PromptMessage {
     /// The text of a text content block.
     pub fn text(&self) -> Option<&str> {
-        (self.content.get("type").and_then(Value::as_str) == Some("text"))
-            .then(|| self.content.get("text").and_then(Value::as_str))
-            .flatten()
+        self.content.as_text()
     }
 }

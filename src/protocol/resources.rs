@@ -61,7 +61,7 @@ pub struct ReadResourceResult {
 }
 
 /// One content item of `resources/read`: text, or a base64 blob.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(untagged)]
 pub enum ResourceContents {
     #[serde(rename_all = "camelCase")]

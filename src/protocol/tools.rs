@@ -3,6 +3,8 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
+use super::content::ContentBlock;
+
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Tool {
@@ -28,9 +30,8 @@ pub struct ListToolsResult {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct CallToolResult {
-    /// Content blocks as sent (`{"type": "text", "text": ...}`, images, resources, ...).
     #[serde(default)]
-    pub content: Vec<Value>,
+    pub content: Vec<ContentBlock>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub structured_content: Option<Value>,
     /// A tool failure is a successful call whose result says so.
@@ -46,8 +47,7 @@ impl CallToolResult {
         let texts: Vec<&str> = self
             .content
             .iter()
-            .filter(|b| b.get("type").and_then(Value::as_str) == Some("text"))
-            .filter_map(|b| b.get("text").and_then(Value::as_str))
+            .filter_map(ContentBlock::as_text)
             .collect();
         texts.join("\n")
     }

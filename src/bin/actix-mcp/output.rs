@@ -3,8 +3,8 @@
 use std::sync::{Arc, Mutex};
 
 use actix_mcp::{
-    CallToolResult, Client, CompleteResult, GetPromptResult, Progress, Prompt, ReadResourceResult,
-    Resource, ResourceContents, Tool,
+    CallToolResult, Client, CompleteResult, ContentBlock, GetPromptResult, Progress, Prompt,
+    ReadResourceResult, Resource, ResourceContents, Tool,
 };
 use serde::Serialize;
 use serde_json::json;
@@ -69,10 +69,15 @@ impl Printer {
             self.print_json(result)?;
         } else {
             for block in &result.content {
-                match block.get("type").and_then(|t| t.as_str()) {
-                    Some("text") => println!("{}", block["text"].as_str().unwrap_or("")),
-                    Some(other) => println!("[{other} content]"),
-                    None => println!("{block}"),
+                match block {
+                    ContentBlock::Text { text, .. } => println!("{text}"),
+                    ContentBlock::Image { mime_type, .. } => println!("[image, {mime_type}]"),
+                    ContentBlock::Audio { mime_type, .. } => println!("[audio, {mime_type}]"),
+                    ContentBlock::ResourceLink { uri, .. } => println!("[link to {uri}]"),
+                    ContentBlock::Resource { resource, .. } => {
+                        println!("[resource {}]", resource.uri())
+                    }
+                    ContentBlock::Other(value) => println!("{value}"),
                 }
             }
             if result.content.is_empty() {
@@ -152,7 +157,7 @@ impl Printer {
                 m.role,
                 m.text()
                     .map(str::to_owned)
-                    .unwrap_or_else(|| m.content.to_string())
+                    .unwrap_or_else(|| json!(m.content).to_string())
             );
         }
         Ok(())
