@@ -10,6 +10,9 @@ use crate::{transport::Outbound, RequestId};
 /// does not wait for all of it.
 const MAX_BATCH_BYTES: usize = 256 * 1024;
 
+/// Queue capacity kept after a burst.
+const SHRINK_ABOVE: usize = 4096;
+
 pub(crate) enum Outgoing {
     /// Serialized only when taken into a batch, so a request cancelled while queued costs nothing.
     Request {
@@ -55,6 +58,10 @@ impl Outbox {
             if batch.bytes().len() >= MAX_BATCH_BYTES {
                 break;
             }
+        }
+        // After a burst, give the queue's memory back rather than hold it for the next one.
+        if self.queue.is_empty() && self.queue.capacity() > SHRINK_ABOVE {
+            self.queue.shrink_to(SHRINK_ABOVE / 4);
         }
         batch
     }
