@@ -23,7 +23,7 @@ use super::progress::{ProgressCallback, ProgressClock, ProgressStream};
 use crate::{
     connection::{Cancel, Connection, Request, Submit},
     error::Error,
-    protocol::{notifications::Progress, RawResult},
+    protocol::notifications::Progress,
     Cancellation, CloseReason, RequestId,
 };
 
@@ -188,7 +188,7 @@ enum Stage {
     /// Not yet polled: nothing sent.
     Start(Option<Request>),
     /// Handed to the actor; the answer comes on this channel.
-    Waiting(oneshot::Receiver<Result<RawResult, Error>>),
+    Waiting(oneshot::Receiver<crate::connection::Outcome>),
     Done,
 }
 
@@ -330,7 +330,7 @@ impl<T: DeserializeOwned> Future for CallFuture<T> {
         };
         let outcome = match Pin::new(rx).poll(cx) {
             Poll::Pending => return Poll::Pending,
-            Poll::Ready(Ok(outcome)) => outcome,
+            Poll::Ready(Ok(outcome)) => outcome.map_err(|e| *e),
             Poll::Ready(Err(_)) => Err(Error::Closed {
                 reason: CloseReason::ActorStopped,
             }),

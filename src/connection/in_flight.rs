@@ -9,8 +9,11 @@ use tokio::sync::oneshot;
 
 use crate::{error::Error, protocol::RawResult, RequestId};
 
+/// What a caller receives. The error is boxed to keep the channel, one per request, small.
+pub(crate) type Outcome = Result<RawResult, Box<Error>>;
+
 /// Where the caller's answer goes.
-pub(crate) type Reply = oneshot::Sender<Result<RawResult, Error>>;
+pub(crate) type Reply = oneshot::Sender<Outcome>;
 
 /// How far a request got towards the wire. The distinction decides what a cancel does:
 /// a `Queued` request is simply never written, a `Writing` one is cancelled once its
@@ -56,7 +59,7 @@ impl InFlight {
     /// Answers the caller, if it is still waiting.
     pub fn answer(&mut self, outcome: Result<RawResult, Error>) {
         if let Some(reply) = self.reply.take() {
-            let _ = reply.send(outcome);
+            let _ = reply.send(outcome.map_err(Box::new));
         }
     }
 }

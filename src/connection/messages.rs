@@ -12,7 +12,10 @@ use serde::Serialize;
 use serde_json::{value::RawValue, Value};
 use tokio::sync::oneshot;
 
-use super::{in_flight::Reply, Connection};
+use super::{
+    in_flight::{Outcome, Reply},
+    Connection,
+};
 use crate::{error::Error, protocol::RawResult, CloseReason, RequestId};
 
 /// Send a request to the server.
@@ -264,7 +267,7 @@ pub struct ConnectionStats {
 #[must_use = "dropping a PendingReply cancels the request"]
 pub struct PendingReply {
     id: RequestId,
-    rx: oneshot::Receiver<Result<RawResult, Error>>,
+    rx: oneshot::Receiver<Outcome>,
     /// Present while a drop must cancel.
     connection: Option<Addr<Connection>>,
 }
@@ -272,7 +275,7 @@ pub struct PendingReply {
 impl PendingReply {
     pub(crate) fn new(
         id: RequestId,
-        rx: oneshot::Receiver<Result<RawResult, Error>>,
+        rx: oneshot::Receiver<Outcome>,
         connection: Option<Addr<Connection>>,
     ) -> Self {
         Self { id, rx, connection }
@@ -310,7 +313,7 @@ impl Future for PendingReply {
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let outcome = match Pin::new(&mut self.rx).poll(cx) {
             Poll::Pending => return Poll::Pending,
-            Poll::Ready(Ok(outcome)) => outcome,
+            Poll::Ready(Ok(outcome)) => outcome.map_err(|e| *e),
             Poll::Ready(Err(_)) => Err(Error::Closed {
                 reason: CloseReason::ActorStopped,
             }),

@@ -22,6 +22,7 @@ use actix::{
 use tokio::sync::oneshot;
 use tokio::sync::{broadcast, watch};
 
+pub(crate) use in_flight::Outcome;
 pub use messages::{
     Cancel, Close, ConnectionStats, GetStats, Notify, PendingReply, Request, RequestOptions,
     Subscribe, WaitReleased,
@@ -328,16 +329,16 @@ impl Connection {
     /// connection, unserializable params).
     fn accept(&mut self, request: Request, reply: Reply) -> bool {
         if let Some(error) = &self.closed {
-            let _ = reply.send(Err(error.clone()));
+            let _ = reply.send(Err(Box::new(error.clone())));
             return false;
         }
         let params = match request.params {
             Ok(params) => params,
             Err(e) => {
-                let _ = reply.send(Err(Error::Protocol(format!(
+                let _ = reply.send(Err(Box::new(Error::Protocol(format!(
                     "cannot serialize {} params: {e}",
                     request.method
-                ))));
+                )))));
                 return false;
             }
         };

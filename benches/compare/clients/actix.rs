@@ -1,6 +1,11 @@
 //! actix-mcp, used the way its README says.
 
-use std::{future::Future, time::Instant};
+use std::{
+    future::{Future, IntoFuture},
+    time::Instant,
+};
+
+use futures::FutureExt;
 
 use actix_mcp::{Cancellation, Client, StdioTransport};
 use serde_json::{json, Value};
@@ -36,8 +41,10 @@ impl Driver for ActixMcp {
     }
 
     fn sleep(&self, ms: u64) -> impl Future<Output = Result<(), String>> + 'static {
+        // The call future itself, mapped: no async block holding the builder as well.
         let call = self.client.call_tool("sleep", json!({ "ms": ms }));
-        async move { call.await.map(drop).map_err(|e| e.to_string()) }
+        call.into_future()
+            .map(|r| r.map(drop).map_err(|e| e.to_string()))
     }
 
     fn sleep_cancellable(
