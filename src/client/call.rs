@@ -15,9 +15,10 @@ use std::{
 };
 
 use actix::Addr;
+use futures::channel::oneshot;
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
-use tokio::{sync::oneshot, time::Sleep};
+use tokio::time::Sleep;
 
 use super::progress::{ProgressCallback, ProgressClock, ProgressStream};
 use crate::{

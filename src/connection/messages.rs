@@ -8,9 +8,9 @@ use std::{
 };
 
 use actix::{Addr, Message};
+use futures::channel::oneshot;
 use serde::Serialize;
 use serde_json::{value::RawValue, Value};
-use tokio::sync::oneshot;
 
 use super::{
     in_flight::{Outcome, Reply},

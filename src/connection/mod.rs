@@ -19,7 +19,7 @@ use std::collections::HashMap;
 use actix::{
     Actor, ActorContext, AsyncContext, Context, Handler, MessageResult, Recipient, WeakAddr,
 };
-use tokio::sync::oneshot;
+use futures::channel::oneshot;
 use tokio::sync::{broadcast, watch};
 
 pub(crate) use in_flight::Outcome;
@@ -162,7 +162,7 @@ impl Connection {
                 let Some(entry) = in_flight.get_mut(&id) else {
                     return;
                 };
-                if entry.reply.as_ref().is_none_or(|r| r.is_closed()) {
+                if entry.reply.as_ref().is_none_or(|r| r.is_canceled()) {
                     // The caller went away without a Cancel reaching us yet; same outcome.
                     dropped.push((id, None));
                     stats.cancelled_before_write += 1;
