@@ -639,3 +639,65 @@ async fn close_writes_a_cancel_that_waited_for_its_write() {
         .unwrap();
     assert_eq!(end, None, "then the transport closes");
 }
+
+/// No input from a server may panic the connection: thousands of malformed, truncated,
+/// mistyped and hostile frames are skipped, and the connection keeps working.
+#[actix::test]
+async fn hostile_frames_never_break_the_connection() {
+    let (client, mut peer) = connected().await;
+    let shapes = [
+        r#"{"jsonrpc":"2.0","id":null,"result":{}}"#,
+        r#"{"jsonrpc":"2.0","id":{"a":1},"result":{}}"#,
+        r#"{"jsonrpc":"2.0","id":-1,"result":{}}"#,
+        r#"{"jsonrpc":"2.0","id":1e400,"result":{}}"#,
+        r#"{"jsonrpc":"2.0","id":18446744073709551616,"result":{}}"#,
+        r#"{"jsonrpc":"2.0","id":"999999999999999999999","error":{"code":"x"}}"#,
+        r#"{"jsonrpc":"2.0","id":3,"error":{"code":1.5,"message":7}}"#,
+        r#"{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":[],"progress":"x"}}"#,
+        r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":7}"#,
+        r#"{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"nope"}}"#,
+        r#"{"jsonrpc":"2.0","method":"notifications/resources/updated","params":{"uri":5}}"#,
+        r#"{"jsonrpc":"2.0","id":"s","method":"ping","params":[1,2]}"#,
+        r#"{"jsonrpc":"2.0","id":"s2","method":42}"#,
+        r#"[{"jsonrpc":"2.0","method":"x"},[],{},null]"#,
+        r#"{"method":"#,
+        "\u{0}\u{1}\u{ffff}",
+    ];
+    let mut seed: u64 = 0x9E37_79B9_7F4A_7C15;
+    let mut next = move || {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        seed
+    };
+    for i in 0..5_000 {
+        let frame: Vec<u8> = match i % 3 {
+            0 => shapes[(next() % shapes.len() as u64) as usize]
+                .as_bytes()
+                .to_vec(),
+            1 => {
+                // A valid shape cut short at a random point.
+                let shape = shapes[(next() % shapes.len() as u64) as usize].as_bytes();
+                shape[..(next() as usize % (shape.len() + 1))].to_vec()
+            }
+            _ => (0..(next() % 64)).map(|_| next() as u8).collect(),
+        };
+        peer.send_raw(frame);
+    }
+    let deep = "[".repeat(100_000);
+    peer.send_raw(deep);
+    // Every server request among them got an answer or nothing; drain what was written.
+    let call = actix_rt::spawn({
+        let client = client.clone();
+        async move { client.request("still/alive", None).await }
+    });
+    loop {
+        let frame = expect_frame(&mut peer).await;
+        if frame["method"] == "still/alive" {
+            respond(&peer, &frame, json!({"ok": true}));
+            break;
+        }
+    }
+    assert_eq!(call.await.unwrap().unwrap(), json!({"ok": true}));
+    assert!(client.stats().await.unwrap().invalid_frames > 1_000);
+}
