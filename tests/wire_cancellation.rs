@@ -22,6 +22,20 @@ async fn connected() -> (Client, MemoryPeer) {
     (client.expect("connect"), peer)
 }
 
+/// Sends a request from a task of its own, so the test can play the server meanwhile.
+fn spawn_request(
+    client: &Client,
+    method: &'static str,
+    token: Option<&Cancellation>,
+) -> actix_rt::task::JoinHandle<Result<Value, Error>> {
+    let call = client.request(method, None);
+    let call = match token {
+        Some(token) => call.cancellation(token),
+        None => call,
+    };
+    actix_rt::spawn(async move { call.await })
+}
+
 /// Makes sure the actor has handled everything sent to it before this call.
 async fn settle(client: &Client) {
     client.stats().await.expect("stats");
@@ -47,10 +61,7 @@ async fn a_request_with_an_already_cancelled_token_fails_before_anything_is_writ
     assert!(matches!(err, Error::Cancelled { reason: Some(ref r) } if r == "too late"));
 
     // The next thing on the wire is the next request, not the cancelled one nor a cancel.
-    let next = actix_rt::spawn({
-        let client = client.clone();
-        async move { client.request("next", None).await }
-    });
+    let next = spawn_request(&client, "next", None);
     let frame = expect_frame(&mut peer).await;
     assert_eq!(frame["method"], "next");
     respond(&peer, &frame, json!({}));
@@ -111,31 +122,21 @@ async fn a_cancel_without_reason_omits_the_reason_key() {
 async fn a_request_cancelled_while_queued_is_never_written_nor_cancelled_on_the_wire() {
     let (client, mut peer) = connected().await;
     peer.hold_writes();
-    let first = actix_rt::spawn({
-        let client = client.clone();
-        async move { client.request("first", None).await }
-    });
+    let first = spawn_request(&client, "first", None);
     let first_frame = expect_frame(&mut peer).await;
     assert_eq!(first_frame["method"], "first");
     assert_eq!(peer.held_batches(), 1, "the first batch is being written");
 
     // The writer is busy, so this one waits in the outbox.
     let token = Cancellation::new();
-    let queued = actix_rt::spawn({
-        let client = client.clone();
-        let token = token.clone();
-        async move { client.request("queued", None).cancellation(&token).await }
-    });
+    let queued = spawn_request(&client, "queued", Some(&token));
     settle(&client).await;
     token.cancel_with_reason("changed my mind");
     assert!(queued.await.unwrap().unwrap_err().is_cancelled());
     settle(&client).await;
 
     peer.release_writes();
-    let third = actix_rt::spawn({
-        let client = client.clone();
-        async move { client.request("third", None).await }
-    });
+    let third = spawn_request(&client, "third", None);
     let next = expect_frame(&mut peer).await;
     assert_eq!(
         next["method"], "third",
@@ -260,20 +261,13 @@ async fn dropping_a_pending_reply_from_the_address_cancels_it() {
 async fn a_late_response_is_dropped_and_the_next_response_still_arrives() {
     let (client, mut peer) = connected().await;
     let token = Cancellation::new();
-    let cancelled = actix_rt::spawn({
-        let client = client.clone();
-        let token = token.clone();
-        async move { client.request("a", None).cancellation(&token).await }
-    });
+    let cancelled = spawn_request(&client, "a", Some(&token));
     let a = expect_frame(&mut peer).await;
     token.cancel();
     assert!(cancelled.await.unwrap().unwrap_err().is_cancelled());
     let _cancel = expect_frame(&mut peer).await;
 
-    let next = actix_rt::spawn({
-        let client = client.clone();
-        async move { client.request("b", None).await }
-    });
+    let next = spawn_request(&client, "b", None);
     let b = expect_frame(&mut peer).await;
     respond(&peer, &a, json!({"for": "a"}));
     respond(&peer, &b, json!({"for": "b"}));
@@ -351,10 +345,7 @@ async fn a_counter_offered_legacy_version_is_adopted_and_an_unknown_one_refused(
 #[actix::test]
 async fn a_server_cancel_never_touches_our_request_with_the_same_id() {
     let (client, mut peer) = connected().await;
-    let call = actix_rt::spawn({
-        let client = client.clone();
-        async move { client.request("work", None).await }
-    });
+    let call = spawn_request(&client, "work", None);
     let request = expect_frame(&mut peer).await;
     peer.send(
         &json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
@@ -381,10 +372,7 @@ async fn server_ping_is_answered_and_other_server_requests_get_method_not_found(
 #[actix::test]
 async fn invalid_frames_are_counted_and_skipped() {
     let (client, mut peer) = connected().await;
-    let call = actix_rt::spawn({
-        let client = client.clone();
-        async move { client.request("x", None).await }
-    });
+    let call = spawn_request(&client, "x", None);
     let request = expect_frame(&mut peer).await;
     for garbage in [
         "not json",
@@ -408,10 +396,7 @@ async fn invalid_frames_are_counted_and_skipped() {
 #[actix::test]
 async fn a_server_error_keeps_code_message_and_data() {
     let (client, mut peer) = connected().await;
-    let call = actix_rt::spawn({
-        let client = client.clone();
-        async move { client.request("x", None).await }
-    });
+    let call = spawn_request(&client, "x", None);
     let request = expect_frame(&mut peer).await;
     peer.send(&json!({"jsonrpc": "2.0", "id": request["id"],
         "error": {"code": -32602, "message": "bad params", "data": {"field": "x"}}}));
@@ -431,10 +416,7 @@ async fn a_server_error_keeps_code_message_and_data() {
 #[actix::test]
 async fn a_closed_transport_fails_pending_requests_and_later_ones_fast() {
     let (client, mut peer) = connected().await;
-    let call = actix_rt::spawn({
-        let client = client.clone();
-        async move { client.request("x", None).await }
-    });
+    let call = spawn_request(&client, "x", None);
     expect_frame(&mut peer).await;
     peer.close(CloseReason::EndOfStream);
     let err = call.await.unwrap().unwrap_err();
@@ -530,10 +512,7 @@ async fn one_token_cancels_every_request_it_covers() {
 async fn an_uncancelled_token_changes_nothing_on_the_wire() {
     let (client, mut peer) = connected().await;
     let token = Cancellation::new();
-    let call = actix_rt::spawn({
-        let (client, token) = (client.clone(), token.clone());
-        async move { client.request("x", None).cancellation(&token).await }
-    });
+    let call = spawn_request(&client, "x", Some(&token));
     let request = expect_frame(&mut peer).await;
     respond(&peer, &request, json!({"value": [1, 2, 3]}));
     assert_eq!(call.await.unwrap().unwrap(), json!({"value": [1, 2, 3]}));
@@ -554,10 +533,7 @@ async fn a_write_that_fails_after_a_cancel_leaves_the_caller_cancelled() {
     let (client, mut peer) = connected().await;
     peer.hold_writes();
     let token = Cancellation::new();
-    let call = actix_rt::spawn({
-        let (client, token) = (client.clone(), token.clone());
-        async move { client.request("x", None).cancellation(&token).await }
-    });
+    let call = spawn_request(&client, "x", Some(&token));
     expect_frame(&mut peer).await;
     token.cancel_with_reason("bye");
     assert!(
@@ -590,10 +566,7 @@ async fn an_answer_before_the_write_completes_drops_the_waiting_cancel() {
     let (client, mut peer) = connected().await;
     peer.hold_writes();
     let token = Cancellation::new();
-    let call = actix_rt::spawn({
-        let (client, token) = (client.clone(), token.clone());
-        async move { client.request("x", None).cancellation(&token).await }
-    });
+    let call = spawn_request(&client, "x", Some(&token));
     let request = expect_frame(&mut peer).await;
     token.cancel();
     assert!(call.await.unwrap().unwrap_err().is_cancelled());
@@ -619,10 +592,7 @@ async fn close_writes_a_cancel_that_waited_for_its_write() {
     let (client, mut peer) = connected().await;
     peer.hold_writes();
     let token = Cancellation::new();
-    let call = actix_rt::spawn({
-        let (client, token) = (client.clone(), token.clone());
-        async move { client.request("x", None).cancellation(&token).await }
-    });
+    let call = spawn_request(&client, "x", Some(&token));
     let request = expect_frame(&mut peer).await;
     token.cancel_with_reason("bye");
     assert!(call.await.unwrap().unwrap_err().is_cancelled());
@@ -687,10 +657,7 @@ async fn hostile_frames_never_break_the_connection() {
     let deep = "[".repeat(100_000);
     peer.send_raw(deep);
     // Every server request among them got an answer or nothing; drain what was written.
-    let call = actix_rt::spawn({
-        let client = client.clone();
-        async move { client.request("still/alive", None).await }
-    });
+    let call = spawn_request(&client, "still/alive", None);
     loop {
         let frame = expect_frame(&mut peer).await;
         if frame["method"] == "still/alive" {
