@@ -272,8 +272,13 @@ impl Connection {
 
     /// Removes a request from the table with everything kept for it.
     fn forget(&mut self, id: RequestId) -> Option<InFlight> {
-        self.progress.remove(&id);
-        self.deferred_cancels.remove(&id);
+        // Both side tables are usually empty: skip hashing then (this runs per response).
+        if !self.progress.is_empty() {
+            self.progress.remove(&id);
+        }
+        if !self.deferred_cancels.is_empty() {
+            self.deferred_cancels.remove(&id);
+        }
         let entry = self.in_flight.remove(&id)?;
         if entry.expires != 0 {
             self.deadlines.remove(entry.expires);
