@@ -176,7 +176,7 @@ impl<T: DeserializeOwned> IntoFuture for Call<T> {
         CallFuture {
             addr: self.addr,
             id: self.request.id(),
-            stage: Stage::Start(Some(self.request)),
+            stage: Stage::Start(Some(Box::new(self.request))),
             token: self.cancellation,
             cancelled: None,
             timers,
@@ -186,8 +186,8 @@ impl<T: DeserializeOwned> IntoFuture for Call<T> {
 }
 
 enum Stage {
-    /// Not yet polled: nothing sent.
-    Start(Option<Request>),
+    /// Not yet polled: nothing sent. Boxed so the future stays small while it waits.
+    Start(Option<Box<Request>>),
     /// Handed to the actor; the answer comes on this channel.
     Waiting(oneshot::Receiver<crate::connection::Outcome>),
     Done,
@@ -303,7 +303,10 @@ impl<T: DeserializeOwned> Future for CallFuture<T> {
                 timers.as_mut().arm();
             }
             let (reply, rx) = oneshot::channel();
-            this.addr.do_send(Submit { request, reply });
+            this.addr.do_send(Submit {
+                request: *request,
+                reply,
+            });
             this.stage = Stage::Waiting(rx);
         }
 
