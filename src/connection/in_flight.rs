@@ -87,10 +87,3 @@ impl Hasher for IdHasher {
 }
 
 pub(crate) type InFlightTable = HashMap<RequestId, InFlight, BuildHasherDefault<IdHasher>>;
-
-/// Fails every request in the table with `error`.
-pub(crate) fn fail_all(table: &mut InFlightTable, error: &Error) {
-    for (_, mut entry) in table.drain() {
-        entry.answer(Err(error.clone()));
-    }
-}

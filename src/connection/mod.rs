@@ -31,7 +31,7 @@ pub(crate) use messages::{ServerRequestDone, Submit};
 
 use self::{
     deadlines::Deadlines,
-    in_flight::{fail_all, InFlight, InFlightTable, Phase, Reply},
+    in_flight::{InFlight, InFlightTable, Phase, Reply},
     inbound::ServerRequests,
     outbox::{Outbox, Outgoing},
 };
@@ -388,7 +388,7 @@ impl Connection {
                 entry.expires = 0;
             }
         } else {
-            fail_all(&mut self.in_flight, &error);
+            self.in_flight.clear();
             self.deferred_cancels.clear();
             self.outbox.clear();
         }
