@@ -5,7 +5,9 @@ use std::{
     sync::{Arc, OnceLock},
 };
 
-use tokio_util::sync::CancellationToken;
+use tokio_util::sync::{CancellationToken, WaitForCancellationFutureOwned};
+
+pub(crate) type WhenCancelled = WaitForCancellationFutureOwned;
 
 /// A clonable cancellation token. One token may cover several requests.
 ///
@@ -70,6 +72,11 @@ impl Cancellation {
 
     /// Resolves once the token is cancelled.
     pub fn cancelled(&self) -> impl Future<Output = ()> + Send + 'static {
+        self.when_cancelled()
+    }
+
+    /// [`Self::cancelled`] as a named type, so a call future can hold it behind a thin pointer.
+    pub(crate) fn when_cancelled(&self) -> WhenCancelled {
         self.inner.token.clone().cancelled_owned()
     }
 }

@@ -15,7 +15,7 @@ use std::{
 };
 
 use actix::Addr;
-use futures::channel::oneshot;
+
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 use tokio::time::Sleep;
@@ -31,7 +31,7 @@ use crate::{
 /// A request ready to be sent: set options, then `.await` it.
 #[must_use = "a Call does nothing until it is awaited"]
 pub struct Call<T> {
-    addr: Addr<Connection>,
+    addr: Arc<Addr<Connection>>,
     request: Request,
     cancellation: Option<Cancellation>,
     timeout: Option<Duration>,
@@ -43,7 +43,7 @@ pub struct Call<T> {
 }
 
 impl<T> Call<T> {
-    pub(crate) fn new(addr: Addr<Connection>, request: Request) -> Self {
+    pub(crate) fn new(addr: Arc<Addr<Connection>>, request: Request) -> Self {
         Self {
             addr,
             request,
@@ -138,14 +138,14 @@ impl<T> Call<T> {
             );
             let mut user = self.progress.take();
             let clock = clock.clone();
-            self.request.options.progress = Some(Box::new(move |p| {
+            self.request.options.progress = Some(Box::new(Box::new(move |p| {
                 if let Some(clock) = &clock {
                     clock.tick();
                 }
                 if let Some(user) = user.as_mut() {
                     user(p);
                 }
-            }));
+            })));
         }
         self.request.merge_meta(meta);
         clock
@@ -162,24 +162,27 @@ impl<T: DeserializeOwned> IntoFuture for Call<T> {
         // or has a total cap runs here, where the progress clock is.
         let local = self.reset_on_progress || self.max_total.is_some();
         if !local {
-            self.request.options.timeout = self.timeout;
+            self.request.options.set_timeout(self.timeout);
         }
-        let timers = local.then(|| {
-            Box::pin(Timers {
-                timeout: self.timeout,
-                deadline: None,
-                max_total: self.max_total,
-                total_deadline: None,
-                clock,
+        let timers = local.then(|| Timers {
+            timeout: self.timeout,
+            deadline: None,
+            max_total: self.max_total,
+            total_deadline: None,
+            clock,
+        });
+        let extras = (self.cancellation.is_some() || timers.is_some()).then(|| {
+            Box::pin(Extras {
+                token: self.cancellation,
+                cancelled: None,
+                timers,
             })
         });
         CallFuture {
             addr: self.addr,
             id: self.request.id(),
             stage: Stage::Start(Some(Box::new(self.request))),
-            token: self.cancellation,
-            cancelled: None,
-            timers,
+            extras,
             _result: PhantomData,
         }
     }
@@ -194,7 +197,20 @@ enum Stage {
 }
 
 pin_project_lite::pin_project! {
-    /// One allocation, and only for calls with a timeout: the timers live inside it.
+    /// What only some calls need, in one allocation those calls pay for: most calls have no
+    /// token and a plain timeout (kept by the actor), and their future stays at 40 bytes.
+    struct Extras {
+        token: Option<Cancellation>,
+        #[pin]
+        cancelled: Option<crate::cancellation::WhenCancelled>,
+        #[pin]
+        timers: Option<Timers>,
+    }
+}
+
+pin_project_lite::pin_project! {
+    /// A timeout that restarts on progress, and a total cap: these run here, beside the progress
+    /// clock, not in the actor.
     struct Timers {
         timeout: Option<Duration>,
         #[pin]
@@ -203,6 +219,38 @@ pin_project_lite::pin_project! {
         #[pin]
         total_deadline: Option<Sleep>,
         clock: Option<Arc<ProgressClock>>,
+    }
+}
+
+impl Extras {
+    /// Arms the token and the timers at the first poll; `Err` with the token's reason if it was
+    /// cancelled already.
+    fn start(self: Pin<&mut Self>) -> Result<(), Option<String>> {
+        let mut this = self.project();
+        if let Some(token) = this.token.as_ref() {
+            if token.is_cancelled() {
+                return Err(token.reason_owned());
+            }
+            this.cancelled.set(Some(token.when_cancelled()));
+        }
+        if let Some(timers) = this.timers.as_pin_mut() {
+            timers.arm();
+        }
+        Ok(())
+    }
+
+    /// `Some((reason on the wire, error for the caller))` once the token fired or a timer expired.
+    fn poll_end(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Option<(Option<String>, Error)> {
+        let this = self.project();
+        if let Some(cancelled) = this.cancelled.as_pin_mut() {
+            if cancelled.poll(cx).is_ready() {
+                let reason = this.token.as_ref().and_then(Cancellation::reason_owned);
+                return Some((reason.clone(), Error::cancelled(reason)));
+            }
+        }
+        let after = this.timers.as_pin_mut()?.poll_expired(cx)?;
+        let reason = format!("timed out after {} ms", after.as_millis());
+        Some((Some(reason), Error::Timeout { after }))
     }
 }
 
@@ -251,12 +299,10 @@ impl Timers {
 /// The future of a [`Call`]. See the module docs for what dropping it means.
 #[must_use = "futures do nothing unless polled"]
 pub struct CallFuture<T> {
-    addr: Addr<Connection>,
+    addr: Arc<Addr<Connection>>,
     id: RequestId,
     stage: Stage,
-    token: Option<Cancellation>,
-    cancelled: Option<Pin<Box<dyn Future<Output = ()> + Send>>>,
-    timers: Option<Pin<Box<Timers>>>,
+    extras: Option<Pin<Box<Extras>>>,
     _result: PhantomData<fn() -> T>,
 }
 
@@ -291,40 +337,21 @@ impl<T: DeserializeOwned> Future for CallFuture<T> {
                     "CallFuture polled after a panic".into(),
                 )));
             };
-            if let Some(token) = &this.token {
-                if token.is_cancelled() {
+            if let Some(extras) = &mut this.extras {
+                if let Err(reason) = extras.as_mut().start() {
                     // Cancelled before sending: nothing reaches the actor or the wire.
-                    let reason = token.reason_owned();
                     return this.abandon(None, Error::cancelled(reason));
                 }
-                this.cancelled = Some(Box::pin(token.cancelled()));
-            }
-            if let Some(timers) = &mut this.timers {
-                timers.as_mut().arm();
             }
             let (reply, rx) = oneshot::channel();
-            this.addr.do_send(Submit {
-                request: *request,
-                reply,
-            });
+            this.addr.do_send(Submit { request, reply });
             this.stage = Stage::Waiting(rx);
         }
 
         // The caller's cancel and the timeout are answered here, at once, without waiting for
         // the actor or any I/O.
-        if let Some(cancelled) = &mut this.cancelled {
-            if cancelled.as_mut().poll(cx).is_ready() {
-                let reason = this.token.as_ref().and_then(Cancellation::reason_owned);
-                return this.abandon(reason.clone(), Error::cancelled(reason));
-            }
-        }
-        if let Some(after) = this
-            .timers
-            .as_mut()
-            .and_then(|t| t.as_mut().poll_expired(cx))
-        {
-            let reason = format!("timed out after {} ms", after.as_millis());
-            return this.abandon(Some(reason), Error::Timeout { after });
+        if let Some((reason, error)) = this.extras.as_mut().and_then(|e| e.as_mut().poll_end(cx)) {
+            return this.abandon(reason, error);
         }
 
         let Stage::Waiting(rx) = &mut this.stage else {

@@ -175,7 +175,7 @@ impl ConnectOptions {
             .await?;
         match self.handshake(&addr).await {
             Ok(result) => Ok(Client {
-                addr,
+                addr: Arc::new(addr),
                 server: Arc::new(result),
                 settings: Arc::new(Settings {
                     default_timeout: self.request_timeout,
@@ -244,7 +244,7 @@ impl ConnectOptions {
             cancel_on_wire: false,
             ..RequestOptions::default()
         });
-        let result: InitializeResult = Call::new(addr.clone(), request)
+        let result: InitializeResult = Call::new(Arc::new(addr.clone()), request)
             .cancellation_opt(self.cancellation.as_ref())
             .timeout_opt(self.timeout)
             .await?;

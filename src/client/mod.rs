@@ -51,7 +51,9 @@ pub(crate) struct Settings {
 /// (client, `Addr`, or pending request) is dropped, or on [`Client::close`].
 #[derive(Clone)]
 pub struct Client {
-    addr: Addr<Connection>,
+    /// Behind one more `Arc`: an `Addr` is three reference counts (24 bytes), and every call
+    /// future carries the address; this way it carries 8 bytes and bumps one count.
+    addr: Arc<Addr<Connection>>,
     server: Arc<InitializeResult>,
     settings: Arc<Settings>,
 }

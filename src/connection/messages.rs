@@ -8,7 +8,7 @@ use std::{
 };
 
 use actix::{Addr, Message};
-use futures::channel::oneshot;
+
 use serde::Serialize;
 use serde_json::{value::RawValue, Value};
 
@@ -30,7 +30,52 @@ pub struct Request {
     /// Serialized by the caller, so the actor only copies bytes, and a caller's JSON tree is
     /// freed before the request waits in the queue. `Err` holds why serialization failed.
     pub(crate) params: Result<Option<Box<RawValue>>, String>,
-    pub(crate) options: RequestOptions,
+    pub(crate) options: PackedOptions,
+}
+
+/// [`RequestOptions`] as a request carries them to the actor: 16 bytes instead of 40, since
+/// every request in flight pays for them while it waits in the mailbox.
+pub(crate) struct PackedOptions {
+    /// Boxed twice: rarely set, and a thin pointer is half the size of a `Box<dyn _>`.
+    pub progress: Option<Box<crate::client::ProgressCallback>>,
+    /// 0: no timeout. Whole milliseconds, rounded up, capped at `u32::MAX` (about 49 days).
+    pub timeout_ms: u32,
+    pub cancel_on_wire: bool,
+}
+
+impl std::fmt::Debug for PackedOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RequestOptions")
+            .field("cancel_on_wire", &self.cancel_on_wire)
+            .field("progress", &self.progress.is_some())
+            .field("timeout", &self.timeout())
+            .finish()
+    }
+}
+
+impl PackedOptions {
+    pub fn set_timeout(&mut self, timeout: Option<std::time::Duration>) {
+        self.timeout_ms = timeout.map_or(0, |t| {
+            let ms = t.as_nanos().div_ceil(1_000_000).max(1);
+            u32::try_from(ms).unwrap_or(u32::MAX)
+        });
+    }
+
+    pub fn timeout(&self) -> Option<std::time::Duration> {
+        (self.timeout_ms != 0).then(|| std::time::Duration::from_millis(self.timeout_ms.into()))
+    }
+}
+
+impl From<RequestOptions> for PackedOptions {
+    fn from(options: RequestOptions) -> Self {
+        let mut packed = Self {
+            progress: options.progress.map(Box::new),
+            timeout_ms: 0,
+            cancel_on_wire: options.cancel_on_wire,
+        };
+        packed.set_timeout(options.timeout);
+        packed
+    }
 }
 
 /// Per-request options the actor acts on.
@@ -43,7 +88,8 @@ pub struct RequestOptions {
     /// params must carry `_meta.progressToken` equal to its id (the `Client` does this).
     pub progress: Option<crate::client::ProgressCallback>,
     /// When this passes before the answer, the actor fails the request with
-    /// [`Error::Timeout`] and cancels it on the wire like an explicit cancel.
+    /// [`Error::Timeout`] and cancels it on the wire like an explicit cancel. Kept in whole
+    /// milliseconds (rounded up), up to about 49 days.
     pub timeout: Option<std::time::Duration>,
 }
 
@@ -89,12 +135,12 @@ impl Request {
             id: RequestId::next(),
             method: method.into(),
             params,
-            options: RequestOptions::default(),
+            options: RequestOptions::default().into(),
         }
     }
 
     pub fn with_options(mut self, options: RequestOptions) -> Self {
-        self.options = options;
+        self.options = options.into();
         self
     }
 
@@ -143,7 +189,9 @@ impl Message for Request {
 /// The `Client`'s way in: a request whose reply channel the caller made itself, sent with
 /// `do_send`, so a call costs one channel and no mailbox reply.
 pub(crate) struct Submit {
-    pub request: Request,
+    /// Boxed from the call to the write: the mailbox envelope stays small (32 bytes), and the
+    /// outbox keeps this same box.
+    pub request: Box<Request>,
     pub reply: Reply,
 }
 

@@ -19,7 +19,7 @@ use std::collections::HashMap;
 use actix::{
     Actor, ActorContext, AsyncContext, Context, Handler, MessageResult, Recipient, WeakAddr,
 };
-use futures::channel::oneshot;
+
 use tokio::sync::{broadcast, watch};
 
 pub(crate) use in_flight::Outcome;
@@ -156,28 +156,33 @@ impl Connection {
                     Ok::<(), ()>(())
                 });
             }
-            Outgoing::Request { id, method, params } => {
+            Outgoing::Request(request) => {
+                let id = request.id;
                 // Checked at dequeue (hyper's rule): a request cancelled while queued is gone from
                 // the table and is never written, so it never needs a cancel on the wire.
                 let Some(entry) = in_flight.get_mut(&id) else {
                     return;
                 };
-                if entry.reply.as_ref().is_none_or(|r| r.is_canceled()) {
+                if entry.reply.as_ref().is_none_or(|r| r.is_closed()) {
                     // The caller went away without a Cancel reaching us yet; same outcome.
                     dropped.push((id, None));
                     stats.cancelled_before_write += 1;
                     return;
                 }
+                // `accept` answered requests whose params failed to serialize: these are `Ok`.
+                let params = request.params.as_ref().ok().and_then(Option::as_deref);
                 match batch.push_with(Some(id), |buf| {
-                    write_request(buf, id, &method, params.as_deref())
+                    write_request(buf, id, &request.method, params)
                 }) {
                     Ok(()) => {
-                        entry.phase = Phase::Writing;
+                        entry.set_phase(Phase::Writing);
                         stats.requests_written += 1;
                     }
                     Err(e) => {
-                        let error =
-                            Error::Protocol(format!("cannot serialize {method} request: {e}"));
+                        let error = Error::Protocol(format!(
+                            "cannot serialize {} request: {e}",
+                            request.method
+                        ));
                         dropped.push((id, Some(error)));
                     }
                 }
@@ -203,11 +208,11 @@ impl Connection {
             let Some(entry) = self.in_flight.get_mut(&id) else {
                 continue; // answered while being written
             };
-            match entry.phase {
-                Phase::Writing => entry.phase = Phase::Written,
+            match entry.phase() {
+                Phase::Writing => entry.set_phase(Phase::Written),
                 Phase::CancelAfterWrite => {
                     // The cancel waited for this event: now it follows the request on the wire.
-                    let wire = entry.wire_cancellable;
+                    let wire = entry.wire_cancellable();
                     let reason = self.deferred_cancels.remove(&id).flatten();
                     self.forget(id);
                     self.cancel_on_wire(id, reason, wire);
@@ -228,7 +233,10 @@ impl Connection {
         };
         match io.cancel_style() {
             CancelStyle::Notification => {
-                self.outbox.push(Outgoing::Cancelled { id, reason });
+                self.outbox.push(Outgoing::Cancelled {
+                    id,
+                    reason: reason.map(String::into_boxed_str),
+                });
                 self.stats.cancels_sent += 1;
             }
             CancelStyle::Abort => io.abort(id),
@@ -240,7 +248,7 @@ impl Connection {
         let Some(entry) = self.in_flight.get_mut(&id) else {
             return; // answered, cancelled before, or not ours
         };
-        match entry.phase {
+        match entry.phase() {
             Phase::Queued => {
                 // Never written: drop it; the outbox skips it. Nothing goes on the wire.
                 if let Some(mut entry) = self.forget(id) {
@@ -251,7 +259,7 @@ impl Connection {
             Phase::Writing => {
                 // Wake the caller now; the notification waits for the write-complete event.
                 entry.answer(Err(error));
-                entry.phase = Phase::CancelAfterWrite;
+                entry.set_phase(Phase::CancelAfterWrite);
                 let expires = std::mem::take(&mut entry.expires);
                 if expires != 0 {
                     self.deadlines.remove(expires);
@@ -265,7 +273,7 @@ impl Connection {
                     return;
                 };
                 entry.answer(Err(error));
-                self.cancel_on_wire(id, reason, entry.wire_cancellable);
+                self.cancel_on_wire(id, reason, entry.wire_cancellable());
             }
         }
     }
@@ -297,7 +305,7 @@ impl Connection {
                 .filter(|(_, e)| e.expires != 0 && e.expires <= now)
                 .map(|(id, e)| {
                     e.expires = 0; // its count was taken with the tick
-                    (*id, e.timeout_ms)
+                    (*id, e.timeout_ms())
                 })
                 .collect();
             for (id, ms) in expired {
@@ -332,37 +340,30 @@ impl Connection {
 
     /// Records a request and queues it. Returns `false` if it was answered at once (closed
     /// connection, unserializable params).
-    fn accept(&mut self, request: Request, reply: Reply) -> bool {
+    fn accept(&mut self, mut request: Box<Request>, reply: Reply) -> bool {
         if let Some(error) = &self.closed {
             let _ = reply.send(Err(Box::new(error.clone())));
             return false;
         }
-        let params = match request.params {
-            Ok(params) => params,
-            Err(e) => {
-                let _ = reply.send(Err(Box::new(Error::Protocol(format!(
-                    "cannot serialize {} params: {e}",
-                    request.method
-                )))));
-                return false;
-            }
-        };
+        if let Err(e) = &request.params {
+            let _ = reply.send(Err(Box::new(Error::Protocol(format!(
+                "cannot serialize {} params: {e}",
+                request.method
+            )))));
+            return false;
+        }
         let id = request.id;
         let mut entry = InFlight::queued(reply, request.options.cancel_on_wire);
-        if let Some(timeout) = request.options.timeout {
+        if let Some(timeout) = request.options.timeout() {
             entry.expires = self.deadlines.add(timeout);
-            entry.timeout_ms = u32::try_from(timeout.as_millis()).unwrap_or(u32::MAX);
+            entry.set_timeout_ms(u32::try_from(timeout.as_millis()).unwrap_or(u32::MAX));
         }
         let timed = entry.expires != 0;
         self.in_flight.insert(id, entry);
-        if let Some(progress) = request.options.progress {
-            self.progress.insert(id, progress);
+        if let Some(progress) = request.options.progress.take() {
+            self.progress.insert(id, *progress);
         }
-        self.outbox.push(Outgoing::Request {
-            id,
-            method: request.method,
-            params,
-        });
+        self.outbox.push(Outgoing::Request(request));
         self.flush();
         if timed {
             self.schedule_expiry();
@@ -383,7 +384,7 @@ impl Connection {
         self.deadlines.clear();
         if drain && self.io.is_some() {
             self.in_flight
-                .retain(|_, entry| entry.phase == Phase::CancelAfterWrite);
+                .retain(|_, entry| entry.phase() == Phase::CancelAfterWrite);
             for entry in self.in_flight.values_mut() {
                 entry.expires = 0;
             }
@@ -481,7 +482,7 @@ impl Handler<Request> for Connection {
     fn handle(&mut self, request: Request, ctx: &mut Self::Context) -> Self::Result {
         let (tx, rx) = oneshot::channel();
         let id = request.id;
-        let accepted = self.accept(request, tx);
+        let accepted = self.accept(Box::new(request), tx);
         let guard = accepted.then(|| ctx.address());
         MessageResult(PendingReply::new(id, rx, guard))
     }

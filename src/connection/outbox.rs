@@ -1,8 +1,8 @@
 //! Frames waiting for the transport, and how they are coalesced into batches.
 
-use std::{borrow::Cow, collections::VecDeque};
+use std::collections::VecDeque;
 
-use serde_json::value::RawValue;
+use super::Request;
 
 use crate::{transport::Outbound, RequestId};
 
@@ -15,19 +15,19 @@ const SHRINK_ABOVE: usize = 4096;
 
 pub(crate) enum Outgoing {
     /// Serialized only when taken into a batch, so a request cancelled while queued costs nothing.
-    Request {
-        id: RequestId,
-        method: Cow<'static, str>,
-        params: Option<Box<RawValue>>,
-    },
+    /// The caller's own box, kept from the call to the write: no copy and no second allocation.
+    Request(Box<Request>),
     /// `notifications/cancelled` for one of our requests, written straight into the batch.
     Cancelled {
         id: RequestId,
-        reason: Option<String>,
+        reason: Option<Box<str>>,
     },
     /// Another notification or a response to the server, already serialized.
     Frame(Vec<u8>),
 }
+
+// Every queued request costs one of these while the transport is busy.
+const _: () = assert!(std::mem::size_of::<Outgoing>() == 32);
 
 #[derive(Default)]
 pub(crate) struct Outbox {
