@@ -472,3 +472,29 @@ async fn a_slow_stream_subscriber_loses_the_oldest_and_counts_them() {
         other => panic!("{other:?}"),
     }
 }
+
+/// Regression: calls go through a queue the actor drains. If the actor is gone (its arbiter
+/// stopped), a call must fail with `ActorStopped`, not sit in the queue waiting for ever.
+#[actix::test]
+async fn a_call_after_the_actor_is_gone_fails_instead_of_hanging() {
+    let arbiter = actix::Arbiter::new();
+    let options = Client::builder().placement(actix_mcp::Placement::Arbiter(arbiter.handle()));
+    let (client, _peer, _) = connected_with(options).await;
+    assert!(arbiter.stop());
+    arbiter.join().expect("the arbiter thread ends");
+    let outcome = tokio::time::timeout(
+        Duration::from_secs(10),
+        client.call_tool("echo", json!({"text": "late"})),
+    )
+    .await
+    .expect("answered, not left hanging");
+    assert!(
+        matches!(
+            outcome,
+            Err(Error::Closed {
+                reason: actix_mcp::CloseReason::ActorStopped
+            })
+        ),
+        "{outcome:?}"
+    );
+}

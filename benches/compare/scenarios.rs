@@ -235,7 +235,14 @@ async fn cancel_single<D: Driver>(d: &D, s: Sizes) -> Result<Metrics, String> {
     for _ in 0..s.single {
         let (handle, call) = d.sleep_cancellable(10_000);
         let mut call = std::pin::pin!(call);
-        // An echo answered means the server has read the sleep request written before it.
+        // Poll the sleep once before the echo exists: a lazy call sends nothing until polled, and
+        // `drive_while` polls the echo first. Submitted in this order, the sleep goes on the wire
+        // before the echo, so an echo answered means the server has read the sleep. (Otherwise the
+        // cancel could find the sleep still queued: correctly never written, but not the
+        // "one request in flight" this scenario times, and counted as a lost cancel.)
+        if futures::poll!(call.as_mut()).is_ready() {
+            return Err("a 10 s sleep ended at once".into());
+        }
         drive_while(&mut futures::stream::once(call.as_mut()), d.echo("x")).await?;
         let trigger = Instant::now();
         d.cancel(&handle);

@@ -14,15 +14,13 @@ use std::{
     time::{Duration, Instant},
 };
 
-use actix::Addr;
-
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 use tokio::time::Sleep;
 
 use super::progress::{ProgressCallback, ProgressClock, ProgressStream};
 use crate::{
-    connection::{Cancel, Connection, Request, Submit},
+    connection::{Cancel, Link, Request, Submit},
     error::Error,
     protocol::notifications::Progress,
     Cancellation, CloseReason, RequestId,
@@ -31,7 +29,7 @@ use crate::{
 /// A request ready to be sent: set options, then `.await` it.
 #[must_use = "a Call does nothing until it is awaited"]
 pub struct Call<T> {
-    addr: Arc<Addr<Connection>>,
+    link: Arc<Link>,
     request: Request,
     cancellation: Option<Cancellation>,
     timeout: Option<Duration>,
@@ -43,9 +41,9 @@ pub struct Call<T> {
 }
 
 impl<T> Call<T> {
-    pub(crate) fn new(addr: Arc<Addr<Connection>>, request: Request) -> Self {
+    pub(crate) fn new(link: Arc<Link>, request: Request) -> Self {
         Self {
-            addr,
+            link,
             request,
             cancellation: None,
             timeout: None,
@@ -179,7 +177,7 @@ impl<T: DeserializeOwned> IntoFuture for Call<T> {
             })
         });
         CallFuture {
-            addr: self.addr,
+            link: self.link,
             id: self.request.id(),
             stage: Stage::Start(Some(Box::new(self.request))),
             extras,
@@ -299,7 +297,7 @@ impl Timers {
 /// The future of a [`Call`]. See the module docs for what dropping it means.
 #[must_use = "futures do nothing unless polled"]
 pub struct CallFuture<T> {
-    addr: Arc<Addr<Connection>>,
+    link: Arc<Link>,
     id: RequestId,
     stage: Stage,
     extras: Option<Pin<Box<Extras>>>,
@@ -314,9 +312,9 @@ impl<T> CallFuture<T> {
     /// Cancels the request (if it was sent) and ends this future with `error`.
     fn abandon(&mut self, reason: Option<String>, error: Error) -> Poll<Result<T, Error>> {
         if matches!(self.stage, Stage::Waiting(_)) {
-            // do_send ignores the mailbox bound: a cancel is never lost to a full mailbox, and
-            // it queues behind the request it names.
-            self.addr.do_send(Cancel {
+            // do_send ignores the mailbox bound: a cancel is never lost to a full mailbox. The
+            // actor drains the submission queue before applying it, so it meets its request.
+            self.link.addr.do_send(Cancel {
                 id: self.id,
                 reason,
             });
@@ -344,7 +342,7 @@ impl<T: DeserializeOwned> Future for CallFuture<T> {
                 }
             }
             let (reply, rx) = oneshot::channel();
-            this.addr.do_send(Submit { request, reply });
+            this.link.submit(Submit { request, reply });
             this.stage = Stage::Waiting(rx);
         }
 
@@ -377,7 +375,7 @@ impl<T: DeserializeOwned> Future for CallFuture<T> {
 impl<T> Drop for CallFuture<T> {
     fn drop(&mut self) {
         if matches!(self.stage, Stage::Waiting(_)) {
-            self.addr.do_send(Cancel::new(self.id));
+            self.link.addr.do_send(Cancel::new(self.id));
         }
     }
 }

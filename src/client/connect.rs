@@ -15,7 +15,10 @@ use super::{
     Call, Client, Settings,
 };
 use crate::{
-    connection::{Close, Connection, Notify, Request, RequestOptions, DEFAULT_MAILBOX_CAPACITY},
+    connection::{
+        Close, Connection, Link, Notify, Request, RequestOptions, Submissions,
+        DEFAULT_MAILBOX_CAPACITY,
+    },
     error::Error,
     protocol::lifecycle::{
         Implementation, InitializeParams, InitializeResult, LATEST_PROTOCOL_VERSION,
@@ -170,12 +173,18 @@ impl ConnectOptions {
     /// Starts the actor and runs the handshake. On any failure the connection is closed.
     pub async fn connect(self, transport: impl Transport) -> Result<Client, Error> {
         let (notifications, _) = broadcast::channel(NOTIFICATION_BUFFER);
+        let submissions = Arc::new(Submissions::default());
         let addr = self
-            .start(Box::new(transport), notifications.clone())
+            .start(
+                Box::new(transport),
+                notifications.clone(),
+                submissions.clone(),
+            )
             .await?;
-        match self.handshake(&addr).await {
+        let link = Arc::new(Link { addr, submissions });
+        match self.handshake(&link).await {
             Ok(result) => Ok(Client {
-                addr: Arc::new(addr),
+                link,
                 server: Arc::new(result),
                 settings: Arc::new(Settings {
                     default_timeout: self.request_timeout,
@@ -184,7 +193,7 @@ impl ConnectOptions {
                 }),
             }),
             Err(e) => {
-                addr.do_send(Close);
+                link.addr.do_send(Close);
                 Err(e)
             }
         }
@@ -194,6 +203,7 @@ impl ConnectOptions {
         &self,
         transport: Box<dyn Transport>,
         notifications: broadcast::Sender<crate::ServerNotification>,
+        submissions: Arc<Submissions>,
     ) -> Result<Addr<Connection>, Error> {
         let capacity = self.mailbox_capacity;
         let handlers = self.handlers.clone();
@@ -202,6 +212,7 @@ impl ConnectOptions {
                 .mailbox_capacity(capacity)
                 .handlers(handlers)
                 .notifications(notifications)
+                .submissions(submissions)
         };
         match &self.placement {
             Placement::Auto if actix_rt::Arbiter::try_current().is_some() => {
@@ -230,7 +241,7 @@ impl ConnectOptions {
         }
     }
 
-    async fn handshake(&self, addr: &Addr<Connection>) -> Result<InitializeResult, Error> {
+    async fn handshake(&self, link: &Arc<Link>) -> Result<InitializeResult, Error> {
         let capabilities = self.handlers.capabilities();
         let params = InitializeParams {
             protocol_version: LATEST_PROTOCOL_VERSION,
@@ -244,7 +255,7 @@ impl ConnectOptions {
             cancel_on_wire: false,
             ..RequestOptions::default()
         });
-        let result: InitializeResult = Call::new(Arc::new(addr.clone()), request)
+        let result: InitializeResult = Call::new(link.clone(), request)
             .cancellation_opt(self.cancellation.as_ref())
             .timeout_opt(self.timeout)
             .await?;
@@ -259,9 +270,12 @@ impl ConnectOptions {
             method: "notifications/initialized".into(),
             params: None,
         };
-        addr.send(initialized).await.map_err(|_| Error::Closed {
-            reason: CloseReason::ActorStopped,
-        })??;
+        link.addr
+            .send(initialized)
+            .await
+            .map_err(|_| Error::Closed {
+                reason: CloseReason::ActorStopped,
+            })??;
         Ok(result)
     }
 }

@@ -23,7 +23,8 @@ pub use progress::{ProgressCallback, ProgressStream, PROGRESS_BUFFER};
 
 use crate::{
     connection::{
-        Close, Connection, ConnectionStats, GetStats, Notify, Request, Subscribe, WaitReleased,
+        Close, Connection, ConnectionStats, GetStats, Link, Notify, Request, Subscribe,
+        WaitReleased,
     },
     error::Error,
     protocol::{
@@ -51,9 +52,8 @@ pub(crate) struct Settings {
 /// (client, `Addr`, or pending request) is dropped, or on [`Client::close`].
 #[derive(Clone)]
 pub struct Client {
-    /// Behind one more `Arc`: an `Addr` is three reference counts (24 bytes), and every call
-    /// future carries the address; this way it carries 8 bytes and bumps one count.
-    addr: Arc<Addr<Connection>>,
+    /// The actor's address and its submission queue; every call future holds this `Arc`.
+    link: Arc<Link>,
     server: Arc<InitializeResult>,
     settings: Arc<Settings>,
 }
@@ -76,7 +76,7 @@ impl Client {
     /// The connection actor's address, to share or to send [`Request`]/[`Cancel`](crate::Cancel)
     /// messages directly.
     pub fn addr(&self) -> &Addr<Connection> {
-        &self.addr
+        &self.link.addr
     }
 
     /// The server's answer to `initialize`.
@@ -103,7 +103,7 @@ impl Client {
 
     /// A call with the connection's default timeout.
     pub(crate) fn call<T>(&self, request: Request) -> Call<T> {
-        Call::new(self.addr.clone(), request).timeout_opt(self.settings.default_timeout)
+        Call::new(self.link.clone(), request).timeout_opt(self.settings.default_timeout)
     }
 
     fn call_with<T, P: Serialize>(&self, method: &'static str, params: &P) -> Call<T> {
@@ -232,7 +232,8 @@ impl Client {
     /// Delivers the server's notifications to an actor (dropped and counted while its mailbox is
     /// full).
     pub async fn subscribe(&self, recipient: Recipient<ServerNotification>) -> Result<(), Error> {
-        self.addr
+        self.link
+            .addr
             .send(Subscribe(recipient))
             .await
             .map_err(|_| actor_stopped())
@@ -248,18 +249,26 @@ impl Client {
             method: method.into(),
             params,
         };
-        self.addr.send(notify).await.map_err(|_| actor_stopped())?
+        self.link
+            .addr
+            .send(notify)
+            .await
+            .map_err(|_| actor_stopped())?
     }
 
     /// The connection's counters.
     pub async fn stats(&self) -> Result<ConnectionStats, Error> {
-        self.addr.send(GetStats).await.map_err(|_| actor_stopped())
+        self.link
+            .addr
+            .send(GetStats)
+            .await
+            .map_err(|_| actor_stopped())
     }
 
     /// Closes the connection for every handle: pending requests fail with
     /// [`CloseReason::ClosedByClient`]; the server gets EOF, then SIGTERM and SIGKILL if it lingers.
     pub async fn close(&self) {
-        let _ = self.addr.send(Close).await;
+        let _ = self.link.addr.send(Close).await;
     }
 
     /// [`close`](Self::close), then waits until the transport released everything: frames queued
@@ -267,7 +276,7 @@ impl Client {
     /// program exits.
     pub async fn shutdown(&self) {
         self.close().await;
-        if let Ok(mut released) = self.addr.send(WaitReleased).await {
+        if let Ok(mut released) = self.link.addr.send(WaitReleased).await {
             let _ = released.wait_for(|done| *done).await;
         }
     }

@@ -150,7 +150,7 @@ impl Connection {
             return;
         }
         match response_frame(&id, outcome) {
-            Ok(frame) => self.outbox.push(Outgoing::Frame(frame)),
+            Ok(frame) => self.outbox.push(Outgoing::frame(frame)),
             Err(e) => tracing::warn!(error = %e, "cannot serialize a response to the server"),
         }
     }

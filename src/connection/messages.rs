@@ -186,17 +186,13 @@ impl Message for Request {
     type Result = PendingReply;
 }
 
-/// The `Client`'s way in: a request whose reply channel the caller made itself, sent with
-/// `do_send`, so a call costs one channel and no mailbox reply.
+/// The `Client`'s way in: a request whose reply channel the caller made itself, pushed on the
+/// connection's [`Submissions`](super::submissions::Submissions) queue.
 pub(crate) struct Submit {
     /// Boxed from the call to the write: the mailbox envelope stays small (32 bytes), and the
     /// outbox keeps this same box.
     pub request: Box<Request>,
     pub reply: Reply,
-}
-
-impl Message for Submit {
-    type Result = ();
 }
 
 /// Deliver the server's notifications to this recipient too.

@@ -13,6 +13,7 @@ mod in_flight;
 mod inbound;
 mod messages;
 mod outbox;
+mod submissions;
 
 use std::collections::HashMap;
 
@@ -28,12 +29,14 @@ pub use messages::{
     Subscribe, WaitReleased,
 };
 pub(crate) use messages::{ServerRequestDone, Submit};
+pub(crate) use submissions::{Link, Submissions};
 
 use self::{
     deadlines::Deadlines,
     in_flight::{InFlight, InFlightTable, Phase, Reply},
     inbound::ServerRequests,
     outbox::{Outbox, Outgoing},
+    submissions::Drain,
 };
 use crate::{
     error::Error,
@@ -65,6 +68,10 @@ pub struct Connection {
     /// Progress listeners of requests in flight, by id (= progress token).
     progress: HashMap<RequestId, crate::client::ProgressCallback>,
     outbox: Outbox,
+    /// Calls from `Client`s wait here until the actor drains them (see `submissions.rs`).
+    submissions: std::sync::Arc<Submissions>,
+    /// The drained queue's buffer, swapped back in on the next drain.
+    drained: Vec<Submit>,
     server_requests: ServerRequests,
     handlers: crate::client::Handlers,
     notifications: Option<broadcast::Sender<crate::ServerNotification>>,
@@ -99,6 +106,8 @@ impl Connection {
             progress: HashMap::new(),
             deadlines: Deadlines::default(),
             outbox: Outbox::default(),
+            submissions: Default::default(),
+            drained: Vec::new(),
             server_requests: ServerRequests::default(),
             handlers: crate::client::Handlers::default(),
             notifications: None,
@@ -132,6 +141,26 @@ impl Connection {
         self
     }
 
+    /// The queue a `Client` pushes its calls on (shared with the actor once started).
+    pub(crate) fn submissions(mut self, submissions: std::sync::Arc<Submissions>) -> Self {
+        self.submissions = submissions;
+        self
+    }
+
+    /// Accepts the calls waiting in the submission queue, in order. Done before handling any
+    /// message whose meaning depends on earlier calls (a `Cancel` names one of them).
+    fn drain_submissions(&mut self) {
+        let mut drained = std::mem::take(&mut self.drained);
+        self.submissions.take(&mut drained);
+        for submit in drained.drain(..) {
+            self.accept(submit.request, submit.reply);
+        }
+        // After a burst, give the buffer back rather than hand it to the queue again.
+        if drained.capacity() <= submissions::KEEP_CAPACITY {
+            self.drained = drained;
+        }
+    }
+
     pub(crate) fn owning_system(mut self) -> Self {
         self.owns_system = true;
         self
@@ -150,9 +179,16 @@ impl Connection {
         let mut dropped = Vec::new();
         let batch = self.outbox.fill(|item, batch| match item {
             Outgoing::Frame(frame) => batch.push(&frame),
-            Outgoing::Cancelled { id, reason } => {
+            Outgoing::Cancelled(id) => {
                 let _ = batch.push_with(None, |buf| {
-                    write_cancelled(buf, id, reason.as_deref());
+                    write_cancelled(buf, id, None);
+                    Ok::<(), ()>(())
+                });
+            }
+            Outgoing::CancelledWithReason(cancel) => {
+                let (id, reason) = *cancel;
+                let _ = batch.push_with(None, |buf| {
+                    write_cancelled(buf, id, Some(&reason));
                     Ok::<(), ()>(())
                 });
             }
@@ -233,10 +269,7 @@ impl Connection {
         };
         match io.cancel_style() {
             CancelStyle::Notification => {
-                self.outbox.push(Outgoing::Cancelled {
-                    id,
-                    reason: reason.map(String::into_boxed_str),
-                });
+                self.outbox.push(Outgoing::cancelled(id, reason));
                 self.stats.cancels_sent += 1;
             }
             CancelStyle::Abort => io.abort(id),
@@ -364,7 +397,6 @@ impl Connection {
             self.progress.insert(id, *progress);
         }
         self.outbox.push(Outgoing::Request(request));
-        self.flush();
         if timed {
             self.schedule_expiry();
         }
@@ -378,6 +410,8 @@ impl Connection {
         if self.closed.is_some() {
             return;
         }
+        // Calls already submitted are answered with the same error as those in the table.
+        self.drain_submissions();
         for entry in self.in_flight.values_mut() {
             entry.answer(Err(error.clone()));
         }
@@ -434,6 +468,14 @@ impl Connection {
     }
 }
 
+impl Drop for Connection {
+    /// An actor dropped without `stopped` (its System torn down) still refuses further calls;
+    /// the callers waiting in the queue see their reply channel closed.
+    fn drop(&mut self) {
+        drop(self.submissions.close());
+    }
+}
+
 impl Actor for Connection {
     type Context = Context<Self>;
 
@@ -461,7 +503,11 @@ impl Actor for Connection {
         let error = Error::Closed {
             reason: CloseReason::ActorStopped,
         };
-        self.close_with(error, false);
+        self.close_with(error.clone(), false);
+        // From now on a call is refused at the queue; what raced in is answered here.
+        for submit in self.submissions.close() {
+            let _ = submit.reply.send(Err(Box::new(error.clone())));
+        }
         if self.draining {
             self.release_transport();
         }
@@ -483,16 +529,18 @@ impl Handler<Request> for Connection {
         let (tx, rx) = oneshot::channel();
         let id = request.id;
         let accepted = self.accept(Box::new(request), tx);
+        self.flush();
         let guard = accepted.then(|| ctx.address());
         MessageResult(PendingReply::new(id, rx, guard))
     }
 }
 
-impl Handler<Submit> for Connection {
+impl Handler<Drain> for Connection {
     type Result = ();
 
-    fn handle(&mut self, submit: Submit, _ctx: &mut Self::Context) {
-        self.accept(submit.request, submit.reply);
+    fn handle(&mut self, _: Drain, _ctx: &mut Self::Context) {
+        self.drain_submissions();
+        self.flush();
     }
 }
 
@@ -516,6 +564,7 @@ impl Handler<Cancel> for Connection {
     type Result = ();
 
     fn handle(&mut self, cancel: Cancel, _ctx: &mut Self::Context) {
+        self.drain_submissions();
         let error = Error::cancelled(cancel.reason.clone());
         self.cancel(cancel.id, cancel.reason, error);
         self.flush();
@@ -526,12 +575,13 @@ impl Handler<Notify> for Connection {
     type Result = Result<(), Error>;
 
     fn handle(&mut self, notify: Notify, _ctx: &mut Self::Context) -> Self::Result {
+        self.drain_submissions();
         if let Some(error) = &self.closed {
             return Err(error.clone());
         }
         let frame = notification_frame(&notify.method, notify.params.as_ref())
             .map_err(|e| Error::Protocol(format!("cannot serialize {}: {e}", notify.method)))?;
-        self.outbox.push(Outgoing::Frame(frame));
+        self.outbox.push(Outgoing::frame(frame));
         self.flush();
         Ok(())
     }
@@ -590,6 +640,7 @@ impl Handler<GetStats> for Connection {
     type Result = MessageResult<GetStats>;
 
     fn handle(&mut self, _: GetStats, _ctx: &mut Self::Context) -> Self::Result {
+        self.drain_submissions();
         MessageResult(ConnectionStats {
             in_flight: self.in_flight.len(),
             ..self.stats

@@ -7,8 +7,9 @@ use super::Request;
 use crate::{transport::Outbound, RequestId};
 
 /// Stop adding frames to a batch past this size, so a cancel queued behind a huge backlog
-/// does not wait for all of it.
-const MAX_BATCH_BYTES: usize = 256 * 1024;
+/// does not wait for all of it. A pipe holds 64 KiB: a bigger write cannot finish sooner, and a
+/// smaller cap keeps the batch buffer (held for reuse) small.
+const MAX_BATCH_BYTES: usize = 64 * 1024;
 
 /// Queue capacity kept after a burst.
 const SHRINK_ABOVE: usize = 4096;
@@ -18,16 +19,30 @@ pub(crate) enum Outgoing {
     /// The caller's own box, kept from the call to the write: no copy and no second allocation.
     Request(Box<Request>),
     /// `notifications/cancelled` for one of our requests, written straight into the batch.
-    Cancelled {
-        id: RequestId,
-        reason: Option<Box<str>>,
-    },
-    /// Another notification or a response to the server, already serialized.
-    Frame(Vec<u8>),
+    Cancelled(RequestId),
+    /// The same, with a reason (boxed: every variant stays one word).
+    CancelledWithReason(Box<(RequestId, String)>),
+    /// Another notification or a response to the server, already serialized. Boxed so that every
+    /// variant is one word: these are rare, queued requests are many.
+    #[allow(clippy::box_collection)]
+    Frame(Box<Vec<u8>>),
+}
+
+impl Outgoing {
+    pub fn cancelled(id: RequestId, reason: Option<String>) -> Self {
+        match reason {
+            None => Self::Cancelled(id),
+            Some(reason) => Self::CancelledWithReason(Box::new((id, reason))),
+        }
+    }
+
+    pub fn frame(frame: Vec<u8>) -> Self {
+        Self::Frame(Box::new(frame))
+    }
 }
 
 // Every queued request costs one of these while the transport is busy.
-const _: () = assert!(std::mem::size_of::<Outgoing>() == 32);
+const _: () = assert!(std::mem::size_of::<Outgoing>() == 16);
 
 #[derive(Default)]
 pub(crate) struct Outbox {
