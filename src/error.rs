@@ -46,6 +46,14 @@ pub enum Error {
         source: Arc<io::Error>,
     },
 
+    /// The server answered a request's HTTP POST with an error status and no JSON-RPC error.
+    #[error("HTTP {status}: {body}")]
+    Http {
+        status: u16,
+        /// The start of the response body (at most 1 KiB), for the log.
+        body: String,
+    },
+
     /// An all-pages request met more pages than its cap.
     #[error("the server returned more than {limit} pages")]
     TooManyPages { limit: usize },
@@ -106,6 +114,8 @@ pub enum CloseReason {
     ClosedByClient,
     /// The connection actor has stopped (every handle was dropped, or its arbiter ended).
     ActorStopped,
+    /// The HTTP server ended our session (404 to a request carrying its `Mcp-Session-Id`).
+    SessionExpired,
 }
 
 impl fmt::Display for CloseReason {
@@ -120,6 +130,7 @@ impl fmt::Display for CloseReason {
             CloseReason::WriteFailed(e) => write!(f, "write to server failed: {e}"),
             CloseReason::ClosedByClient => f.write_str("closed by the client"),
             CloseReason::ActorStopped => f.write_str("connection actor stopped"),
+            CloseReason::SessionExpired => f.write_str("the server ended the HTTP session"),
         }
     }
 }

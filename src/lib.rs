@@ -86,4 +86,6 @@ pub use protocol::{
     tools::{CallToolResult, EmptyResult, ListToolsResult, Tool},
     RawResult, RequestId,
 };
+#[cfg(feature = "http")]
+pub use transport::HttpTransport;
 pub use transport::{memory, MemoryPeer, MemoryTransport, StdioTransport, Transport};

@@ -1,44 +1,25 @@
 //! Interop with the official reference server, `@modelcontextprotocol/server-everything`
-//! (npm, pinned), over stdio. `.ci/run` installs it; these tests install it themselves into
-//! `target/npm-everything` when it is missing (needs `npm` and the registry).
+//! (npm, pinned; see `common/everything.rs` for how it is installed), over stdio and over
+//! Streamable HTTP (its `streamableHttp` mode, on 127.0.0.1). Each check runs on both.
 
 use std::{
-    path::PathBuf,
     sync::{
         atomic::{AtomicUsize, Ordering},
-        Arc, OnceLock,
+        Arc,
     },
     time::Duration,
 };
 
-use actix_mcp::{Cancellation, Client, Error, ServerNotification, StdioTransport};
+mod common;
+
+use actix_mcp::{
+    Cancellation, Client, Error, HttpTransport, ServerNotification, StdioTransport, Transport,
+};
+use common::everything::{server_script, HttpEverything};
 use futures::StreamExt;
 use serde_json::{json, Map, Value};
 
-const PACKAGE: &str = "@modelcontextprotocol/server-everything@2026.8.31";
-
-fn server_script() -> PathBuf {
-    static SCRIPT: OnceLock<PathBuf> = OnceLock::new();
-    SCRIPT
-        .get_or_init(|| {
-            let prefix = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/npm-everything");
-            let script =
-                prefix.join("node_modules/@modelcontextprotocol/server-everything/dist/index.js");
-            if !script.exists() {
-                let status = std::process::Command::new("npm")
-                    .args(["install", "--no-audit", "--no-fund", "--prefix"])
-                    .arg(&prefix)
-                    .arg(PACKAGE)
-                    .status()
-                    .expect("npm is needed to install the reference server");
-                assert!(status.success(), "npm install {PACKAGE} failed");
-            }
-            script
-        })
-        .clone()
-}
-
-fn everything() -> StdioTransport {
+fn stdio() -> StdioTransport {
     StdioTransport::new("node")
         .arg(server_script())
         .arg("stdio")
@@ -61,7 +42,7 @@ fn arguments_for(tool: &str) -> Value {
     }
 }
 
-async fn connect_with_handlers(roots_asked: Arc<AtomicUsize>) -> Client {
+async fn connect_with_handlers(transport: impl Transport, roots_asked: Arc<AtomicUsize>) -> Client {
     Client::builder()
         .on_roots_list(move |_, _| {
             roots_asked.fetch_add(1, Ordering::SeqCst);
@@ -78,15 +59,25 @@ async fn connect_with_handlers(roots_asked: Arc<AtomicUsize>) -> Client {
         .on_elicitation(|_, _| async {
             Ok(json!({"action": "accept", "content": {"name": "Bob"}}))
         })
-        .connect(everything())
+        .connect(transport)
         .await
         .expect("connect to server-everything")
 }
 
 #[actix::test]
-async fn every_tool_of_the_reference_server_answers() {
+async fn every_tool_of_the_reference_server_answers_over_stdio() {
+    every_tool_answers(stdio()).await;
+}
+
+#[actix::test]
+async fn every_tool_of_the_reference_server_answers_over_http() {
+    let server = HttpEverything::start();
+    every_tool_answers(HttpTransport::new(&server.url)).await;
+}
+
+async fn every_tool_answers(transport: impl Transport) {
     let roots_asked = Arc::new(AtomicUsize::new(0));
-    let client = connect_with_handlers(roots_asked.clone()).await;
+    let client = connect_with_handlers(transport, roots_asked.clone()).await;
     assert_eq!(client.server_info().name, "mcp-servers/everything");
     assert_eq!(client.protocol_version(), "2025-11-25");
 
@@ -151,8 +142,18 @@ async fn every_tool_of_the_reference_server_answers() {
 }
 
 #[actix::test]
-async fn every_resource_and_prompt_of_the_reference_server_reads() {
-    let client = Client::connect(everything()).await.unwrap();
+async fn every_resource_and_prompt_of_the_reference_server_reads_over_stdio() {
+    every_resource_and_prompt_reads(stdio()).await;
+}
+
+#[actix::test]
+async fn every_resource_and_prompt_of_the_reference_server_reads_over_http() {
+    let server = HttpEverything::start();
+    every_resource_and_prompt_reads(HttpTransport::new(&server.url)).await;
+}
+
+async fn every_resource_and_prompt_reads(transport: impl Transport) {
+    let client = Client::connect(transport).await.unwrap();
     let resources = client.resources().await.unwrap();
     assert!(!resources.is_empty());
     for resource in &resources {
@@ -190,8 +191,18 @@ async fn every_resource_and_prompt_of_the_reference_server_reads() {
 }
 
 #[actix::test]
-async fn the_long_running_operation_reports_progress_and_is_cancelled() {
-    let client = Client::connect(everything()).await.unwrap();
+async fn the_long_running_operation_reports_progress_and_is_cancelled_over_stdio() {
+    long_running_operation_progress_and_cancel(stdio()).await;
+}
+
+#[actix::test]
+async fn the_long_running_operation_reports_progress_and_is_cancelled_over_http() {
+    let server = HttpEverything::start();
+    long_running_operation_progress_and_cancel(HttpTransport::new(&server.url)).await;
+}
+
+async fn long_running_operation_progress_and_cancel(transport: impl Transport) {
+    let client = Client::connect(transport).await.unwrap();
     let token = Cancellation::new();
     let (call, mut progress) = client
         .call_tool(
@@ -218,8 +229,18 @@ async fn the_long_running_operation_reports_progress_and_is_cancelled() {
 }
 
 #[actix::test]
-async fn log_messages_from_the_reference_server_reach_subscribers() {
-    let client = Client::connect(everything()).await.unwrap();
+async fn log_messages_from_the_reference_server_reach_subscribers_over_stdio() {
+    log_messages_reach_subscribers(stdio()).await;
+}
+
+#[actix::test]
+async fn log_messages_from_the_reference_server_reach_subscribers_over_http() {
+    let server = HttpEverything::start();
+    log_messages_reach_subscribers(HttpTransport::new(&server.url)).await;
+}
+
+async fn log_messages_reach_subscribers(transport: impl Transport) {
+    let client = Client::connect(transport).await.unwrap();
     let mut notifications = client.notifications();
     client
         .call_tool("toggle-simulated-logging", json!({}))

@@ -659,6 +659,11 @@ impl Handler<TransportEvent> for Connection {
                     self.on_frame(frame);
                 }
             }
+            TransportEvent::RequestFailed(id, error) => {
+                if let Some(mut entry) = self.forget(id) {
+                    entry.answer(Err(error));
+                }
+            }
             TransportEvent::Closed(reason) => {
                 if self.draining {
                     // The transport ended while we drained: nothing more can be written.

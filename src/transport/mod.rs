@@ -18,6 +18,8 @@
 //! and cancels with [`CancelStyle::Abort`] instead of a notification.
 
 mod batch;
+#[cfg(feature = "http")]
+pub mod http;
 pub mod memory;
 pub mod stdio;
 
@@ -27,6 +29,8 @@ use actix::WeakAddr;
 use bytes::Bytes;
 
 pub use batch::{Frame, Outbound};
+#[cfg(feature = "http")]
+pub use http::HttpTransport;
 pub use memory::{MemoryPeer, MemoryTransport};
 pub use stdio::StdioTransport;
 
@@ -83,6 +87,10 @@ pub enum TransportEvent {
     Written(Outbound),
     /// Complete incoming frames (one JSON text each, without the newline), in wire order.
     Received(Vec<Bytes>),
+    /// A message transport could not deliver this request, or its answer (e.g. its HTTP POST
+    /// failed or came back with an error status): its caller gets `error`. The connection stays
+    /// open for the other requests.
+    RequestFailed(crate::RequestId, Error),
     /// The transport ended; nothing more will be written or read.
     Closed(CloseReason),
 }

@@ -1,6 +1,8 @@
 //! Helpers shared by the tests that run the bundled demo server as a real child process.
 #![allow(dead_code)]
 
+pub mod everything;
+
 use std::{path::PathBuf, time::Duration};
 
 use actix_mcp::{Client, StdioTransport};

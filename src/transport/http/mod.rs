@@ -1,0 +1,248 @@
+//! Streamable HTTP, the 2025-03-26 … 2025-11-25 shape: every message is its own POST.
+//!
+//! - A request's POST is answered with JSON or with an event stream carrying the request's
+//!   progress, the server's own requests and finally the response; everything is handed to the
+//!   actor as `Received`, and routed by id there (a response may come on any stream).
+//! - Each request reports its own write-complete event (`Written`) when its body went out
+//!   (`post.rs`), so the actor sends each batch at once ([`Flow::Ready`]).
+//! - Cancelling is a separate POST of `notifications/cancelled` (this era's rule: closing a stream
+//!   is not a cancel), queued by the actor only after the request's `Written`.
+//! - The session id from the `initialize` answer and the negotiated protocol version go on every
+//!   later request; a 404 to a request carrying the session id ends the connection
+//!   ([`CloseReason::SessionExpired`](crate::CloseReason::SessionExpired)).
+//! - After the handshake a GET stream takes what the server sends on its own (405: none).
+//! - Closing aborts every POST and sends `DELETE` with the session id.
+//!
+//! Failures of one POST fail that request only ([`TransportEvent::RequestFailed`]): an HTTP error
+//! status without a JSON-RPC error becomes [`Error::Http`](crate::Error::Http), a network error
+//! [`Error::Transport`](crate::Error::Transport).
+
+mod post;
+mod session;
+mod sse;
+
+use std::{cell::RefCell, collections::HashMap, future::Future, pin::Pin, rc::Rc, time::Duration};
+
+use bytes::Bytes;
+use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
+use tokio_util::sync::CancellationToken;
+
+use self::{post::Shared, session::Session};
+use super::{EventSender, Flow, Outbound, Transport, TransportEvent, TransportIo};
+use crate::{error::Error, CloseReason, RequestId};
+
+/// The largest message accepted from the server (a JSON body or one event), as on stdio.
+pub const DEFAULT_MAX_FRAME_BYTES: usize = 4 * 1024 * 1024;
+
+/// How long closing waits for the server to acknowledge `DELETE`.
+const DELETE_LIMIT: Duration = Duration::from_secs(2);
+
+/// A Streamable HTTP MCP endpoint, such as `http://127.0.0.1:3001/mcp`.
+///
+/// ```no_run
+/// # async fn run() -> Result<(), actix_mcp::Error> {
+/// use actix_mcp::{Client, HttpTransport};
+///
+/// let transport = HttpTransport::new("http://127.0.0.1:3001/mcp")
+///     .header("authorization", "Bearer my-token");
+/// let client = Client::connect(transport).await?;
+/// # Ok(()) }
+/// ```
+#[derive(Debug, Clone)]
+pub struct HttpTransport {
+    url: String,
+    headers: Vec<(String, String)>,
+    client: Option<reqwest::Client>,
+    event_stream: bool,
+    max_frame: usize,
+}
+
+impl HttpTransport {
+    pub fn new(url: impl Into<String>) -> Self {
+        Self {
+            url: url.into(),
+            headers: Vec::new(),
+            client: None,
+            event_stream: true,
+            max_frame: DEFAULT_MAX_FRAME_BYTES,
+        }
+    }
+
+    /// A header sent with every request (e.g. `authorization`). Invalid names or values make
+    /// `connect` fail.
+    pub fn header(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
+        self.headers.push((name.into(), value.into()));
+        self
+    }
+
+    /// Use this HTTP client (proxies, TLS roots, timeouts of your own).
+    pub fn client(mut self, client: reqwest::Client) -> Self {
+        self.client = Some(client);
+        self
+    }
+
+    /// Do not open the GET stream for messages the server sends outside any request.
+    pub fn without_event_stream(mut self) -> Self {
+        self.event_stream = false;
+        self
+    }
+
+    /// The largest JSON body or event accepted from the server (default 4 MiB).
+    pub fn max_frame_bytes(mut self, limit: usize) -> Self {
+        self.max_frame = limit;
+        self
+    }
+
+    fn header_map(&self) -> Result<HeaderMap, Error> {
+        let mut map = HeaderMap::new();
+        for (name, value) in &self.headers {
+            let name = HeaderName::from_bytes(name.as_bytes())
+                .map_err(|e| invalid_input(format!("header name {name:?}: {e}")))?;
+            let value = HeaderValue::from_str(value)
+                .map_err(|e| invalid_input(format!("header {name} value: {e}")))?;
+            map.append(name, value);
+        }
+        Ok(map)
+    }
+}
+
+fn invalid_input(message: String) -> Error {
+    Error::transport(
+        "MCP HTTP transport",
+        std::io::Error::new(std::io::ErrorKind::InvalidInput, message),
+    )
+}
+
+impl Transport for HttpTransport {
+    fn open(self: Box<Self>, events: EventSender) -> Result<Box<dyn TransportIo>, Error> {
+        let url = reqwest::Url::parse(&self.url)
+            .map_err(|e| invalid_input(format!("URL {:?}: {e}", self.url)))?;
+        if !matches!(url.scheme(), "http" | "https") {
+            return Err(invalid_input(format!("URL {url}: not http or https")));
+        }
+        let headers = self.header_map()?;
+        let client = match self.client {
+            Some(client) => client,
+            None => reqwest::Client::builder()
+                .build()
+                .map_err(|e| invalid_input(format!("HTTP client: {e}")))?,
+        };
+        let shared = Rc::new(Shared {
+            client,
+            url,
+            headers,
+            events,
+            session: RefCell::new(Session::default()),
+            shutdown: CancellationToken::new(),
+            max_frame: self.max_frame,
+        });
+        Ok(Box::new(HttpIo {
+            shared,
+            posts: Rc::new(RefCell::new(HashMap::new())),
+            event_stream: self.event_stream,
+        }))
+    }
+}
+
+/// The open transport, owned by the connection actor.
+struct HttpIo {
+    shared: Rc<Shared>,
+    /// The POST of each request still running, to abort it.
+    posts: Rc<RefCell<HashMap<RequestId, tokio::task::JoinHandle<()>>>>,
+    event_stream: bool,
+}
+
+impl HttpIo {
+    fn spawn_post(&self, frame: Bytes, request: Option<RequestId>, then_open_events: bool) {
+        let shared = self.shared.clone();
+        let posts = self.posts.clone();
+        let event_stream = self.event_stream && then_open_events;
+        let handle = actix_rt::spawn(async move {
+            let shutdown = shared.shutdown.clone();
+            tokio::select! {
+                _ = shutdown.cancelled() => {}
+                _ = post::post(shared.clone(), frame, request) => {
+                    if event_stream {
+                        spawn_event_stream(shared);
+                    }
+                }
+            }
+            if let Some(id) = request {
+                posts.borrow_mut().remove(&id);
+            }
+        });
+        if let Some(id) = request {
+            self.posts.borrow_mut().insert(id, handle);
+        }
+    }
+}
+
+fn spawn_event_stream(shared: Rc<Shared>) {
+    actix_rt::spawn(async move {
+        let shutdown = shared.shutdown.clone();
+        tokio::select! {
+            _ = shutdown.cancelled() => {}
+            _ = post::event_stream(shared) => {}
+        }
+    });
+}
+
+impl TransportIo for HttpIo {
+    fn send(&mut self, batch: Outbound) -> Flow {
+        for frame in batch.frames() {
+            let bytes = frame.bytes.strip_suffix(b"\n").unwrap_or(frame.bytes);
+            let mut opens_events = false;
+            {
+                let mut session = self.shared.session.borrow_mut();
+                if !session.initialized {
+                    match session::method_of(bytes).as_deref() {
+                        Some("initialize") => session.initialize = frame.request,
+                        Some("notifications/initialized") => {
+                            session.initialized = true;
+                            opens_events = true;
+                        }
+                        _ => {}
+                    }
+                }
+            }
+            self.spawn_post(Bytes::copy_from_slice(bytes), frame.request, opens_events);
+        }
+        Flow::Ready
+    }
+
+    fn close(&mut self) -> Pin<Box<dyn Future<Output = ()>>> {
+        self.shared.shutdown.cancel();
+        for (_, post) in self.posts.borrow_mut().drain() {
+            post.abort();
+        }
+        let shared = self.shared.clone();
+        Box::pin(async move {
+            let session = shared.session.borrow().id.clone();
+            if let Some(id) = session {
+                let delete = shared
+                    .client
+                    .delete(shared.url.clone())
+                    .headers(shared.headers.clone())
+                    .header("mcp-session-id", id)
+                    .send();
+                // The server may answer 405 (it does not end sessions on request): that is fine.
+                let _ = tokio::time::timeout(DELETE_LIMIT, delete).await;
+            }
+            shared
+                .events
+                .send(TransportEvent::Closed(CloseReason::ClosedByClient));
+        })
+    }
+
+    fn abort(&mut self, request: RequestId) {
+        if let Some(post) = self.posts.borrow_mut().remove(&request) {
+            post.abort();
+        }
+    }
+}
+
+impl Drop for HttpIo {
+    fn drop(&mut self) {
+        self.shared.shutdown.cancel();
+    }
+}
