@@ -143,3 +143,28 @@ fn ctrl_c_cancels_the_call_on_the_server_and_exits_130() {
     let (_, cancel) = journal.cancelled_call("sleep");
     assert_eq!(cancel["params"]["reason"], "interrupted (Ctrl-C)");
 }
+
+#[test]
+fn the_same_commands_work_over_streamable_http() {
+    let server = everything::HttpEverything::start();
+    let sum = cli(&[
+        "--url",
+        &server.url,
+        "--header",
+        "x-test: yes",
+        "call",
+        "get-sum",
+        r#"{"a":40,"b":2}"#,
+    ]);
+    assert!(sum.status.success(), "{}", text(&sum.stderr));
+    assert!(text(&sum.stdout).contains("42"), "{}", text(&sum.stdout));
+    let tools = cli(&["--url", &server.url, "--json", "tools"]);
+    let tools: Value = serde_json::from_slice(&tools.stdout).expect("JSON");
+    assert!(tools
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|t| t["name"] == "echo"));
+    let bad = cli(&["--url", &server.url, "--header", "no colon", "tools"]);
+    assert_eq!(bad.status.code(), Some(2), "{}", text(&bad.stderr));
+}

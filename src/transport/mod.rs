@@ -42,6 +42,13 @@ pub trait Transport: Send + 'static {
     fn open(self: Box<Self>, events: EventSender) -> Result<Box<dyn TransportIo>, Error>;
 }
 
+/// A transport chosen at run time (e.g. from a command line).
+impl Transport for Box<dyn Transport> {
+    fn open(self: Box<Self>, events: EventSender) -> Result<Box<dyn TransportIo>, Error> {
+        (*self).open(events)
+    }
+}
+
 /// An open transport, owned by the connection actor.
 pub trait TransportIo {
     /// Hands a batch of frames to the transport. Must not block.

@@ -14,7 +14,10 @@ mod output;
 
 use std::{process::ExitCode, time::Duration};
 
-use actix_mcp::{Cancellation, Client, CompletionReference, Error, Progress, StdioTransport};
+use actix_mcp::{
+    Cancellation, Client, CompletionReference, Error, HttpTransport, Progress, StdioTransport,
+    Transport,
+};
 use clap::{Parser, Subcommand};
 use serde_json::{Map, Value};
 
@@ -24,9 +27,12 @@ struct Cli {
     /// The server to spawn, as a command line (no shell): "program arg1 arg2".
     #[arg(long, value_name = "COMMAND")]
     stdio: Option<String>,
-    /// A Streamable HTTP endpoint (not supported yet).
+    /// A Streamable HTTP endpoint, e.g. http://127.0.0.1:3001/mcp.
     #[arg(long, value_name = "URL", conflicts_with = "stdio")]
     url: Option<String>,
+    /// A header for every HTTP request, "name: value" (repeatable; with --url).
+    #[arg(long = "header", value_name = "HEADER", requires = "url")]
+    headers: Vec<String>,
     /// Print JSON instead of human-readable text.
     #[arg(long, global = true)]
     json: bool,
@@ -124,22 +130,7 @@ fn main() -> ExitCode {
 }
 
 async fn run(cli: Cli) -> Result<(), Failure> {
-    if cli.url.is_some() {
-        return Err(usage(
-            "--url: the Streamable HTTP transport is not available yet; use --stdio",
-        ));
-    }
-    let Some(command_line) = &cli.stdio else {
-        return Err(usage(
-            "say which server to use: --stdio \"<command> [args]\"",
-        ));
-    };
-    let mut words =
-        shlex::split(command_line).ok_or_else(|| usage("--stdio: unbalanced quotes"))?;
-    if words.is_empty() {
-        return Err(usage("--stdio: empty command"));
-    }
-    let program = words.remove(0);
+    let transport = transport(&cli)?;
     let timeout = match cli.timeout {
         Some(s) if s.is_finite() && s > 0.0 => Some(Duration::from_secs_f64(s)),
         Some(_) => return Err(usage("--timeout must be a positive number of seconds")),
@@ -160,12 +151,38 @@ async fn run(cli: Cli) -> Result<(), Failure> {
     let client = Client::builder()
         .cancellation(&interrupt)
         .request_timeout(timeout.or(Some(actix_mcp::client::DEFAULT_REQUEST_TIMEOUT)))
-        .connect(StdioTransport::new(program).args(words))
+        .connect(transport)
         .await?;
     let outcome = execute(&client, &cli, &interrupt).await;
     // Written before we exit: a cancel queued by Ctrl-C or a timeout, then EOF to the server.
     client.shutdown().await;
     outcome
+}
+
+/// The transport the command line names: `--stdio "<command>"` or `--url <URL>`.
+fn transport(cli: &Cli) -> Result<Box<dyn Transport>, Failure> {
+    if let Some(url) = &cli.url {
+        let mut http = HttpTransport::new(url);
+        for header in &cli.headers {
+            let (name, value) = header
+                .split_once(':')
+                .ok_or_else(|| usage("--header takes \"name: value\""))?;
+            http = http.header(name.trim(), value.trim());
+        }
+        return Ok(Box::new(http));
+    }
+    let Some(command_line) = &cli.stdio else {
+        return Err(usage(
+            "say which server to use: --stdio \"<command> [args]\" or --url <URL>",
+        ));
+    };
+    let mut words =
+        shlex::split(command_line).ok_or_else(|| usage("--stdio: unbalanced quotes"))?;
+    if words.is_empty() {
+        return Err(usage("--stdio: empty command"));
+    }
+    let program = words.remove(0);
+    Ok(Box::new(StdioTransport::new(program).args(words)))
 }
 
 async fn execute(client: &Client, cli: &Cli, interrupt: &Cancellation) -> Result<(), Failure> {

@@ -184,7 +184,7 @@ pub(super) async fn post(shared: Rc<Shared>, frame: Bytes, request: Option<Reque
             }
         }
         "application/json" => match read_capped(response, shared.max_frame).await {
-            Ok(body) => deliver_json(&shared, body),
+            Ok(body) => deliver_json(&shared, body, request),
             Err(e) => shared.fail(request, e),
         },
         // 202 Accepted (a notification or a response of ours), or an empty answer.
@@ -242,20 +242,29 @@ async fn answer_error_status(shared: &Shared, response: Response, request: Optio
     shared.fail(request, Error::Http { status, body: text });
 }
 
-/// A JSON body: one message, or (2025-03-26 servers) an array of them.
-fn deliver_json(shared: &Shared, body: Bytes) {
+/// A JSON body: one message, or (2025-03-26 servers) an array of them. A body that is not JSON
+/// fails the request it answers.
+fn deliver_json(shared: &Shared, body: Bytes, request: Option<RequestId>) {
     let first = body.iter().find(|b| !b.is_ascii_whitespace());
-    if first == Some(&b'[') {
-        match serde_json::from_slice::<Vec<Box<serde_json::value::RawValue>>>(&body) {
-            Ok(items) => {
-                for item in items {
-                    shared.deliver(Bytes::copy_from_slice(item.get().as_bytes()));
-                }
-            }
-            Err(e) => tracing::warn!(error = %e, "invalid JSON array from the MCP server"),
-        }
-    } else if first.is_some() {
-        shared.deliver(body);
+    if first.is_none() {
+        return;
+    }
+    let items = if first == Some(&b'[') {
+        serde_json::from_slice::<Vec<Box<serde_json::value::RawValue>>>(&body).map(|items| {
+            items
+                .into_iter()
+                .map(|i| Bytes::copy_from_slice(i.get().as_bytes()))
+                .collect()
+        })
+    } else {
+        serde_json::from_slice::<&serde_json::value::RawValue>(&body).map(|_| vec![body.clone()])
+    };
+    match items {
+        Ok(items) => items.into_iter().for_each(|item| shared.deliver(item)),
+        Err(e) => shared.fail(
+            request,
+            Error::Protocol(format!("the server's JSON answer does not parse: {e}")),
+        ),
     }
 }
 
@@ -293,6 +302,14 @@ async fn resume(shared: &Shared, id: RequestId, mut end: StreamEnd, answered: &C
         .build();
     while !answered.get() {
         let Some(last_event_id) = end.last_event_id.clone() else {
+            // Not resumable. A stream that broke fails the request now; one that ended cleanly
+            // may still see its answer on the GET stream, within the request's timeout.
+            if let Some(error) = end.error {
+                shared.fail(
+                    Some(id),
+                    Error::transport("the request's event stream broke", io::Error::other(error)),
+                );
+            }
             return;
         };
         let Some(backoff_delay) = backoff.next() else {

@@ -1,0 +1,314 @@
+//! Streamable HTTP as the server sees it: a scripted actix-web server on 127.0.0.1 records every
+//! request (method, headers, body) and answers as each test needs (JSON, an event stream held
+//! open, error statuses). What is asserted is what reached the server.
+#![cfg(all(feature = "http", feature = "actix-web"))]
+
+use std::{
+    collections::HashMap,
+    sync::{Arc, Mutex},
+    time::Duration,
+};
+
+use actix_mcp::{Cancellation, Client, CloseReason, Error, HttpTransport};
+use actix_web::{web, App, HttpRequest, HttpResponse, HttpServer};
+use futures::StreamExt;
+use serde_json::{json, Value};
+use tokio::sync::mpsc;
+
+/// One request as the server received it.
+#[derive(Debug, Clone)]
+struct Seen {
+    method: String,
+    headers: HashMap<String, String>,
+    body: Value,
+}
+
+#[derive(Default)]
+struct Script {
+    seen: Mutex<Vec<Seen>>,
+    /// The event stream of the `slow` call, held open until the test writes to it.
+    slow_stream: Mutex<Option<mpsc::UnboundedSender<String>>>,
+}
+
+impl Script {
+    fn seen(&self) -> Vec<Seen> {
+        self.seen.lock().unwrap().clone()
+    }
+
+    fn posts_of(&self, method: &str) -> Vec<Seen> {
+        self.seen()
+            .into_iter()
+            .filter(|s| s.body["method"] == method)
+            .collect()
+    }
+}
+
+fn event(message: &Value) -> String {
+    format!("event: message\ndata: {message}\n\n")
+}
+
+async fn handle(req: HttpRequest, body: web::Bytes, script: web::Data<Script>) -> HttpResponse {
+    let headers = req
+        .headers()
+        .iter()
+        .map(|(k, v)| (k.as_str().to_owned(), v.to_str().unwrap_or("").to_owned()))
+        .collect();
+    let body: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+    script.seen.lock().unwrap().push(Seen {
+        method: req.method().as_str().to_owned(),
+        headers,
+        body: body.clone(),
+    });
+    match req.method().as_str() {
+        "GET" => return HttpResponse::MethodNotAllowed().finish(),
+        "DELETE" => return HttpResponse::Ok().finish(),
+        _ => {}
+    }
+    let id = body["id"].clone();
+    let method = body["method"].as_str().unwrap_or("");
+    if id.is_null() {
+        return HttpResponse::Accepted().finish(); // a notification
+    }
+    if method == "initialize" {
+        return HttpResponse::Ok()
+            .insert_header(("mcp-session-id", "session-1"))
+            .json(json!({
+            "jsonrpc": "2.0", "id": id, "result": {
+                "protocolVersion": "2025-11-25", "capabilities": {"tools": {}},
+                "serverInfo": {"name": "scripted", "version": "0"}}}));
+    }
+    let done = |text: &str| json!({"jsonrpc": "2.0", "id": id, "result": {"content": [{"type": "text", "text": text}]}});
+    match body["params"]["name"].as_str().unwrap_or("") {
+        "json" => HttpResponse::Ok().json(done("plain JSON")),
+        "sse" => HttpResponse::Ok()
+            .content_type("text/event-stream")
+            .body(event(&done("over an event stream"))),
+        "slow" => {
+            let (tx, rx) = mpsc::unbounded_channel::<String>();
+            let progress = json!({"jsonrpc": "2.0", "method": "notifications/progress",
+                "params": {"progressToken": body["params"]["_meta"]["progressToken"], "progress": 1}});
+            tx.send(event(&progress)).unwrap();
+            *script.slow_stream.lock().unwrap() = Some(tx);
+            let stream = futures::stream::unfold(rx, |mut rx| async move {
+                rx.recv()
+                    .await
+                    .map(|text| (Ok::<_, actix_web::Error>(web::Bytes::from(text)), rx))
+            });
+            HttpResponse::Ok()
+                .content_type("text/event-stream")
+                .streaming(stream)
+        }
+        "fail500" => HttpResponse::InternalServerError().body("boom"),
+        "rpc-error" => HttpResponse::BadRequest().json(json!({"jsonrpc": "2.0", "id": id,
+            "error": {"code": -32602, "message": "no such tool"}})),
+        "expire" => HttpResponse::NotFound().finish(),
+        "huge" => HttpResponse::Ok()
+            .content_type("text/event-stream")
+            .body(format!("data: {}\n\n", "x".repeat(256 * 1024))),
+        "garbage" => HttpResponse::Ok()
+            .content_type("application/json")
+            .body("{not json"),
+        other => HttpResponse::Ok().json(json!({"jsonrpc": "2.0", "id": id,
+            "error": {"code": -32601, "message": format!("unknown {other}")}})),
+    }
+}
+
+/// Starts the scripted server on 127.0.0.1 and a free port.
+fn scripted_server() -> (String, Arc<Script>) {
+    let script = web::Data::new(Script::default());
+    let data = script.clone();
+    let server = HttpServer::new(move || {
+        App::new()
+            .app_data(data.clone())
+            .default_service(web::to(handle))
+    })
+    .workers(1)
+    .bind(("127.0.0.1", 0))
+    .expect("bind 127.0.0.1");
+    let port = server.addrs()[0].port();
+    actix_rt::spawn(server.run());
+    (format!("http://127.0.0.1:{port}/mcp"), script.into_inner())
+}
+
+async fn connected() -> (Client, Arc<Script>) {
+    let (url, script) = scripted_server();
+    let client = Client::connect(HttpTransport::new(url).max_frame_bytes(64 * 1024))
+        .await
+        .expect("connect");
+    (client, script)
+}
+
+async fn eventually(what: &str, mut check: impl FnMut() -> bool) {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    while !check() {
+        assert!(tokio::time::Instant::now() < deadline, "timed out: {what}");
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+}
+
+/// Every POST carries both accepted types; after the handshake, the session id the server gave
+/// and the negotiated version go on every request, and not before.
+#[actix::test]
+async fn posts_after_the_handshake_carry_the_session_and_the_version() {
+    let (client, script) = connected().await;
+    let json = client.call_tool("json", json!({})).await.unwrap();
+    assert_eq!(json.text(), "plain JSON");
+    let sse = client.call_tool("sse", json!({})).await.unwrap();
+    assert_eq!(sse.text(), "over an event stream");
+
+    let posts: Vec<Seen> = script
+        .seen()
+        .into_iter()
+        .filter(|s| s.method == "POST")
+        .collect();
+    assert_eq!(posts[0].body["method"], "initialize");
+    assert!(!posts[0].headers.contains_key("mcp-session-id"));
+    assert!(!posts[0].headers.contains_key("mcp-protocol-version"));
+    assert!(posts.len() >= 4, "{posts:?}");
+    for post in &posts {
+        let accept = &post.headers["accept"];
+        assert!(accept.contains("application/json") && accept.contains("text/event-stream"));
+        assert_eq!(post.headers["content-type"], "application/json");
+    }
+    for post in &posts[1..] {
+        assert_eq!(post.headers["mcp-session-id"], "session-1", "{post:?}");
+        assert_eq!(post.headers["mcp-protocol-version"], "2025-11-25");
+    }
+    // The GET stream was asked for once the handshake was done (this server refuses it).
+    eventually("a GET for the event stream", || {
+        script.seen().iter().any(|s| s.method == "GET")
+    })
+    .await;
+}
+
+/// A cancel of a request whose POST went out is its own POST of `notifications/cancelled`,
+/// after the request; the caller is woken at once; the answer that comes late on the request's
+/// event stream is dropped, and the connection goes on.
+#[actix::test]
+async fn a_cancel_is_posted_after_its_request_and_the_late_answer_is_dropped() {
+    let (client, script) = connected().await;
+    let token = Cancellation::new();
+    let (call, mut progress) = client
+        .call_tool("slow", json!({}))
+        .cancellation(&token)
+        .progress_stream();
+    let id = call.id();
+    let call = actix_rt::spawn(async move { call.await });
+    // Progress on the request's stream means the server has the request.
+    tokio::time::timeout(Duration::from_secs(10), progress.next())
+        .await
+        .expect("progress within 10 s")
+        .expect("progress");
+    token.cancel_with_reason("user left");
+    assert!(call.await.unwrap().unwrap_err().is_cancelled());
+
+    eventually("the cancel POST", || {
+        !script.posts_of("notifications/cancelled").is_empty()
+    })
+    .await;
+    let seen = script.seen();
+    let request_at = seen
+        .iter()
+        .position(|s| s.body["params"]["name"] == "slow")
+        .unwrap();
+    let cancel_at = seen
+        .iter()
+        .position(|s| s.body["method"] == "notifications/cancelled")
+        .unwrap();
+    assert!(request_at < cancel_at);
+    let cancel = &seen[cancel_at];
+    assert_eq!(cancel.body["params"]["requestId"], id.as_u64());
+    assert_eq!(cancel.body["params"]["reason"], "user left");
+    assert_eq!(cancel.headers["mcp-session-id"], "session-1");
+
+    // The answer arrives anyway, late: nobody receives it.
+    let late = json!({"jsonrpc": "2.0", "id": id.as_u64(), "result": {"content": []}});
+    let stream = script.slow_stream.lock().unwrap().take().unwrap();
+    stream.send(event(&late)).unwrap();
+    drop(stream);
+    let mut stats = client.stats().await.unwrap();
+    for _ in 0..200 {
+        if stats.late_responses == 1 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+        stats = client.stats().await.unwrap();
+    }
+    assert_eq!(stats.late_responses, 1, "{stats:?}");
+    assert_eq!(stats.cancels_sent, 1);
+    assert_eq!(
+        client.call_tool("json", json!({})).await.unwrap().text(),
+        "plain JSON"
+    );
+}
+
+/// An HTTP error fails only its own request: a status without a JSON-RPC body is `Http`, one with
+/// a JSON-RPC error is the server's answer, and an unreadable body or an event larger than the
+/// frame cap fails that request. Other calls go on.
+#[actix::test]
+async fn http_errors_fail_only_their_own_request() {
+    let (client, _script) = connected().await;
+    match client.call_tool("fail500", json!({})).await {
+        Err(Error::Http { status: 500, body }) => assert_eq!(body, "boom"),
+        other => panic!("{other:?}"),
+    }
+    match client.call_tool("rpc-error", json!({})).await {
+        Err(Error::Server { code: -32602, .. }) => {}
+        other => panic!("{other:?}"),
+    }
+    let huge = client.call_tool("huge", json!({})).await;
+    match huge {
+        Err(Error::Transport { source, .. }) => {
+            assert!(source.to_string().contains("65536"), "{source}")
+        }
+        other => panic!("{other:?}"),
+    }
+    let garbage = client.call_tool("garbage", json!({})).await;
+    assert!(matches!(garbage, Err(Error::Protocol(_))), "{garbage:?}");
+    assert_eq!(
+        client.call_tool("json", json!({})).await.unwrap().text(),
+        "plain JSON"
+    );
+}
+
+/// A 404 to a request carrying the session id means the server ended the session: that request
+/// and every later one fail with `SessionExpired`.
+#[actix::test]
+async fn a_404_with_the_session_id_ends_the_connection() {
+    let (client, _script) = connected().await;
+    let expired = client.call_tool("expire", json!({})).await;
+    assert!(
+        matches!(
+            expired,
+            Err(Error::Closed {
+                reason: CloseReason::SessionExpired
+            })
+        ),
+        "{expired:?}"
+    );
+    let after = client.call_tool("json", json!({})).await;
+    assert!(
+        matches!(
+            after,
+            Err(Error::Closed {
+                reason: CloseReason::SessionExpired
+            })
+        ),
+        "{after:?}"
+    );
+}
+
+/// Closing the client ends the session on the server with DELETE and the session id.
+#[actix::test]
+async fn closing_deletes_the_session() {
+    let (client, script) = connected().await;
+    client.call_tool("json", json!({})).await.unwrap();
+    client.shutdown().await;
+    let deletes: Vec<Seen> = script
+        .seen()
+        .into_iter()
+        .filter(|s| s.method == "DELETE")
+        .collect();
+    assert_eq!(deletes.len(), 1, "{deletes:?}");
+    assert_eq!(deletes[0].headers["mcp-session-id"], "session-1");
+}
