@@ -1,0 +1,62 @@
+//! A client for the official MCP conformance suite (`@modelcontextprotocol/conformance`).
+//!
+//! The suite starts a scenario's server, then runs this program with the server's URL as the last
+//! argument and the scenario's name in `MCP_CONFORMANCE_SCENARIO`; the program must do what the
+//! scenario asks and exit 0. `tests/conformance.rs` runs the suite's client scenarios with it.
+
+use std::{process::ExitCode, time::Duration};
+
+use actix_mcp::{Client, Error, HttpTransport};
+use serde_json::json;
+
+#[actix::main]
+async fn main() -> ExitCode {
+    let scenario = std::env::var("MCP_CONFORMANCE_SCENARIO").unwrap_or_default();
+    let Some(url) = std::env::args().skip(1).last() else {
+        eprintln!("usage: mcp-conformance-client <server-url>");
+        return ExitCode::from(2);
+    };
+    match tokio::time::timeout(Duration::from_secs(25), run(&scenario, &url)).await {
+        Ok(Ok(())) => ExitCode::SUCCESS,
+        Ok(Err(e)) => {
+            eprintln!("{scenario}: {e}");
+            ExitCode::FAILURE
+        }
+        Err(_) => {
+            eprintln!("{scenario}: timed out");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+async fn run(scenario: &str, url: &str) -> Result<(), Error> {
+    let builder = Client::builder()
+        // Accept every form, filled from the schema's defaults (SEP-1034).
+        .on_elicitation(|_, _| async { Ok(json!({"action": "accept", "content": {}})) });
+    let client = builder.connect(HttpTransport::new(url)).await?;
+    match scenario {
+        "tools_call" => {
+            client.tools().await?;
+            client
+                .call_tool("add_numbers", json!({"a": 2, "b": 3}))
+                .await?;
+        }
+        "json-schema-2020-12-preservation" => {
+            let tools = client.tools().await?;
+            let echo = "json_schema_echo";
+            if let Some(tool) = tools.iter().find(|t| t.name != echo) {
+                client
+                    .call_tool(echo, json!({"schema": tool.input_schema}))
+                    .await?;
+            }
+        }
+        // Call every tool: each scenario's server acts when its tool is called.
+        _ => {
+            for tool in client.tools().await? {
+                client.call_tool(&tool.name, json!({})).await?;
+            }
+        }
+    }
+    client.shutdown().await;
+    Ok(())
+}

