@@ -65,7 +65,7 @@ pub mod web;
 pub use cancellation::Cancellation;
 pub use client::{
     AllPages, Call, CallFuture, Client, ConnectOptions, HandlerError, NotificationStream,
-    Placement, ProgressStream,
+    Placement, ProgressStream, ProtocolEra,
 };
 pub use connection::{
     Cancel, Close, Connection, ConnectionStats, GetStats, Notify, PendingReply, Request,

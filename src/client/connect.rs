@@ -1,4 +1,4 @@
-//! Starting a connection and the 2025-11-25 handshake.
+//! Starting a connection: options, where the actor runs (the handshake is in `lifecycle.rs`).
 
 use std::{future::Future, sync::Arc, time::Duration};
 
@@ -10,20 +10,15 @@ use super::{
     handlers::{
         apply_elicitation_defaults, HandlerError, Handlers, ELICITATION, ROOTS_LIST, SAMPLING,
     },
+    lifecycle::ProtocolEra,
     notifications::NOTIFICATION_BUFFER,
     pages::DEFAULT_MAX_PAGES,
-    Call, Client, Settings,
+    Client, Settings,
 };
 use crate::{
-    connection::{
-        Close, Connection, Link, Notify, Request, RequestOptions, Submissions,
-        DEFAULT_MAILBOX_CAPACITY,
-    },
+    connection::{Close, Connection, Link, Submissions, DEFAULT_MAILBOX_CAPACITY},
     error::Error,
-    protocol::lifecycle::{
-        Implementation, InitializeParams, InitializeResult, LATEST_PROTOCOL_VERSION,
-        SUPPORTED_PROTOCOL_VERSIONS,
-    },
+    protocol::lifecycle::Implementation,
     transport::Transport,
     Cancellation, CloseReason,
 };
@@ -43,14 +38,15 @@ pub enum Placement {
 /// How to connect. Built by [`Client::builder`].
 #[derive(Clone)]
 pub struct ConnectOptions {
-    client_info: Implementation,
-    handlers: Handlers,
-    cancellation: Option<Cancellation>,
-    timeout: Option<Duration>,
+    pub(super) client_info: Implementation,
+    pub(super) handlers: Handlers,
+    pub(super) cancellation: Option<Cancellation>,
+    pub(super) timeout: Option<Duration>,
     request_timeout: Option<Duration>,
     max_pages: usize,
     placement: Placement,
     mailbox_capacity: usize,
+    pub(super) era: ProtocolEra,
 }
 
 /// Default bound on the handshake.
@@ -72,6 +68,7 @@ impl Default for ConnectOptions {
             max_pages: DEFAULT_MAX_PAGES,
             placement: Placement::Auto,
             mailbox_capacity: DEFAULT_MAILBOX_CAPACITY,
+            era: ProtocolEra::Auto,
         }
     }
 }
@@ -84,6 +81,7 @@ impl std::fmt::Debug for ConnectOptions {
             .field("timeout", &self.timeout)
             .field("request_timeout", &self.request_timeout)
             .field("placement", &self.placement)
+            .field("era", &self.era)
             .finish()
     }
 }
@@ -159,6 +157,12 @@ impl ConnectOptions {
         self
     }
 
+    /// Which protocol era to speak ([`ProtocolEra::Auto`] by default).
+    pub fn era(mut self, era: ProtocolEra) -> Self {
+        self.era = era;
+        self
+    }
+
     pub fn placement(mut self, placement: Placement) -> Self {
         self.placement = placement;
         self
@@ -182,7 +186,7 @@ impl ConnectOptions {
             )
             .await?;
         let link = Arc::new(Link { addr, submissions });
-        match self.handshake(&link).await {
+        match self.negotiate(&link).await {
             Ok(result) => Ok(Client {
                 link,
                 server: Arc::new(result),
@@ -239,43 +243,5 @@ impl ConnectOptions {
                 })
             }
         }
-    }
-
-    async fn handshake(&self, link: &Arc<Link>) -> Result<InitializeResult, Error> {
-        let capabilities = self.handlers.capabilities();
-        let params = InitializeParams {
-            protocol_version: LATEST_PROTOCOL_VERSION,
-            capabilities: &capabilities,
-            client_info: &self.client_info,
-        };
-        let params = serde_json::to_value(params)
-            .map_err(|e| Error::Protocol(format!("cannot serialize initialize: {e}")))?;
-        // The protocol forbids cancelling `initialize`: a cancel only wakes us up.
-        let request = Request::new("initialize", Some(params)).with_options(RequestOptions {
-            cancel_on_wire: false,
-            ..RequestOptions::default()
-        });
-        let result: InitializeResult = Call::new(link.clone(), request)
-            .cancellation_opt(self.cancellation.as_ref())
-            .timeout_opt(self.timeout)
-            .await?;
-        if !SUPPORTED_PROTOCOL_VERSIONS.contains(&result.protocol_version.as_str()) {
-            return Err(Error::Protocol(format!(
-                "server chose protocol version {:?}; this client supports {}",
-                result.protocol_version,
-                SUPPORTED_PROTOCOL_VERSIONS.join(", ")
-            )));
-        }
-        let initialized = Notify {
-            method: "notifications/initialized".into(),
-            params: None,
-        };
-        link.addr
-            .send(initialized)
-            .await
-            .map_err(|_| Error::Closed {
-                reason: CloseReason::ActorStopped,
-            })??;
-        Ok(result)
     }
 }

@@ -3,6 +3,7 @@
 mod call;
 mod connect;
 mod handlers;
+mod lifecycle;
 mod notifications;
 mod pages;
 mod progress;
@@ -17,6 +18,7 @@ use tokio::sync::broadcast;
 pub use call::{Call, CallFuture};
 pub use connect::{ConnectOptions, Placement, DEFAULT_CONNECT_TIMEOUT, DEFAULT_REQUEST_TIMEOUT};
 pub use handlers::{apply_elicitation_defaults, HandlerError, Handlers};
+pub use lifecycle::{ProtocolEra, DISCOVER_PROBE_TIMEOUT};
 pub use notifications::{NotificationStream, NOTIFICATION_BUFFER};
 pub use pages::{AllPages, Page, DEFAULT_MAX_PAGES};
 pub use progress::{ProgressCallback, ProgressStream, PROGRESS_BUFFER};

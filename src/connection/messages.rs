@@ -195,6 +195,18 @@ pub(crate) struct Submit {
     pub reply: Reply,
 }
 
+/// The protocol the connection speaks from now on: its version, and for the 2026-07-28 era the
+/// `_meta` entries every request carries (see `protocol::discover::request_meta`). Sent by the
+/// `Client` before the first request of that era.
+pub(crate) struct UseProtocol {
+    pub version: String,
+    pub request_meta: Option<Box<str>>,
+}
+
+impl Message for UseProtocol {
+    type Result = ();
+}
+
 /// Deliver the server's notifications to this recipient too.
 pub struct Subscribe(pub actix::Recipient<crate::ServerNotification>);
 

@@ -28,7 +28,7 @@ pub use messages::{
     Cancel, Close, ConnectionStats, GetStats, Notify, PendingReply, Request, RequestOptions,
     Subscribe, WaitReleased,
 };
-pub(crate) use messages::{ServerRequestDone, Submit};
+pub(crate) use messages::{ServerRequestDone, Submit, UseProtocol};
 pub(crate) use submissions::{Link, Submissions};
 
 use self::{
@@ -68,6 +68,8 @@ pub struct Connection {
     /// Progress listeners of requests in flight, by id (= progress token).
     progress: HashMap<RequestId, crate::client::ProgressCallback>,
     outbox: Outbox,
+    /// The 2026-07-28 era's `_meta` entries, spliced into every request's params.
+    request_meta: Option<Box<str>>,
     /// Calls from `Client`s wait here until the actor drains them (see `submissions.rs`).
     submissions: std::sync::Arc<Submissions>,
     /// The drained queue's buffer, swapped back in on the next drain.
@@ -106,6 +108,7 @@ impl Connection {
             progress: HashMap::new(),
             deadlines: Deadlines::default(),
             outbox: Outbox::default(),
+            request_meta: None,
             submissions: Default::default(),
             drained: Vec::new(),
             server_requests: ServerRequests::default(),
@@ -176,6 +179,7 @@ impl Connection {
         }
         let in_flight = &mut self.in_flight;
         let stats = &mut self.stats;
+        let request_meta = self.request_meta.as_deref();
         let mut dropped = Vec::new();
         let batch = self.outbox.fill(|item, batch| match item {
             Outgoing::Frame(frame) => batch.push(&frame),
@@ -208,7 +212,7 @@ impl Connection {
                 // `accept` answered requests whose params failed to serialize: these are `Ok`.
                 let params = request.params.as_ref().ok().and_then(Option::as_deref);
                 match batch.push_with(Some(id), |buf| {
-                    write_request(buf, id, &request.method, params)
+                    write_request(buf, id, &request.method, params, request_meta)
                 }) {
                     Ok(()) => {
                         entry.set_phase(Phase::Writing);
@@ -633,6 +637,18 @@ impl Handler<ServerRequestDone> for Connection {
             });
         self.answer_server_request(done.id, outcome);
         self.flush();
+    }
+}
+
+impl Handler<UseProtocol> for Connection {
+    type Result = ();
+
+    fn handle(&mut self, protocol: UseProtocol, _ctx: &mut Self::Context) {
+        self.drain_submissions();
+        self.request_meta = protocol.request_meta;
+        if let Some(io) = self.io.as_mut() {
+            io.protocol_chosen(&protocol.version);
+        }
     }
 }
 

@@ -68,13 +68,23 @@ pub struct ErrorObject {
 
 pub const METHOD_NOT_FOUND: i64 = -32601;
 
-/// Appends one request frame (compact JSON and a newline) to `out`.
+/// Appends one request frame (compact JSON and a newline) to `out`. With `meta` (the modern era's
+/// per-request `_meta` entries), the params carry them.
 pub(crate) fn write_request(
     out: &mut Vec<u8>,
     id: RequestId,
     method: &str,
     params: Option<&RawValue>,
+    meta: Option<&str>,
 ) -> serde_json::Result<()> {
+    if let Some(meta) = meta {
+        let start = out.len();
+        let written = write_request_with_meta(out, id, method, params, meta);
+        if written.is_err() {
+            out.truncate(start);
+        }
+        return written;
+    }
     #[derive(Serialize)]
     struct Frame<'a> {
         jsonrpc: &'static str,
@@ -95,6 +105,23 @@ pub(crate) fn write_request(
         return Err(e);
     }
     out.push(b'\n');
+    Ok(())
+}
+
+fn write_request_with_meta(
+    out: &mut Vec<u8>,
+    id: RequestId,
+    method: &str,
+    params: Option<&RawValue>,
+    meta: &str,
+) -> serde_json::Result<()> {
+    out.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"id\":");
+    out.extend_from_slice(id.0.to_string().as_bytes());
+    out.extend_from_slice(b",\"method\":");
+    serde_json::to_writer(&mut *out, method)?;
+    out.extend_from_slice(b",\"params\":");
+    super::discover::write_params_with_meta(out, params, meta)?;
+    out.extend_from_slice(b"}\n");
     Ok(())
 }
 
@@ -270,7 +297,7 @@ mod tests {
         let mut out = Vec::new();
         let params =
             serde_json::value::to_raw_value(&serde_json::json!({"text": "two\nlines"})).unwrap();
-        write_request(&mut out, RequestId(7), "tools/call", Some(&params)).unwrap();
+        write_request(&mut out, RequestId(7), "tools/call", Some(&params), None).unwrap();
         assert_eq!(out.iter().filter(|b| **b == b'\n').count(), 1);
         assert_eq!(out.last(), Some(&b'\n'));
     }

@@ -2,6 +2,7 @@
 
 pub mod completion;
 pub mod content;
+pub mod discover;
 pub mod jsonrpc;
 pub mod lifecycle;
 pub mod logging;

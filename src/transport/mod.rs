@@ -66,6 +66,10 @@ pub trait TransportIo {
 
     /// For [`CancelStyle::Abort`] transports: abandon this written request (e.g. abort its POST).
     fn abort(&mut self, _request: crate::RequestId) {}
+
+    /// The connection settled on this protocol version; called before the first request of its
+    /// era is sent (HTTP changes its headers and its cancel style for 2026-07-28).
+    fn protocol_chosen(&mut self, _version: &str) {}
 }
 
 /// Whether the transport can take another batch before reporting the last one written.

@@ -28,11 +28,14 @@ use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 use tokio_util::sync::CancellationToken;
 
 use self::{post::Shared, session::Session};
-use super::{EventSender, Flow, Outbound, Transport, TransportEvent, TransportIo};
+use super::{CancelStyle, EventSender, Flow, Outbound, Transport, TransportEvent, TransportIo};
 use crate::{error::Error, CloseReason, RequestId};
 
 /// The largest message accepted from the server (a JSON body or one event), as on stdio.
 pub const DEFAULT_MAX_FRAME_BYTES: usize = 4 * 1024 * 1024;
+
+/// The longest later requests wait for the GET stream to open after the handshake.
+const GATE_LIMIT: Duration = Duration::from_secs(5);
 
 /// How long closing waits for the server to acknowledge `DELETE`.
 const DELETE_LIMIT: Duration = Duration::from_secs(2);
@@ -135,10 +138,11 @@ impl Transport for HttpTransport {
             session: RefCell::new(Session::default()),
             shutdown: CancellationToken::new(),
             max_frame: self.max_frame,
+            posts: RefCell::new(HashMap::new()),
+            gate: RefCell::new(None),
         });
         Ok(Box::new(HttpIo {
             shared,
-            posts: Rc::new(RefCell::new(HashMap::new())),
             event_stream: self.event_stream,
         }))
     }
@@ -147,44 +151,80 @@ impl Transport for HttpTransport {
 /// The open transport, owned by the connection actor.
 struct HttpIo {
     shared: Rc<Shared>,
-    /// The POST of each request still running, to abort it.
-    posts: Rc<RefCell<HashMap<RequestId, tokio::task::JoinHandle<()>>>>,
     event_stream: bool,
 }
 
-impl HttpIo {
-    fn spawn_post(&self, frame: Bytes, request: Option<RequestId>, then_open_events: bool) {
-        let shared = self.shared.clone();
-        let posts = self.posts.clone();
-        let event_stream = self.event_stream && then_open_events;
-        let handle = actix_rt::spawn(async move {
-            let shutdown = shared.shutdown.clone();
-            tokio::select! {
-                _ = shutdown.cancelled() => {}
-                _ = post::post(shared.clone(), frame, request) => {
-                    if event_stream {
-                        spawn_event_stream(shared);
-                    }
+/// One message waiting to be POSTed.
+pub(super) struct Outgoing {
+    frame: Bytes,
+    request: Option<RequestId>,
+    routing: Vec<(&'static str, HeaderValue)>,
+    /// `notifications/initialized`: once it is accepted, the GET stream opens.
+    opens_event_stream: bool,
+}
+
+/// Starts the POST of one message, unless the gate is closed (the GET stream is opening): then
+/// it waits there, in order.
+fn post_or_hold(shared: &Rc<Shared>, outgoing: Outgoing) {
+    if let Some(held) = shared.gate.borrow_mut().as_mut() {
+        held.push(outgoing);
+        return;
+    }
+    spawn_post(shared, outgoing);
+}
+
+fn spawn_post(shared: &Rc<Shared>, outgoing: Outgoing) {
+    let Outgoing {
+        frame,
+        request,
+        routing,
+        opens_event_stream,
+    } = outgoing;
+    let task_shared = shared.clone();
+    let handle = actix_rt::spawn(async move {
+        let shared = task_shared;
+        let shutdown = shared.shutdown.clone();
+        tokio::select! {
+            _ = shutdown.cancelled() => {}
+            _ = post::post(shared.clone(), frame, request, routing) => {
+                if opens_event_stream {
+                    spawn_event_stream(shared.clone());
                 }
             }
-            if let Some(id) = request {
-                posts.borrow_mut().remove(&id);
-            }
-        });
-        if let Some(id) = request {
-            self.posts.borrow_mut().insert(id, handle);
         }
+        if let Some(id) = request {
+            shared.posts.borrow_mut().remove(&id);
+        }
+    });
+    if let Some(id) = request {
+        shared.posts.borrow_mut().insert(id, handle);
     }
 }
 
+/// The GET stream for what the server sends on its own. Until the server has answered the GET
+/// (or [`GATE_LIMIT`] passed), later POSTs wait at the gate: a server that sends a request on
+/// that stream while handling one of ours (e.g. an elicitation) would otherwise send it before
+/// the stream exists, and it would be lost.
 fn spawn_event_stream(shared: Rc<Shared>) {
+    let gate_shared = shared.clone();
+    actix_rt::spawn(async move {
+        tokio::time::sleep(GATE_LIMIT).await;
+        open_gate(&gate_shared);
+    });
     actix_rt::spawn(async move {
         let shutdown = shared.shutdown.clone();
         tokio::select! {
             _ = shutdown.cancelled() => {}
-            _ = post::event_stream(shared) => {}
+            _ = post::event_stream(shared.clone(), || open_gate(&shared)) => {}
         }
     });
+}
+
+fn open_gate(shared: &Rc<Shared>) {
+    let held = shared.gate.borrow_mut().take();
+    for outgoing in held.into_iter().flatten() {
+        spawn_post(shared, outgoing);
+    }
 }
 
 impl TransportIo for HttpIo {
@@ -192,9 +232,12 @@ impl TransportIo for HttpIo {
         for frame in batch.frames() {
             let bytes = frame.bytes.strip_suffix(b"\n").unwrap_or(frame.bytes);
             let mut opens_events = false;
+            let mut routing = Vec::new();
             {
                 let mut session = self.shared.session.borrow_mut();
-                if !session.initialized {
+                if session.modern {
+                    routing = session::routing_headers(bytes);
+                } else if !session.initialized {
                     match session::method_of(bytes).as_deref() {
                         Some("initialize") => session.initialize = frame.request,
                         Some("notifications/initialized") => {
@@ -205,14 +248,28 @@ impl TransportIo for HttpIo {
                     }
                 }
             }
-            self.spawn_post(Bytes::copy_from_slice(bytes), frame.request, opens_events);
+            let opens_event_stream = opens_events && self.event_stream;
+            post_or_hold(
+                &self.shared,
+                Outgoing {
+                    frame: Bytes::copy_from_slice(bytes),
+                    request: frame.request,
+                    routing,
+                    opens_event_stream,
+                },
+            );
+            if opens_event_stream {
+                // What follows the handshake waits until the GET stream is open.
+                self.shared.gate.borrow_mut().get_or_insert_with(Vec::new);
+            }
         }
         Flow::Ready
     }
 
     fn close(&mut self) -> Pin<Box<dyn Future<Output = ()>>> {
         self.shared.shutdown.cancel();
-        for (_, post) in self.posts.borrow_mut().drain() {
+        self.shared.gate.borrow_mut().take();
+        for (_, post) in self.shared.posts.borrow_mut().drain() {
             post.abort();
         }
         let shared = self.shared.clone();
@@ -234,8 +291,34 @@ impl TransportIo for HttpIo {
         })
     }
 
+    fn cancel_style(&self) -> CancelStyle {
+        if self.shared.session.borrow().modern {
+            CancelStyle::Abort
+        } else {
+            CancelStyle::Notification
+        }
+    }
+
+    /// 2026-07-28: no session, the version header on every POST, routing headers, and a cancel is
+    /// the abort of the request's POST. An older version keeps the 2025-11-25 shape.
+    fn protocol_chosen(&mut self, version: &str) {
+        let mut session = self.shared.session.borrow_mut();
+        session.modern = crate::protocol::discover::MODERN_PROTOCOL_VERSIONS.contains(&version);
+        if session.modern {
+            session.protocol_version = HeaderValue::from_str(version).ok();
+            session.id = None;
+        }
+    }
+
     fn abort(&mut self, request: RequestId) {
-        if let Some(post) = self.posts.borrow_mut().remove(&request) {
+        let held = self.shared.gate.borrow_mut().as_mut().and_then(|held| {
+            let at = held.iter().position(|o| o.request == Some(request))?;
+            Some(held.remove(at))
+        });
+        if held.is_some() {
+            return; // never POSTed
+        }
+        if let Some(post) = self.shared.posts.borrow_mut().remove(&request) {
             post.abort();
         }
     }

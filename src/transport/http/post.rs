@@ -8,6 +8,7 @@
 
 use std::{
     cell::{Cell, RefCell},
+    collections::HashMap,
     future::Future,
     io,
     pin::pin,
@@ -20,7 +21,7 @@ use backon::BackoffBuilder;
 use bytes::Bytes;
 use futures::channel::oneshot;
 use reqwest::{
-    header::{HeaderMap, ACCEPT, CONTENT_LENGTH, CONTENT_TYPE},
+    header::{HeaderMap, HeaderValue, ACCEPT, CONTENT_LENGTH, CONTENT_TYPE},
     Method, Response, StatusCode,
 };
 use tokio_util::sync::CancellationToken;
@@ -54,6 +55,10 @@ pub(super) struct Shared {
     pub shutdown: CancellationToken,
     /// The largest frame (JSON body or event) accepted.
     pub max_frame: usize,
+    /// The POST of each request still running, to abort it.
+    pub posts: RefCell<HashMap<RequestId, tokio::task::JoinHandle<()>>>,
+    /// While the GET stream opens: the messages waiting to be POSTed, in order.
+    pub gate: RefCell<Option<Vec<super::Outgoing>>>,
 }
 
 impl Shared {
@@ -63,7 +68,7 @@ impl Shared {
             .request(method, self.url.clone())
             .headers(self.headers.clone());
         let session = self.session.borrow();
-        if let Some(id) = &session.id {
+        if let Some(id) = session.id.as_ref().filter(|_| !session.modern) {
             builder = builder.header("mcp-session-id", id.clone());
         }
         if let Some(version) = &session.protocol_version {
@@ -106,16 +111,28 @@ impl Shared {
     }
 }
 
-/// POSTs one message and delivers whatever comes back.
-pub(super) async fn post(shared: Rc<Shared>, frame: Bytes, request: Option<RequestId>) {
-    let had_session = shared.session.borrow().id.is_some();
+/// POSTs one message (with the era's routing headers) and delivers whatever comes back.
+pub(super) async fn post(
+    shared: Rc<Shared>,
+    frame: Bytes,
+    request: Option<RequestId>,
+    routing: Vec<(&'static str, HeaderValue)>,
+) {
+    let had_session = {
+        let session = shared.session.borrow();
+        session.id.is_some() && !session.modern
+    };
     let (sent_tx, sent_rx) = oneshot::channel::<()>();
     let length = frame.len();
-    let send = shared
+    let mut builder = shared
         .request(Method::POST)
         .header(CONTENT_TYPE, "application/json")
         .header(ACCEPT, "application/json, text/event-stream")
-        .header(CONTENT_LENGTH, length)
+        .header(CONTENT_LENGTH, length);
+    for (name, value) in routing {
+        builder = builder.header(name, value);
+    }
+    let send = builder
         .body(reqwest::Body::wrap_stream(one_chunk(frame, sent_tx)))
         .send();
 
@@ -358,7 +375,7 @@ async fn resume(shared: &Shared, id: RequestId, mut end: StreamEnd, answered: &C
 /// The GET stream for messages the server sends outside any request (2025-11-25), opened once the
 /// handshake is done. A server without one answers 405 and is left alone; a broken stream is
 /// resumed after the server's `retry` or a growing back-off.
-pub(super) async fn event_stream(shared: Rc<Shared>) {
+pub(super) async fn event_stream(shared: Rc<Shared>, answered: impl Fn()) {
     let mut last_event_id: Option<String> = None;
     let mut retry: Option<Duration> = None;
     let mut backoff = backon::ExponentialBuilder::default()
@@ -373,7 +390,9 @@ pub(super) async fn event_stream(shared: Rc<Shared>) {
         if let Some(id) = &last_event_id {
             request = request.header("last-event-id", id.clone());
         }
-        match request.send().await {
+        let response = request.send().await;
+        answered();
+        match response {
             Ok(r) if r.status() == StatusCode::METHOD_NOT_ALLOWED => return,
             Ok(r) if r.status().is_success() && content_type(&r) == "text/event-stream" => {
                 let end = read_events(r, shared.max_frame, |frame| shared.deliver(frame)).await;

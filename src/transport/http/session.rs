@@ -16,6 +16,58 @@ pub(super) struct Session {
     pub initialize: Option<RequestId>,
     /// `notifications/initialized` went out: from then on outgoing frames are not inspected.
     pub initialized: bool,
+    /// The 2026-07-28 era: no session, routing headers on every POST, cancel = abort the POST.
+    pub modern: bool,
+}
+
+/// The 2026-07-28 routing headers of one outgoing frame: `Mcp-Method`, and `Mcp-Name` for the
+/// methods that name something (`tools/call`, `prompts/get`: `params.name`; `resources/read`:
+/// `params.uri`).
+pub(super) fn routing_headers(frame: &[u8]) -> Vec<(&'static str, HeaderValue)> {
+    #[derive(Deserialize)]
+    struct Probe {
+        method: Option<String>,
+        params: Option<Named>,
+    }
+    #[derive(Deserialize)]
+    struct Named {
+        name: Option<String>,
+        uri: Option<String>,
+    }
+    let Ok(probe) = serde_json::from_slice::<Probe>(frame) else {
+        return Vec::new();
+    };
+    let Some(method) = probe.method else {
+        return Vec::new(); // a response: no routing headers
+    };
+    let mut headers = Vec::with_capacity(2);
+    let name = match (method.as_str(), probe.params) {
+        ("tools/call" | "prompts/get", Some(params)) => params.name,
+        ("resources/read", Some(params)) => params.uri,
+        _ => None,
+    };
+    if let Some(value) = header_value(&method) {
+        headers.push(("mcp-method", value));
+    }
+    if let Some(value) = name.as_deref().and_then(header_value) {
+        headers.push(("mcp-name", value));
+    }
+    headers
+}
+
+/// A header value as the 2026-07-28 transport encodes it: as is when it is plain visible ASCII,
+/// else `=?base64?<base64 of the UTF-8>?=` (also for a value that already looks like that).
+pub(super) fn header_value(text: &str) -> Option<HeaderValue> {
+    use base64::Engine;
+    let plain = text.bytes().all(|b| (0x20..0x7f).contains(&b))
+        && text.trim() == text
+        && !(text.starts_with("=?base64?") && text.ends_with("?="));
+    if plain {
+        HeaderValue::from_str(text).ok()
+    } else {
+        let encoded = base64::engine::general_purpose::STANDARD.encode(text.as_bytes());
+        HeaderValue::from_str(&format!("=?base64?{encoded}?=")).ok()
+    }
 }
 
 /// The `method` of an outgoing frame (read only during the handshake).
@@ -63,6 +115,34 @@ pub(super) fn negotiated_version(frame: &[u8]) -> Option<HeaderValue> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn routing_headers_name_the_method_and_the_target_encoded_when_needed() {
+        let call = br#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"add"}}"#;
+        let headers = routing_headers(call);
+        assert_eq!(
+            headers[0],
+            ("mcp-method", HeaderValue::from_static("tools/call"))
+        );
+        assert_eq!(headers[1], ("mcp-name", HeaderValue::from_static("add")));
+        let read = r#"{"id":2,"method":"resources/read","params":{"uri":"file:///é"}}"#;
+        let headers = routing_headers(read.as_bytes());
+        assert_eq!(
+            headers[1].1,
+            HeaderValue::from_static("=?base64?ZmlsZTovLy/DqQ==?=")
+        );
+        let list = br#"{"id":3,"method":"tools/list","params":{"name":"x"}}"#;
+        assert_eq!(
+            routing_headers(list).len(),
+            1,
+            "only the named methods carry Mcp-Name"
+        );
+        assert!(routing_headers(br#"{"id":3,"result":{}}"#).is_empty());
+        assert_eq!(
+            header_value(" padded").unwrap(),
+            HeaderValue::from_static("=?base64?IHBhZGRlZA==?=")
+        );
+    }
 
     #[test]
     fn frames_are_read_for_method_answer_and_version() {
