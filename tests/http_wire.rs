@@ -9,7 +9,7 @@ use std::{
     time::Duration,
 };
 
-use actix_mcp::{Cancellation, Client, CloseReason, Error, HttpTransport};
+use actix_mcp::{Cancellation, Client, CloseReason, Error, HttpTransport, ProtocolEra};
 use actix_web::{web, App, HttpRequest, HttpResponse, HttpServer};
 use futures::StreamExt;
 use serde_json::{json, Value};
@@ -28,6 +28,19 @@ struct Script {
     seen: Mutex<Vec<Seen>>,
     /// The event stream of the `slow` call, held open until the test writes to it.
     slow_stream: Mutex<Option<mpsc::UnboundedSender<String>>>,
+    /// Set when the `slow` call's response stream was dropped: its client went away.
+    slow_abandoned: Arc<std::sync::atomic::AtomicBool>,
+    /// A 2026-07-28-only server: `initialize` is an unknown method.
+    modern_only: bool,
+}
+
+/// Marks the `slow` stream abandoned when actix-web drops it (the client closed the connection).
+struct AbandonGuard(Arc<std::sync::atomic::AtomicBool>);
+
+impl Drop for AbandonGuard {
+    fn drop(&mut self) {
+        self.0.store(true, std::sync::atomic::Ordering::SeqCst);
+    }
 }
 
 impl Script {
@@ -69,6 +82,16 @@ async fn handle(req: HttpRequest, body: web::Bytes, script: web::Data<Script>) -
     if id.is_null() {
         return HttpResponse::Accepted().finish(); // a notification
     }
+    if method == "server/discover" {
+        return HttpResponse::Ok().json(json!({"jsonrpc": "2.0", "id": id, "result": {
+            "resultType": "complete", "supportedVersions": ["2026-07-28"],
+            "capabilities": {"tools": {}}, "ttlMs": 0, "cacheScope": "private",
+            "_meta": {"io.modelcontextprotocol/serverInfo": {"name": "scripted-modern", "version": "1"}}}}));
+    }
+    if method == "initialize" && script.modern_only {
+        return HttpResponse::NotFound().json(json!({"jsonrpc": "2.0", "id": id,
+            "error": {"code": -32601, "message": "Method not found: initialize"}}));
+    }
     if method == "initialize" {
         return HttpResponse::Ok()
             .insert_header(("mcp-session-id", "session-1"))
@@ -89,10 +112,14 @@ async fn handle(req: HttpRequest, body: web::Bytes, script: web::Data<Script>) -
                 "params": {"progressToken": body["params"]["_meta"]["progressToken"], "progress": 1}});
             tx.send(event(&progress)).unwrap();
             *script.slow_stream.lock().unwrap() = Some(tx);
-            let stream = futures::stream::unfold(rx, |mut rx| async move {
-                rx.recv()
-                    .await
-                    .map(|text| (Ok::<_, actix_web::Error>(web::Bytes::from(text)), rx))
+            let guard = AbandonGuard(script.slow_abandoned.clone());
+            let stream = futures::stream::unfold((rx, guard), |(mut rx, guard)| async move {
+                rx.recv().await.map(|text| {
+                    (
+                        Ok::<_, actix_web::Error>(web::Bytes::from(text)),
+                        (rx, guard),
+                    )
+                })
             });
             HttpResponse::Ok()
                 .content_type("text/event-stream")
@@ -115,7 +142,11 @@ async fn handle(req: HttpRequest, body: web::Bytes, script: web::Data<Script>) -
 
 /// Starts the scripted server on 127.0.0.1 and a free port.
 fn scripted_server() -> (String, Arc<Script>) {
-    let script = web::Data::new(Script::default());
+    start_script(Script::default())
+}
+
+fn start_script(script: Script) -> (String, Arc<Script>) {
+    let script = web::Data::new(script);
     let data = script.clone();
     let server = HttpServer::new(move || {
         App::new()
@@ -311,4 +342,121 @@ async fn closing_deletes_the_session() {
         .collect();
     assert_eq!(deletes.len(), 1, "{deletes:?}");
     assert_eq!(deletes[0].headers["mcp-session-id"], "session-1");
+}
+
+async fn connected_modern() -> (Client, Arc<Script>) {
+    let (url, script) = scripted_server();
+    let client = Client::builder()
+        .era(ProtocolEra::Modern)
+        .connect(HttpTransport::new(url))
+        .await
+        .expect("connect");
+    (client, script)
+}
+
+/// 2026-07-28 over HTTP: no handshake and no session; every POST carries the version header, its
+/// method and (for a tool call) its name as headers, and its params carry our `_meta`.
+#[actix::test]
+async fn modern_posts_carry_meta_and_routing_headers_and_no_session() {
+    let (client, script) = connected_modern().await;
+    assert_eq!(client.protocol_version(), "2026-07-28");
+    assert_eq!(client.server_info().name, "scripted-modern");
+    client.call_tool("json", json!({})).await.unwrap();
+    let seen = script.seen();
+    assert_eq!(seen[0].body["method"], "server/discover");
+    assert!(seen.iter().all(|s| s.method == "POST"), "no GET, no DELETE");
+    assert!(seen.iter().all(|s| s.body["method"] != "initialize"));
+    for post in &seen {
+        assert_eq!(post.headers["mcp-protocol-version"], "2026-07-28");
+        assert_eq!(
+            post.headers["mcp-method"],
+            post.body["method"].as_str().unwrap()
+        );
+        assert!(!post.headers.contains_key("mcp-session-id"));
+        let meta = &post.body["params"]["_meta"];
+        assert_eq!(
+            meta["io.modelcontextprotocol/protocolVersion"],
+            "2026-07-28"
+        );
+        assert!(meta["io.modelcontextprotocol/clientCapabilities"].is_object());
+        assert_eq!(
+            meta["io.modelcontextprotocol/clientInfo"]["name"],
+            "actix-mcp"
+        );
+    }
+    let call = seen
+        .iter()
+        .find(|s| s.body["method"] == "tools/call")
+        .unwrap();
+    assert_eq!(call.headers["mcp-name"], "json");
+}
+
+/// 2026-07-28 over HTTP: cancelling a request aborts its POST. The server sees the request's
+/// stream go away; no `notifications/cancelled` is sent.
+#[actix::test]
+async fn a_modern_cancel_aborts_the_post_and_sends_no_notification() {
+    let (client, script) = connected_modern().await;
+    let token = Cancellation::new();
+    let (call, mut progress) = client
+        .call_tool("slow", json!({}))
+        .cancellation(&token)
+        .progress_stream();
+    let call = actix_rt::spawn(async move { call.await });
+    tokio::time::timeout(Duration::from_secs(10), progress.next())
+        .await
+        .expect("progress within 10 s")
+        .expect("progress");
+    assert!(!script
+        .slow_abandoned
+        .load(std::sync::atomic::Ordering::SeqCst));
+    token.cancel();
+    assert!(call.await.unwrap().unwrap_err().is_cancelled());
+    // The server keeps the stream alive with comments, as servers do; actix-web notices a gone
+    // client when it writes.
+    let stream = script.slow_stream.lock().unwrap().take().unwrap();
+    eventually("the server sees the request's stream abandoned", || {
+        let _ = stream.send(": keep-alive\n\n".to_owned());
+        script
+            .slow_abandoned
+            .load(std::sync::atomic::Ordering::SeqCst)
+    })
+    .await;
+    assert!(script.posts_of("notifications/cancelled").is_empty());
+    assert_eq!(client.stats().await.unwrap().cancels_sent, 0);
+    assert_eq!(
+        client.call_tool("json", json!({})).await.unwrap().text(),
+        "plain JSON"
+    );
+}
+
+/// `ProtocolEra::Auto` starts with the handshake; a server that does not know `initialize` (a
+/// 2026-07-28-only server) gets the stateless era instead.
+#[actix::test]
+async fn auto_switches_to_the_stateless_era_when_initialize_is_unknown() {
+    let (url, script) = start_script(Script {
+        modern_only: true,
+        ..Script::default()
+    });
+    let client = Client::connect(HttpTransport::new(url)).await.unwrap();
+    assert_eq!(client.protocol_version(), "2026-07-28");
+    client.call_tool("json", json!({})).await.unwrap();
+    let methods: Vec<Value> = script
+        .seen()
+        .iter()
+        .map(|s| s.body["method"].clone())
+        .collect();
+    assert_eq!(
+        methods,
+        vec![
+            json!("initialize"),
+            json!("server/discover"),
+            json!("tools/call")
+        ]
+    );
+    // The handshake POST had no `_meta`; everything after it has.
+    let seen = script.seen();
+    assert!(seen[0].body["params"]["_meta"].is_null());
+    assert!(seen[1..]
+        .iter()
+        .all(|s| s.body["params"]["_meta"].is_object()));
 }
