@@ -45,6 +45,7 @@ const INSTRUCTIONS: &str = "Demo server for actix-mcp: echo, add, sleep and test
 /// Versions echoed back when the client asks for them; anything else gets the latest.
 const SUPPORTED_VERSIONS: &[&str] = &["2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"];
 const LATEST_VERSION: &str = "2025-11-25";
+const MODERN_VERSION: &str = "2026-07-28";
 
 const PROGRESS_INTERVAL: Duration = Duration::from_millis(100);
 const SIGTERM_POLL: Duration = Duration::from_millis(20);
@@ -100,6 +101,13 @@ const GARBAGE: &str = concat!(
 // Command line
 // ---------------------------------------------------------------------------------------
 
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+enum Era {
+    Legacy,
+    Modern,
+    Dual,
+}
+
 /// Demo MCP server for actix-mcp (newline-delimited JSON-RPC over stdio).
 #[derive(Parser, Debug)]
 #[command(name = "mcp-demo-server", version)]
@@ -119,6 +127,11 @@ struct Cli {
     /// Answer `initialize` with a JSON-RPC error.
     #[arg(long)]
     fail_initialize: bool,
+
+    /// Which protocol eras to speak: `legacy` (the handshake; `server/discover` is unknown),
+    /// `modern` (2026-07-28 only: `server/discover`, and `initialize` is unknown) or `dual`.
+    #[arg(long, value_enum, default_value_t = Era::Legacy)]
+    era: Era,
 
     /// Catch SIGTERM, journal it and keep running.
     #[arg(long)]
@@ -681,7 +694,12 @@ impl Server {
         }
 
         let step = match method {
+            "initialize" if self.cli.era == Era::Modern => Step::Reply(Err((
+                METHOD_NOT_FOUND,
+                "method not found: initialize (this server speaks 2026-07-28)".to_owned(),
+            ))),
             "initialize" => self.initialize(&params),
+            "server/discover" if self.cli.era != Era::Legacy => Step::Reply(Ok(self.discover())),
             "ping" => Step::Reply(Ok(json!({}))),
             "tools/list" if self.unpaged(&params) => {
                 // Serialized straight from the cache: no clone of the list per call.
@@ -919,6 +937,30 @@ impl Server {
             "serverInfo": {"name": SERVER_NAME, "version": SERVER_VERSION},
             "instructions": INSTRUCTIONS,
         }))
+    }
+
+    /// `server/discover` (2026-07-28): what `initialize` says, without a session.
+    fn discover(&self) -> Value {
+        let mut versions = vec![MODERN_VERSION];
+        if self.cli.era == Era::Dual {
+            versions.extend_from_slice(SUPPORTED_VERSIONS);
+        }
+        json!({
+            "resultType": "complete",
+            "supportedVersions": versions,
+            "capabilities": {
+                "tools": {},
+                "resources": {},
+                "prompts": {},
+                "completions": {},
+            },
+            "instructions": INSTRUCTIONS,
+            "ttlMs": 60_000,
+            "cacheScope": "public",
+            "_meta": {
+                "io.modelcontextprotocol/serverInfo": {"name": SERVER_NAME, "version": SERVER_VERSION},
+            },
+        })
     }
 
     /// Whether a `tools/list` can be served whole from the cache: no paging, no cursor.

@@ -1,0 +1,144 @@
+//! The two protocol eras against the bundled demo server, a real child process, and what each one
+//! puts on the wire (the server's journal).
+
+mod common;
+
+use std::time::Duration;
+
+use actix_mcp::{Cancellation, Client, ProtocolEra};
+use common::*;
+use futures::StreamExt;
+use serde_json::json;
+
+const META_VERSION: &str = "io.modelcontextprotocol/protocolVersion";
+
+/// A 2026-07-28-only server over stdio: `Auto` starts with the handshake, the server does not know
+/// `initialize`, the client switches to the stateless era. Every request after that carries the
+/// `_meta` entries (a progress token merged in beside them), and a cancel is still a
+/// `notifications/cancelled` after its request: that is the rule on stdio in both eras.
+#[actix::test]
+async fn a_modern_server_over_stdio_gets_meta_on_every_request_and_cancels_by_notification() {
+    let journal = Journal::new("era-modern");
+    let client = Client::connect(journal.server().args(["--era", "modern"]))
+        .await
+        .unwrap();
+    assert_eq!(client.protocol_version(), "2026-07-28");
+    assert_eq!(client.server_info().name, "actix-mcp-demo-server");
+    assert!(client.instructions().unwrap_or_default().contains("echo"));
+
+    let echo = client
+        .call_tool("echo", json!({"text": "stateless"}))
+        .await
+        .unwrap();
+    assert_eq!(echo.text(), "stateless");
+    let (call, mut progress) = client
+        .call_tool("progress", json!({"steps": 2, "interval_ms": 1}))
+        .progress_stream();
+    call.await.unwrap();
+    assert!(
+        progress.next().await.is_some(),
+        "progress still reaches its call"
+    );
+
+    let token = Cancellation::new();
+    let sleep = actix_rt::spawn({
+        let (client, token) = (client.clone(), token.clone());
+        async move {
+            client
+                .call_tool("sleep", json!({"ms": 60_000}))
+                .cancellation(&token)
+                .await
+        }
+    });
+    journal
+        .wait_for("the sleep request", |l| {
+            l.iter().any(|l| l.contains("\"sleep\""))
+        })
+        .await;
+    token.cancel_with_reason("enough");
+    assert!(sleep.await.unwrap().unwrap_err().is_cancelled());
+    eventually("the cancel reaches the server", || {
+        journal
+            .lines()
+            .iter()
+            .any(|l| l.contains("notifications/cancelled"))
+    })
+    .await;
+    let (request, cancel) = journal.cancelled_call("sleep");
+    assert_eq!(cancel["params"]["reason"], "enough");
+    assert_eq!(request["params"]["_meta"][META_VERSION], "2026-07-28");
+
+    let frames = journal.frames();
+    assert_eq!(frames[0]["method"], "initialize");
+    assert_eq!(frames[1]["method"], "server/discover");
+    assert!(frames
+        .iter()
+        .all(|f| f["method"] != "notifications/initialized"));
+    for request in frames[1..].iter().filter(|f| f.get("id").is_some()) {
+        let meta = &request["params"]["_meta"];
+        assert_eq!(meta[META_VERSION], "2026-07-28", "{request}");
+        assert_eq!(
+            meta["io.modelcontextprotocol/clientInfo"]["name"],
+            "actix-mcp"
+        );
+    }
+    let with_progress = frames
+        .iter()
+        .find(|f| f["params"]["name"] == "progress")
+        .unwrap();
+    assert!(with_progress["params"]["_meta"]["progressToken"].is_u64());
+    assert_eq!(with_progress["params"]["_meta"][META_VERSION], "2026-07-28");
+}
+
+/// `PreferModern` probes with `server/discover` first; a legacy server does not know it, and the
+/// client falls back to the handshake, without `_meta` from then on.
+#[actix::test]
+async fn prefer_modern_falls_back_to_the_handshake_with_a_legacy_server() {
+    let journal = Journal::new("era-prefer-modern");
+    let client = Client::builder()
+        .era(ProtocolEra::PreferModern)
+        .connect(journal.server())
+        .await
+        .unwrap();
+    assert_eq!(client.protocol_version(), "2025-11-25");
+    client
+        .call_tool("echo", json!({"text": "x"}))
+        .await
+        .unwrap();
+    let frames = journal.frames();
+    let methods: Vec<&str> = frames.iter().filter_map(|f| f["method"].as_str()).collect();
+    assert_eq!(
+        methods,
+        [
+            "server/discover",
+            "initialize",
+            "notifications/initialized",
+            "tools/call"
+        ]
+    );
+    assert!(frames[1..].iter().all(|f| f["params"]["_meta"].is_null()));
+}
+
+/// A server that speaks both eras: `PreferModern` gets the stateless one with one request and no
+/// handshake; `Legacy` gets the handshake.
+#[actix::test]
+async fn a_dual_era_server_speaks_whichever_era_is_asked() {
+    let journal = Journal::new("era-dual");
+    let modern = Client::builder()
+        .era(ProtocolEra::PreferModern)
+        .connect(journal.server().args(["--era", "dual"]))
+        .await
+        .unwrap();
+    assert_eq!(modern.protocol_version(), "2026-07-28");
+    assert_eq!(journal.frames()[0]["method"], "server/discover");
+    assert_eq!(journal.frames().len(), 1);
+
+    let legacy = Client::builder()
+        .era(ProtocolEra::Legacy)
+        .connect(demo_server().args(["--era", "dual"]))
+        .await
+        .unwrap();
+    assert_eq!(legacy.protocol_version(), "2025-11-25");
+    let timeout = Duration::from_secs(5);
+    legacy.ping().timeout(timeout).await.unwrap();
+}
