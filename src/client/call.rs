@@ -18,7 +18,10 @@ use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 use tokio::time::Sleep;
 
-use super::progress::{ProgressCallback, ProgressClock, ProgressStream};
+use super::{
+    mrtr::{classify, Fulfilling, Retry, Verdict, RETRYABLE},
+    progress::{ProgressCallback, ProgressClock, ProgressStream},
+};
 use crate::{
     connection::{Cancel, Link, Request, Submit},
     error::Error,
@@ -169,11 +172,24 @@ impl<T: DeserializeOwned> IntoFuture for Call<T> {
             total_deadline: None,
             clock,
         });
-        let extras = (self.cancellation.is_some() || timers.is_some()).then(|| {
+        // 2026-07-28: a result may ask for input; the call then retries itself (`mrtr.rs`).
+        let retry =
+            (self.link.is_modern() && RETRYABLE.contains(&self.request.method())).then(|| {
+                Box::new(Retry {
+                    method: self.request.method.clone(),
+                    params: self.request.params.as_ref().ok().cloned().flatten(),
+                    handlers: self.link.handlers.clone(),
+                    timeout_ms: self.request.options.timeout_ms,
+                    rounds: 0,
+                })
+            });
+        let needs_extras = self.cancellation.is_some() || timers.is_some() || retry.is_some();
+        let extras = needs_extras.then(|| {
             Box::pin(Extras {
                 token: self.cancellation,
                 cancelled: None,
                 timers,
+                retry,
             })
         });
         CallFuture {
@@ -191,6 +207,8 @@ enum Stage {
     Start(Option<Box<Request>>),
     /// Handed to the actor; the answer comes on this channel.
     Waiting(oneshot::Receiver<crate::connection::Outcome>),
+    /// The server asked for input (2026-07-28): the handlers are answering; nothing in flight.
+    Fulfilling(Box<Fulfilling>),
     Done,
 }
 
@@ -203,6 +221,7 @@ pin_project_lite::pin_project! {
         cancelled: Option<crate::cancellation::WhenCancelled>,
         #[pin]
         timers: Option<Timers>,
+        retry: Option<Box<Retry>>,
     }
 }
 
@@ -221,6 +240,10 @@ pin_project_lite::pin_project! {
 }
 
 impl Extras {
+    fn retry(self: Pin<&mut Self>) -> Option<&mut Retry> {
+        self.project().retry.as_deref_mut()
+    }
+
     /// Arms the token and the timers at the first poll; `Err` with the token's reason if it was
     /// cancelled already.
     fn start(self: Pin<&mut Self>) -> Result<(), Option<String>> {
@@ -346,29 +369,77 @@ impl<T: DeserializeOwned> Future for CallFuture<T> {
             this.stage = Stage::Waiting(rx);
         }
 
-        // The caller's cancel and the timeout are answered here, at once, without waiting for
-        // the actor or any I/O.
-        if let Some((reason, error)) = this.extras.as_mut().and_then(|e| e.as_mut().poll_end(cx)) {
-            return this.abandon(reason, error);
+        loop {
+            // The caller's cancel and the timeout are answered here, at once, without waiting
+            // for the actor or any I/O.
+            if let Some((reason, error)) =
+                this.extras.as_mut().and_then(|e| e.as_mut().poll_end(cx))
+            {
+                return this.abandon(reason, error);
+            }
+            match &mut this.stage {
+                Stage::Waiting(rx) => {
+                    let outcome = match Pin::new(rx).poll(cx) {
+                        Poll::Pending => return Poll::Pending,
+                        Poll::Ready(Ok(outcome)) => outcome.map_err(|e| *e),
+                        Poll::Ready(Err(_)) => Err(Error::Closed {
+                            reason: CloseReason::ActorStopped,
+                        }),
+                    };
+                    this.stage = Stage::Done;
+                    let raw = match outcome {
+                        Ok(raw) => raw,
+                        Err(e) => return Poll::Ready(Err(e)),
+                    };
+                    if let Some(retry) = this.extras.as_mut().and_then(|e| e.as_mut().retry()) {
+                        match classify(&raw) {
+                            Verdict::Complete => {}
+                            Verdict::Invalid(why) => return Poll::Ready(Err(Error::Protocol(why))),
+                            Verdict::InputRequired(input) => {
+                                match Fulfilling::start(input, retry) {
+                                    Ok(fulfilling) => {
+                                        this.stage = Stage::Fulfilling(Box::new(fulfilling));
+                                        continue;
+                                    }
+                                    Err(e) => return Poll::Ready(Err(e)),
+                                }
+                            }
+                        }
+                    }
+                    return Poll::Ready(
+                        serde_json::from_str(raw.get())
+                            .map_err(|e| Error::Protocol(format!("unexpected result: {e}"))),
+                    );
+                }
+                Stage::Fulfilling(fulfilling) => {
+                    let Some(retry) = this.extras.as_mut().and_then(|e| e.as_mut().retry()) else {
+                        return Poll::Ready(Err(Error::Protocol("input without a retry".into())));
+                    };
+                    let params = match fulfilling.poll(cx, retry) {
+                        Poll::Pending => return Poll::Pending,
+                        Poll::Ready(Ok(params)) => params,
+                        Poll::Ready(Err(e)) => {
+                            this.stage = Stage::Done;
+                            return Poll::Ready(Err(e));
+                        }
+                    };
+                    // The same request again, under a new id.
+                    let request = Request::retry(retry.method.clone(), params, retry.timeout_ms);
+                    this.id = request.id();
+                    let (reply, rx) = oneshot::channel();
+                    this.link.submit(Submit {
+                        request: Box::new(request),
+                        reply,
+                    });
+                    this.stage = Stage::Waiting(rx);
+                }
+                Stage::Start(_) | Stage::Done => {
+                    return Poll::Ready(Err(Error::Protocol(
+                        "CallFuture polled after completion".into(),
+                    )))
+                }
+            }
         }
-
-        let Stage::Waiting(rx) = &mut this.stage else {
-            return Poll::Ready(Err(Error::Protocol(
-                "CallFuture polled after completion".into(),
-            )));
-        };
-        let outcome = match Pin::new(rx).poll(cx) {
-            Poll::Pending => return Poll::Pending,
-            Poll::Ready(Ok(outcome)) => outcome.map_err(|e| *e),
-            Poll::Ready(Err(_)) => Err(Error::Closed {
-                reason: CloseReason::ActorStopped,
-            }),
-        };
-        this.stage = Stage::Done;
-        Poll::Ready(outcome.and_then(|raw| {
-            serde_json::from_str(raw.get())
-                .map_err(|e| Error::Protocol(format!("unexpected result: {e}")))
-        }))
     }
 }
 

@@ -185,7 +185,12 @@ impl ConnectOptions {
                 submissions.clone(),
             )
             .await?;
-        let link = Arc::new(Link { addr, submissions });
+        let link = Arc::new(Link {
+            addr,
+            submissions,
+            handlers: self.handlers.clone(),
+            modern: Default::default(),
+        });
         match self.negotiate(&link).await {
             Ok(result) => Ok(Client {
                 link,

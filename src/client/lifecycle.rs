@@ -88,9 +88,9 @@ impl ConnectOptions {
         link: &Arc<Link>,
         timeout: Option<Duration>,
     ) -> Result<InitializeResult, Error> {
-        // Server-to-client requests do not exist in this era: capabilities stay empty until the
-        // client fulfils `input_required` results.
-        let capabilities = serde_json::json!({});
+        // Server-to-client requests do not exist in this era; the same handlers fulfil the
+        // `input_required` results of calls instead (`mrtr.rs`), so the same capabilities hold.
+        let capabilities = self.handlers.capabilities();
         let mut version = MODERN_PROTOCOL_VERSION.to_owned();
         for _ in 0..2 {
             let meta = request_meta(&version, &capabilities, &self.client_info);
@@ -112,6 +112,8 @@ impl ConnectOptions {
                             result.supported_versions
                         )));
                     }
+                    link.modern
+                        .store(true, std::sync::atomic::Ordering::Relaxed);
                     return Ok(result.into_description(&version));
                 }
                 Err(Error::Server {

@@ -4,6 +4,7 @@ mod call;
 mod connect;
 mod handlers;
 mod lifecycle;
+mod mrtr;
 mod notifications;
 mod pages;
 mod progress;

@@ -139,6 +139,18 @@ impl Request {
         }
     }
 
+    /// A retry of a request under a fresh id (2026-07-28 `input_required` rounds).
+    pub(crate) fn retry(method: Cow<'static, str>, params: Box<RawValue>, timeout_ms: u32) -> Self {
+        let mut options = PackedOptions::from(RequestOptions::default());
+        options.timeout_ms = timeout_ms;
+        Self {
+            id: RequestId::next(),
+            method,
+            params: Ok(Some(params)),
+            options,
+        }
+    }
+
     pub fn with_options(mut self, options: RequestOptions) -> Self {
         self.options = options.into();
         self

@@ -77,9 +77,18 @@ impl Submissions {
 pub(crate) struct Link {
     pub addr: Addr<Connection>,
     pub submissions: Arc<Submissions>,
+    /// The handlers of the server's requests; in the 2026-07-28 era they fulfil `input_required`
+    /// results inside the call.
+    pub handlers: crate::client::Handlers,
+    /// Whether the connection speaks the 2026-07-28 era (set once, at connect).
+    pub modern: std::sync::atomic::AtomicBool,
 }
 
 impl Link {
+    pub fn is_modern(&self) -> bool {
+        self.modern.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
     pub fn submit(&self, submit: Submit) {
         self.submissions.push(submit, &self.addr);
     }

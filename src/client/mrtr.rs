@@ -1,0 +1,244 @@
+//! Multi-round-trip requests (2026-07-28, SEP-2322): instead of sending the client requests of its
+//! own, a server answers `tools/call`, `prompts/get` or `resources/read` with
+//! `{"resultType": "input_required", "inputRequests": {key: {method, params}}, "requestState": ..}`.
+//! The call fulfils each input request with the client's handlers (the same ones that answer a
+//! 2025-11-25 server's requests), then retries the original request under a **new id** with
+//! `inputResponses` and the `requestState` echoed byte for byte. Nothing of one call's rounds
+//! leaks into another call.
+
+use std::{
+    borrow::Cow,
+    future::Future,
+    pin::Pin,
+    task::{Context, Poll},
+};
+
+use serde::Deserialize;
+use serde_json::{value::RawValue, Map, Value};
+
+use super::handlers::Handlers;
+use crate::{error::Error, Cancellation};
+
+/// The methods whose results may be `input_required`.
+pub(crate) const RETRYABLE: &[&str] = &["tools/call", "prompts/get", "resources/read"];
+
+/// A bound on rounds, so a server cannot keep a call asking for input for ever.
+const MAX_ROUNDS: u32 = 16;
+
+/// What a call keeps to retry itself: the request as first sent, and the handlers.
+pub(crate) struct Retry {
+    pub method: Cow<'static, str>,
+    pub params: Option<Box<RawValue>>,
+    pub handlers: Handlers,
+    /// The call's timeout, kept by the actor for each round's request (0: none).
+    pub timeout_ms: u32,
+    pub rounds: u32,
+}
+
+/// What a result says about the call.
+pub(crate) enum Verdict {
+    /// `resultType` absent (a server of an older revision) or `"complete"`: the result.
+    Complete,
+    InputRequired(InputRequired),
+    /// Any other `resultType`: invalid for a call that did not ask for it.
+    Invalid(String),
+}
+
+#[derive(Deserialize)]
+pub(crate) struct InputRequired {
+    #[serde(rename = "inputRequests", default)]
+    input_requests: Map<String, Value>,
+    /// Opaque: echoed exactly as received.
+    #[serde(rename = "requestState", default)]
+    request_state: Option<Box<RawValue>>,
+}
+
+pub(crate) fn classify(result: &RawValue) -> Verdict {
+    #[derive(Deserialize)]
+    struct Probe<'a> {
+        #[serde(rename = "resultType", borrow, default)]
+        result_type: Option<Cow<'a, str>>,
+    }
+    match serde_json::from_str::<Probe>(result.get()) {
+        Ok(Probe { result_type: None }) => Verdict::Complete,
+        Ok(Probe {
+            result_type: Some(kind),
+        }) => match kind.as_ref() {
+            "complete" => Verdict::Complete,
+            "input_required" => match serde_json::from_str(result.get()) {
+                Ok(input) => Verdict::InputRequired(input),
+                Err(e) => Verdict::Invalid(format!("malformed input_required result: {e}")),
+            },
+            other => Verdict::Invalid(format!("unexpected resultType {other:?}")),
+        },
+        // Not an object with a readable resultType: the typed decoding will say what is wrong.
+        Err(_) => Verdict::Complete,
+    }
+}
+
+type HandlerFuture =
+    Pin<Box<dyn Future<Output = Result<Value, super::handlers::HandlerError>> + Send>>;
+
+/// One round's input requests, being answered by the handlers.
+pub(crate) struct Fulfilling {
+    pending: Vec<(String, String, HandlerFuture)>,
+    answered: Map<String, Value>,
+    request_state: Option<Box<RawValue>>,
+    /// Cancelled when the call is: the handlers are told.
+    token: Cancellation,
+}
+
+impl Fulfilling {
+    pub fn start(input: InputRequired, retry: &mut Retry) -> Result<Self, Error> {
+        retry.rounds += 1;
+        if retry.rounds > MAX_ROUNDS {
+            return Err(Error::Protocol(format!(
+                "the server asked for input {MAX_ROUNDS} times in a row"
+            )));
+        }
+        let token = Cancellation::new();
+        let mut pending = Vec::with_capacity(input.input_requests.len());
+        for (key, request) in input.input_requests {
+            let method = request
+                .get("method")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_owned();
+            let Some(handler) = retry.handlers.get(&method) else {
+                return Err(Error::Protocol(format!(
+                    "the server asked for {method:?} input, which this client has no handler for"
+                )));
+            };
+            let params = request.get("params").cloned().unwrap_or(Value::Null);
+            let future = handler(params, token.clone());
+            pending.push((key, method, future));
+        }
+        Ok(Self {
+            pending,
+            answered: Map::new(),
+            request_state: input.request_state,
+            token,
+        })
+    }
+
+    /// The params of the retry, once every input request is answered.
+    pub fn poll(
+        &mut self,
+        cx: &mut Context<'_>,
+        retry: &Retry,
+    ) -> Poll<Result<Box<RawValue>, Error>> {
+        let mut failed = None;
+        self.pending
+            .retain_mut(|(key, method, future)| match future.as_mut().poll(cx) {
+                Poll::Pending => true,
+                Poll::Ready(Ok(value)) => {
+                    self.answered.insert(std::mem::take(key), value);
+                    false
+                }
+                Poll::Ready(Err(e)) => {
+                    failed.get_or_insert_with(|| {
+                        Error::Protocol(format!("the {method} handler failed: {}", e.message))
+                    });
+                    false
+                }
+            });
+        if let Some(error) = failed {
+            return Poll::Ready(Err(error));
+        }
+        if !self.pending.is_empty() {
+            return Poll::Pending;
+        }
+        let answered = std::mem::take(&mut self.answered);
+        Poll::Ready(retry_params(
+            retry.params.as_deref(),
+            answered,
+            self.request_state.as_deref(),
+        ))
+    }
+}
+
+impl Drop for Fulfilling {
+    fn drop(&mut self) {
+        if !self.pending.is_empty() {
+            self.token.cancel_with_reason("the call ended");
+        }
+    }
+}
+
+/// The original params, plus `inputResponses`, plus `requestState` exactly as the server sent it.
+fn retry_params(
+    original: Option<&RawValue>,
+    responses: Map<String, Value>,
+    request_state: Option<&RawValue>,
+) -> Result<Box<RawValue>, Error> {
+    let mut params: Map<String, Value> = match original {
+        None => Map::new(),
+        Some(raw) => serde_json::from_str(raw.get())
+            .map_err(|e| Error::Protocol(format!("params must be an object to retry: {e}")))?,
+    };
+    params.remove("requestState");
+    params.insert("inputResponses".into(), Value::Object(responses));
+    let mut text = Value::Object(params).to_string();
+    if let Some(state) = request_state {
+        // Spliced in as received: re-encoding could change its bytes.
+        text.pop(); // the closing brace
+        text.push_str(",\"requestState\":");
+        text.push_str(state.get());
+        text.push('}');
+    }
+    RawValue::from_string(text).map_err(|e| Error::Protocol(e.to_string()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn raw(text: &str) -> Box<RawValue> {
+        RawValue::from_string(text.to_owned()).unwrap()
+    }
+
+    #[test]
+    fn results_are_classified_by_result_type() {
+        assert!(matches!(
+            classify(&raw(r#"{"content":[]}"#)),
+            Verdict::Complete
+        ));
+        assert!(matches!(
+            classify(&raw(r#"{"resultType":"complete","content":[]}"#)),
+            Verdict::Complete
+        ));
+        assert!(matches!(
+            classify(&raw(
+                r#"{"resultType":"input_required","inputRequests":{}}"#
+            )),
+            Verdict::InputRequired(_)
+        ));
+        assert!(matches!(
+            classify(&raw(r#"{"resultType":"task","taskId":"t"}"#)),
+            Verdict::Invalid(_)
+        ));
+    }
+
+    #[test]
+    fn the_retry_keeps_the_params_and_echoes_the_state_byte_for_byte() {
+        let state = raw(r#""caf\u00e9 \"quoted\"""#);
+        let mut responses = Map::new();
+        responses.insert("confirm".into(), serde_json::json!({"action": "accept"}));
+        let params = retry_params(
+            Some(&raw(r#"{"name":"t","arguments":{"a":1}}"#)),
+            responses,
+            Some(&state),
+        )
+        .unwrap();
+        assert!(params
+            .get()
+            .ends_with(r#","requestState":"caf\u00e9 \"quoted\""}"#));
+        let value: Value = serde_json::from_str(params.get()).unwrap();
+        assert_eq!(value["name"], "t");
+        assert_eq!(value["arguments"]["a"], 1);
+        assert_eq!(value["inputResponses"]["confirm"]["action"], "accept");
+        let without = retry_params(None, Map::new(), None).unwrap();
+        let value: Value = serde_json::from_str(without.get()).unwrap();
+        assert!(value.get("requestState").is_none());
+    }
+}
