@@ -78,9 +78,11 @@ fn the_2025_11_25_client_scenarios_pass() {
     }
 }
 
-/// The 2026-07-28 (stateless) client scenarios we pass: a tool call without a handshake, the
-/// per-request `_meta` and `MCP-Protocol-Version` header with a retry after `-32022`
-/// (`request-metadata`), `Mcp-Method`/`Mcp-Name` (`http-standard-headers`), `input_required`
+/// Every client scenario of the 2026-07-28 requirement set except the OAuth ones, plus JSON Schema
+/// 2020-12 preservation: a tool call without a handshake, the per-request `_meta` and
+/// `MCP-Protocol-Version` header with a retry after `-32022` (`request-metadata`),
+/// `Mcp-Method`/`Mcp-Name` (`http-standard-headers`), `x-mcp-header` arguments mirrored into
+/// `Mcp-Param-*` with their encodings, and tools with invalid annotations dropped, `input_required`
 /// results fulfilled and retried under a new id with `requestState` echoed
 /// (`sep-2322-client-request-state`), and the JSON Schema scenarios.
 #[test]
@@ -89,6 +91,8 @@ fn the_2026_07_28_client_scenarios_pass() {
         "tools_call",
         "request-metadata",
         "http-standard-headers",
+        "http-custom-headers",
+        "http-invalid-tool-headers",
         "sep-2322-client-request-state",
         "json-schema-ref-no-deref",
         "json-schema-2020-12-preservation",

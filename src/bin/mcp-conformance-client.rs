@@ -59,10 +59,26 @@ async fn run(scenario: &str, url: &str) -> Result<(), Error> {
                     .await?;
             }
         }
-        // Call every tool: each scenario's server acts when its tool is called. A tool the
-        // server cannot call is its business; the scenario's checks say what mattered.
+        // The calls the scenario's context names, with their arguments; otherwise every tool
+        // (each scenario's server acts when its tool is called). A tool the server cannot call is
+        // its business; the scenario's checks say what mattered.
         _ => {
-            for tool in client.tools().await? {
+            let tools = client.tools().await?;
+            let context: serde_json::Value = std::env::var("MCP_CONFORMANCE_CONTEXT")
+                .ok()
+                .and_then(|c| serde_json::from_str(&c).ok())
+                .unwrap_or_default();
+            if let Some(calls) = context["toolCalls"].as_array() {
+                for call in calls {
+                    let name = call["name"].as_str().unwrap_or_default();
+                    if let Err(e) = client.call_tool(name, call["arguments"].clone()).await {
+                        eprintln!("{scenario}: {name}: {e}");
+                    }
+                }
+                client.shutdown().await;
+                return Ok(());
+            }
+            for tool in tools {
                 if let Err(e) = client.call_tool(&tool.name, json!({})).await {
                     eprintln!("{scenario}: {}: {e}", tool.name);
                 }

@@ -17,6 +17,7 @@
 //! status without a JSON-RPC error becomes [`Error::Http`](crate::Error::Http), a network error
 //! [`Error::Transport`](crate::Error::Transport).
 
+mod params;
 mod post;
 mod session;
 mod sse;
@@ -140,6 +141,7 @@ impl Transport for HttpTransport {
             max_frame: self.max_frame,
             posts: RefCell::new(HashMap::new()),
             gate: RefCell::new(None),
+            tool_headers: RefCell::new(HashMap::new()),
         });
         Ok(Box::new(HttpIo {
             shared,
@@ -158,7 +160,9 @@ struct HttpIo {
 pub(super) struct Outgoing {
     frame: Bytes,
     request: Option<RequestId>,
-    routing: Vec<(&'static str, HeaderValue)>,
+    routing: Vec<(HeaderName, HeaderValue)>,
+    /// A `tools/list`, whose answer is screened for `x-mcp-header` annotations.
+    lists_tools: bool,
     /// `notifications/initialized`: once it is accepted, the GET stream opens.
     opens_event_stream: bool,
 }
@@ -178,6 +182,7 @@ fn spawn_post(shared: &Rc<Shared>, outgoing: Outgoing) {
         frame,
         request,
         routing,
+        lists_tools,
         opens_event_stream,
     } = outgoing;
     let task_shared = shared.clone();
@@ -186,7 +191,7 @@ fn spawn_post(shared: &Rc<Shared>, outgoing: Outgoing) {
         let shutdown = shared.shutdown.clone();
         tokio::select! {
             _ = shutdown.cancelled() => {}
-            _ = post::post(shared.clone(), frame, request, routing) => {
+            _ = post::post(shared.clone(), frame, request, routing, lists_tools) => {
                 if opens_event_stream {
                     spawn_event_stream(shared.clone());
                 }
@@ -233,10 +238,14 @@ impl TransportIo for HttpIo {
             let bytes = frame.bytes.strip_suffix(b"\n").unwrap_or(frame.bytes);
             let mut opens_events = false;
             let mut routing = Vec::new();
+            let mut lists_tools = false;
             {
                 let mut session = self.shared.session.borrow_mut();
                 if session.modern {
-                    routing = session::routing_headers(bytes);
+                    let (method, headers) =
+                        session::routing_headers(bytes, &self.shared.tool_headers.borrow());
+                    routing = headers;
+                    lists_tools = method.as_deref() == Some("tools/list");
                 } else if !session.initialized {
                     match session::method_of(bytes).as_deref() {
                         Some("initialize") => session.initialize = frame.request,
@@ -255,6 +264,7 @@ impl TransportIo for HttpIo {
                     frame: Bytes::copy_from_slice(bytes),
                     request: frame.request,
                     routing,
+                    lists_tools,
                     opens_event_stream,
                 },
             );

@@ -21,7 +21,7 @@ use backon::BackoffBuilder;
 use bytes::Bytes;
 use futures::channel::oneshot;
 use reqwest::{
-    header::{HeaderMap, HeaderValue, ACCEPT, CONTENT_LENGTH, CONTENT_TYPE},
+    header::{HeaderMap, HeaderName, HeaderValue, ACCEPT, CONTENT_LENGTH, CONTENT_TYPE},
     Method, Response, StatusCode,
 };
 use tokio_util::sync::CancellationToken;
@@ -59,6 +59,8 @@ pub(super) struct Shared {
     pub posts: RefCell<HashMap<RequestId, tokio::task::JoinHandle<()>>>,
     /// While the GET stream opens: the messages waiting to be POSTed, in order.
     pub gate: RefCell<Option<Vec<super::Outgoing>>>,
+    /// What the `tools/list` answers said about `x-mcp-header` arguments (2026-07-28).
+    pub tool_headers: RefCell<super::params::ToolHeaders>,
 }
 
 impl Shared {
@@ -92,6 +94,19 @@ impl Shared {
         }
     }
 
+    /// Hands an incoming frame to the actor. A `tools/list` answer of the 2026-07-28 era is
+    /// screened for `x-mcp-header` annotations first.
+    fn deliver_answer(&self, frame: Bytes, lists_tools: bool) {
+        if lists_tools && self.session.borrow().modern {
+            let screened =
+                super::params::screen_tools_list(&frame, &mut self.tool_headers.borrow_mut());
+            if let Some(screened) = screened {
+                return self.deliver(Bytes::from(screened));
+            }
+        }
+        self.deliver(frame);
+    }
+
     /// Hands an incoming frame to the actor, learning the protocol version from the answer to
     /// `initialize` on the way.
     fn deliver(&self, frame: Bytes) {
@@ -116,7 +131,8 @@ pub(super) async fn post(
     shared: Rc<Shared>,
     frame: Bytes,
     request: Option<RequestId>,
-    routing: Vec<(&'static str, HeaderValue)>,
+    routing: Vec<(HeaderName, HeaderValue)>,
+    lists_tools: bool,
 ) {
     let had_session = {
         let session = shared.session.borrow();
@@ -192,6 +208,7 @@ pub(super) async fn post(
             let end = read_events(response, shared.max_frame, |frame| {
                 if request.is_some_and(|id| answers(&frame, id)) {
                     answered.set(true);
+                    return shared.deliver_answer(frame, lists_tools);
                 }
                 shared.deliver(frame);
             })
@@ -201,7 +218,7 @@ pub(super) async fn post(
             }
         }
         "application/json" => match read_capped(response, shared.max_frame).await {
-            Ok(body) => deliver_json(&shared, body, request),
+            Ok(body) => deliver_json(&shared, body, request, lists_tools),
             Err(e) => shared.fail(request, e),
         },
         // 202 Accepted (a notification or a response of ours), or an empty answer.
@@ -261,7 +278,7 @@ async fn answer_error_status(shared: &Shared, response: Response, request: Optio
 
 /// A JSON body: one message, or (2025-03-26 servers) an array of them. A body that is not JSON
 /// fails the request it answers.
-fn deliver_json(shared: &Shared, body: Bytes, request: Option<RequestId>) {
+fn deliver_json(shared: &Shared, body: Bytes, request: Option<RequestId>, lists_tools: bool) {
     let first = body.iter().find(|b| !b.is_ascii_whitespace());
     if first.is_none() {
         return;
@@ -277,7 +294,9 @@ fn deliver_json(shared: &Shared, body: Bytes, request: Option<RequestId>) {
         serde_json::from_slice::<&serde_json::value::RawValue>(&body).map(|_| vec![body.clone()])
     };
     match items {
-        Ok(items) => items.into_iter().for_each(|item| shared.deliver(item)),
+        Ok(items) => items
+            .into_iter()
+            .for_each(|item| shared.deliver_answer(item, lists_tools)),
         Err(e) => shared.fail(
             request,
             Error::Protocol(format!("the server's JSON answer does not parse: {e}")),

@@ -1,8 +1,11 @@
 //! What an HTTP connection remembers between POSTs (the 2025-11-25 shape): the session id the
 //! server gave with its `initialize` answer, and the protocol version that answer settled.
 
-use reqwest::header::HeaderValue;
+use reqwest::header::{HeaderName, HeaderValue};
 use serde::{de::IgnoredAny, Deserialize};
+use serde_json::{Map, Value};
+
+use super::params::{param_headers, ToolHeaders};
 
 use crate::RequestId;
 
@@ -20,10 +23,13 @@ pub(super) struct Session {
     pub modern: bool,
 }
 
-/// The 2026-07-28 routing headers of one outgoing frame: `Mcp-Method`, and `Mcp-Name` for the
-/// methods that name something (`tools/call`, `prompts/get`: `params.name`; `resources/read`:
-/// `params.uri`).
-pub(super) fn routing_headers(frame: &[u8]) -> Vec<(&'static str, HeaderValue)> {
+/// The 2026-07-28 routing headers of one outgoing frame: `Mcp-Method`, `Mcp-Name` for the methods
+/// that name something (`tools/call`, `prompts/get`: `params.name`; `resources/read`:
+/// `params.uri`), and a tool call's `Mcp-Param-*` headers (`params.rs`). Also returns the method.
+pub(super) fn routing_headers(
+    frame: &[u8],
+    tools: &ToolHeaders,
+) -> (Option<String>, Vec<(HeaderName, HeaderValue)>) {
     #[derive(Deserialize)]
     struct Probe {
         method: Option<String>,
@@ -33,26 +39,34 @@ pub(super) fn routing_headers(frame: &[u8]) -> Vec<(&'static str, HeaderValue)> 
     struct Named {
         name: Option<String>,
         uri: Option<String>,
+        arguments: Option<Map<String, Value>>,
     }
     let Ok(probe) = serde_json::from_slice::<Probe>(frame) else {
-        return Vec::new();
+        return (None, Vec::new());
     };
     let Some(method) = probe.method else {
-        return Vec::new(); // a response: no routing headers
+        return (None, Vec::new()); // a response: no routing headers
     };
     let mut headers = Vec::with_capacity(2);
-    let name = match (method.as_str(), probe.params) {
-        ("tools/call" | "prompts/get", Some(params)) => params.name,
-        ("resources/read", Some(params)) => params.uri,
-        _ => None,
-    };
     if let Some(value) = header_value(&method) {
-        headers.push(("mcp-method", value));
+        headers.push((HeaderName::from_static("mcp-method"), value));
     }
-    if let Some(value) = name.as_deref().and_then(header_value) {
-        headers.push(("mcp-name", value));
+    if let Some(params) = probe.params {
+        let name = match method.as_str() {
+            "tools/call" | "prompts/get" => params.name,
+            "resources/read" => params.uri,
+            _ => None,
+        };
+        if let Some(value) = name.as_deref().and_then(header_value) {
+            headers.push((HeaderName::from_static("mcp-name"), value));
+        }
+        if method == "tools/call" {
+            if let Some(mapped) = name.as_ref().and_then(|tool| tools.get(tool)) {
+                headers.extend(param_headers(params.arguments.as_ref(), mapped));
+            }
+        }
     }
-    headers
+    (Some(method), headers)
 }
 
 /// A header value as the 2026-07-28 transport encodes it: as is when it is plain visible ASCII,
@@ -118,30 +132,27 @@ mod tests {
 
     #[test]
     fn routing_headers_name_the_method_and_the_target_encoded_when_needed() {
+        let none = ToolHeaders::new();
         let call = br#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"add"}}"#;
-        let headers = routing_headers(call);
-        assert_eq!(
-            headers[0],
-            ("mcp-method", HeaderValue::from_static("tools/call"))
-        );
-        assert_eq!(headers[1], ("mcp-name", HeaderValue::from_static("add")));
+        let (method, headers) = routing_headers(call, &none);
+        assert_eq!(method.as_deref(), Some("tools/call"));
+        assert_eq!(headers[0].0, "mcp-method");
+        assert_eq!(headers[0].1, "tools/call");
+        assert_eq!(headers[1].0, "mcp-name");
+        assert_eq!(headers[1].1, "add");
         let read = r#"{"id":2,"method":"resources/read","params":{"uri":"file:///é"}}"#;
-        let headers = routing_headers(read.as_bytes());
-        assert_eq!(
-            headers[1].1,
-            HeaderValue::from_static("=?base64?ZmlsZTovLy/DqQ==?=")
-        );
+        let (_, headers) = routing_headers(read.as_bytes(), &none);
+        assert_eq!(headers[1].1, "=?base64?ZmlsZTovLy/DqQ==?=");
         let list = br#"{"id":3,"method":"tools/list","params":{"name":"x"}}"#;
         assert_eq!(
-            routing_headers(list).len(),
+            routing_headers(list, &none).1.len(),
             1,
             "only the named methods carry Mcp-Name"
         );
-        assert!(routing_headers(br#"{"id":3,"result":{}}"#).is_empty());
-        assert_eq!(
-            header_value(" padded").unwrap(),
-            HeaderValue::from_static("=?base64?IHBhZGRlZA==?=")
-        );
+        assert!(routing_headers(br#"{"id":3,"result":{}}"#, &none)
+            .1
+            .is_empty());
+        assert_eq!(header_value(" padded").unwrap(), "=?base64?IHBhZGRlZA==?=");
     }
 
     #[test]
