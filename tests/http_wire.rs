@@ -213,10 +213,10 @@ async fn posts_after_the_handshake_carry_the_session_and_the_version() {
 }
 
 /// A cancel of a request whose POST went out is its own POST of `notifications/cancelled`,
-/// after the request; the caller is woken at once; the answer that comes late on the request's
-/// event stream is dropped, and the connection goes on.
+/// after the request; the caller is woken at once. Once the server accepted the cancel, the client
+/// closes its copy of the request's event stream (the server may never end it).
 #[actix::test]
-async fn a_cancel_is_posted_after_its_request_and_the_late_answer_is_dropped() {
+async fn a_cancel_is_posted_after_its_request_then_its_stream_is_closed() {
     let (client, script) = connected().await;
     let token = Cancellation::new();
     let (call, mut progress) = client
@@ -252,20 +252,15 @@ async fn a_cancel_is_posted_after_its_request_and_the_late_answer_is_dropped() {
     assert_eq!(cancel.body["params"]["reason"], "user left");
     assert_eq!(cancel.headers["mcp-session-id"], "session-1");
 
-    // The answer arrives anyway, late: nobody receives it.
-    let late = json!({"jsonrpc": "2.0", "id": id.as_u64(), "result": {"content": []}});
     let stream = script.slow_stream.lock().unwrap().take().unwrap();
-    stream.send(event(&late)).unwrap();
-    drop(stream);
-    let mut stats = client.stats().await.unwrap();
-    for _ in 0..200 {
-        if stats.late_responses == 1 {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-        stats = client.stats().await.unwrap();
-    }
-    assert_eq!(stats.late_responses, 1, "{stats:?}");
+    eventually("the client closes the cancelled request's stream", || {
+        let _ = stream.send(": keep-alive\n\n".to_owned());
+        script
+            .slow_abandoned
+            .load(std::sync::atomic::Ordering::SeqCst)
+    })
+    .await;
+    let stats = client.stats().await.unwrap();
     assert_eq!(stats.cancels_sent, 1);
     assert_eq!(
         client.call_tool("json", json!({})).await.unwrap().text(),

@@ -192,16 +192,21 @@ async fn every_resource_and_prompt_reads(transport: impl Transport) {
 
 #[actix::test]
 async fn the_long_running_operation_reports_progress_and_is_cancelled_over_stdio() {
-    long_running_operation_progress_and_cancel(stdio()).await;
+    long_running_operation_progress_and_cancel(stdio(), true).await;
 }
 
 #[actix::test]
 async fn the_long_running_operation_reports_progress_and_is_cancelled_over_http() {
     let server = HttpEverything::start();
-    long_running_operation_progress_and_cancel(HttpTransport::new(&server.url)).await;
+    // Over HTTP the client closes the request's stream once the cancel is accepted: the
+    // progress the server still sends never arrives.
+    long_running_operation_progress_and_cancel(HttpTransport::new(&server.url), false).await;
 }
 
-async fn long_running_operation_progress_and_cancel(transport: impl Transport) {
+async fn long_running_operation_progress_and_cancel(
+    transport: impl Transport,
+    late_progress: bool,
+) {
     let client = Client::connect(transport).await.unwrap();
     let token = Cancellation::new();
     let (call, mut progress) = client
@@ -219,12 +224,15 @@ async fn long_running_operation_progress_and_cancel(transport: impl Transport) {
     assert_eq!(first.total, Some(8.0));
     token.cancel_with_reason("enough");
     assert!(call.await.unwrap().unwrap_err().is_cancelled());
-    // This server keeps sending progress after a cancel; those are dropped, and the
+    // This server keeps sending progress after a cancel; what arrives is dropped, and the
     // connection stays usable.
     tokio::time::sleep(Duration::from_millis(1200)).await;
     client.ping().await.unwrap();
     let stats = client.stats().await.unwrap();
-    assert!(stats.progress_dropped >= 1, "{stats:?}");
+    assert_eq!(stats.cancels_sent, 1);
+    if late_progress {
+        assert!(stats.progress_dropped >= 1, "{stats:?}");
+    }
     assert_eq!(stats.late_responses, 0, "a cancelled request got no answer");
 }
 

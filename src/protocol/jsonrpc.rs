@@ -30,6 +30,11 @@ impl RequestId {
     pub fn as_u64(self) -> u64 {
         self.0
     }
+
+    /// An id read back from one of our own frames (never a fresh one).
+    pub(crate) fn from_u64(id: u64) -> Self {
+        RequestId(id)
+    }
 }
 
 impl std::fmt::Display for RequestId {

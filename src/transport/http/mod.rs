@@ -165,6 +165,10 @@ pub(super) struct Outgoing {
     lists_tools: bool,
     /// `notifications/initialized`: once it is accepted, the GET stream opens.
     opens_event_stream: bool,
+    /// A `notifications/cancelled` (2025-11-25): once it is accepted, the cancelled request's
+    /// own POST is closed too. The spec allows it, and a server that never ends that stream
+    /// would otherwise keep it, and its task, for ever.
+    cancels: Option<RequestId>,
 }
 
 /// Starts the POST of one message, unless the gate is closed (the GET stream is opening): then
@@ -184,6 +188,7 @@ fn spawn_post(shared: &Rc<Shared>, outgoing: Outgoing) {
         routing,
         lists_tools,
         opens_event_stream,
+        cancels,
     } = outgoing;
     let task_shared = shared.clone();
     let handle = actix_rt::spawn(async move {
@@ -194,6 +199,10 @@ fn spawn_post(shared: &Rc<Shared>, outgoing: Outgoing) {
             _ = post::post(shared.clone(), frame, request, routing, lists_tools) => {
                 if opens_event_stream {
                     spawn_event_stream(shared.clone());
+                }
+                let cancelled = cancels.and_then(|id| shared.posts.borrow_mut().remove(&id));
+                if let Some(post) = cancelled {
+                    post.abort();
                 }
             }
         }
@@ -258,6 +267,7 @@ impl TransportIo for HttpIo {
                 }
             }
             let opens_event_stream = opens_events && self.event_stream;
+            let cancels = session::cancelled_request(bytes);
             post_or_hold(
                 &self.shared,
                 Outgoing {
@@ -266,6 +276,7 @@ impl TransportIo for HttpIo {
                     routing,
                     lists_tools,
                     opens_event_stream,
+                    cancels,
                 },
             );
             if opens_event_stream {
