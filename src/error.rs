@@ -54,6 +54,10 @@ pub enum Error {
         body: String,
     },
 
+    /// [`Servers`](crate::Servers) has no server by this name.
+    #[error("no MCP server named {0:?}")]
+    UnknownServer(String),
+
     /// An all-pages request met more pages than its cap.
     #[error("the server returned more than {limit} pages")]
     TooManyPages { limit: usize },

@@ -58,6 +58,7 @@ pub mod client;
 pub mod connection;
 pub mod error;
 pub mod protocol;
+pub mod servers;
 pub mod transport;
 #[cfg(feature = "actix-web")]
 pub mod web;
@@ -86,6 +87,7 @@ pub use protocol::{
     tools::{CallToolResult, EmptyResult, ListToolsResult, Tool},
     RawResult, RequestId,
 };
+pub use servers::Servers;
 #[cfg(feature = "http")]
 pub use transport::HttpTransport;
 pub use transport::{memory, MemoryPeer, MemoryTransport, StdioTransport, Transport};

@@ -12,10 +12,12 @@ use std::{
 
 mod common;
 
-use actix_mcp::{
-    Cancellation, Client, Error, HttpTransport, ServerNotification, StdioTransport, Transport,
-};
-use common::everything::{server_script, HttpEverything};
+#[cfg(feature = "http")]
+use actix_mcp::HttpTransport;
+use actix_mcp::{Cancellation, Client, Error, ServerNotification, StdioTransport, Transport};
+use common::everything::server_script;
+#[cfg(feature = "http")]
+use common::everything::HttpEverything;
 use futures::StreamExt;
 use serde_json::{json, Map, Value};
 
@@ -69,6 +71,7 @@ async fn every_tool_of_the_reference_server_answers_over_stdio() {
     every_tool_answers(stdio()).await;
 }
 
+#[cfg(feature = "http")]
 #[actix::test]
 async fn every_tool_of_the_reference_server_answers_over_http() {
     let server = HttpEverything::start();
@@ -146,6 +149,7 @@ async fn every_resource_and_prompt_of_the_reference_server_reads_over_stdio() {
     every_resource_and_prompt_reads(stdio()).await;
 }
 
+#[cfg(feature = "http")]
 #[actix::test]
 async fn every_resource_and_prompt_of_the_reference_server_reads_over_http() {
     let server = HttpEverything::start();
@@ -195,6 +199,7 @@ async fn the_long_running_operation_reports_progress_and_is_cancelled_over_stdio
     long_running_operation_progress_and_cancel(stdio(), true).await;
 }
 
+#[cfg(feature = "http")]
 #[actix::test]
 async fn the_long_running_operation_reports_progress_and_is_cancelled_over_http() {
     let server = HttpEverything::start();
@@ -241,6 +246,7 @@ async fn log_messages_from_the_reference_server_reach_subscribers_over_stdio() {
     log_messages_reach_subscribers(stdio()).await;
 }
 
+#[cfg(feature = "http")]
 #[actix::test]
 async fn log_messages_from_the_reference_server_reach_subscribers_over_http() {
     let server = HttpEverything::start();

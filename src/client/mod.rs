@@ -91,6 +91,14 @@ impl Client {
         &self.server.server_info
     }
 
+    /// Whether the connection has ended (the server exited, its stream or session closed, or
+    /// [`close`](Self::close) was called): every call would fail with [`Error::Closed`]. A
+    /// closed client never reopens; connect again (the [`Servers`](crate::Servers) manager does
+    /// this for you).
+    pub fn is_closed(&self) -> bool {
+        self.link.submissions.has_ended() || !self.link.addr.connected()
+    }
+
     /// The protocol version the server chose.
     pub fn protocol_version(&self) -> &str {
         &self.server.protocol_version

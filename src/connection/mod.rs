@@ -416,6 +416,7 @@ impl Connection {
         }
         // Calls already submitted are answered with the same error as those in the table.
         self.drain_submissions();
+        self.submissions.mark_ended();
         for entry in self.in_flight.values_mut() {
             entry.answer(Err(error.clone()));
         }
@@ -497,6 +498,7 @@ impl Actor for Connection {
             }
             Err(e) => {
                 tracing::warn!(error = %e, "cannot open MCP transport");
+                self.submissions.mark_ended();
                 self.closed = Some(e);
                 self.released.send_replace(true);
             }

@@ -22,6 +22,9 @@ pub(crate) const KEEP_CAPACITY: usize = 1024;
 #[derive(Default)]
 pub(crate) struct Submissions {
     queue: Mutex<Queue>,
+    /// The connection can carry nothing more (its transport closed, or the actor is gone): every
+    /// call would fail. Read by `Client::is_closed` without asking the actor.
+    ended: std::sync::atomic::AtomicBool,
 }
 
 #[derive(Default)]
@@ -64,8 +67,18 @@ impl Submissions {
         std::mem::swap(&mut queue.items, spare);
     }
 
+    /// Records that the connection can carry nothing more.
+    pub fn mark_ended(&self) {
+        self.ended.store(true, std::sync::atomic::Ordering::Release);
+    }
+
+    pub fn has_ended(&self) -> bool {
+        self.ended.load(std::sync::atomic::Ordering::Acquire)
+    }
+
     /// Refuses further pushes and returns what was queued.
     pub fn close(&self) -> Vec<Submit> {
+        self.mark_ended();
         let mut queue = self.lock();
         queue.closed = true;
         std::mem::take(&mut queue.items)

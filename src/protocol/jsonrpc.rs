@@ -32,6 +32,7 @@ impl RequestId {
     }
 
     /// An id read back from one of our own frames (never a fresh one).
+    #[cfg_attr(not(feature = "http"), allow(dead_code))]
     pub(crate) fn from_u64(id: u64) -> Self {
         RequestId(id)
     }
