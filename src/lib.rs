@@ -78,7 +78,7 @@ pub use protocol::{
     content::ContentBlock,
     lifecycle::{Implementation, InitializeResult},
     logging::LoggingLevel,
-    notifications::{LogMessage, Progress, ServerNotification},
+    notifications::{ListenFilter, LogMessage, Progress, ServerNotification},
     prompts::{GetPromptResult, ListPromptsResult, Prompt, PromptArgument, PromptMessage},
     resources::{
         ListResourceTemplatesResult, ListResourcesResult, ReadResourceResult, Resource,

@@ -9,7 +9,10 @@ use std::{
     time::Duration,
 };
 
-use actix_mcp::{Cancellation, Client, CloseReason, Error, HttpTransport, ProtocolEra};
+use actix_mcp::{
+    Cancellation, Client, CloseReason, Error, HttpTransport, ListenFilter, ProtocolEra,
+    ServerNotification,
+};
 use actix_web::{web, App, HttpRequest, HttpResponse, HttpServer};
 use futures::StreamExt;
 use serde_json::{json, Value};
@@ -56,6 +59,28 @@ impl Script {
     }
 }
 
+/// An event stream that stays open: `first` is sent at once, the rest whenever the test writes to
+/// `slow_stream`; `slow_abandoned` is set when actix-web drops it (the client went away).
+fn held_stream(script: &Script, first: Vec<String>) -> HttpResponse {
+    let (tx, rx) = mpsc::unbounded_channel::<String>();
+    for text in first {
+        tx.send(text).unwrap();
+    }
+    *script.slow_stream.lock().unwrap() = Some(tx);
+    let guard = AbandonGuard(script.slow_abandoned.clone());
+    let stream = futures::stream::unfold((rx, guard), |(mut rx, guard)| async move {
+        rx.recv().await.map(|text| {
+            (
+                Ok::<_, actix_web::Error>(web::Bytes::from(text)),
+                (rx, guard),
+            )
+        })
+    });
+    HttpResponse::Ok()
+        .content_type("text/event-stream")
+        .streaming(stream)
+}
+
 fn event(message: &Value) -> String {
     format!("event: message\ndata: {message}\n\n")
 }
@@ -88,6 +113,14 @@ async fn handle(req: HttpRequest, body: web::Bytes, script: web::Data<Script>) -
             "capabilities": {"tools": {}}, "ttlMs": 0, "cacheScope": "private",
             "_meta": {"io.modelcontextprotocol/serverInfo": {"name": "scripted-modern", "version": "1"}}}}));
     }
+    if method == "subscriptions/listen" {
+        let tag = json!({"io.modelcontextprotocol/subscriptionId": id});
+        let acknowledged = json!({"jsonrpc": "2.0", "method": "notifications/subscriptions/acknowledged",
+            "params": {"notifications": body["params"]["notifications"], "_meta": tag}});
+        let changed = json!({"jsonrpc": "2.0", "method": "notifications/tools/list_changed",
+            "params": {"_meta": tag}});
+        return held_stream(&script, vec![event(&acknowledged), event(&changed)]);
+    }
     if method == "initialize" && script.modern_only {
         return HttpResponse::NotFound().json(json!({"jsonrpc": "2.0", "id": id,
             "error": {"code": -32601, "message": "Method not found: initialize"}}));
@@ -107,25 +140,12 @@ async fn handle(req: HttpRequest, body: web::Bytes, script: web::Data<Script>) -
             .content_type("text/event-stream")
             .body(event(&done("over an event stream"))),
         "slow" => {
-            let (tx, rx) = mpsc::unbounded_channel::<String>();
             let progress = json!({"jsonrpc": "2.0", "method": "notifications/progress",
                 "params": {"progressToken": body["params"]["_meta"]["progressToken"], "progress": 1}});
-            tx.send(event(&progress)).unwrap();
-            *script.slow_stream.lock().unwrap() = Some(tx);
-            let guard = AbandonGuard(script.slow_abandoned.clone());
-            let stream = futures::stream::unfold((rx, guard), |(mut rx, guard)| async move {
-                rx.recv().await.map(|text| {
-                    (
-                        Ok::<_, actix_web::Error>(web::Bytes::from(text)),
-                        (rx, guard),
-                    )
-                })
-            });
-            HttpResponse::Ok()
-                .content_type("text/event-stream")
-                .streaming(stream)
+            held_stream(&script, vec![event(&progress)])
         }
         "fail500" => HttpResponse::InternalServerError().body("boom"),
+
         "rpc-error" => HttpResponse::BadRequest().json(json!({"jsonrpc": "2.0", "id": id,
             "error": {"code": -32602, "message": "no such tool"}})),
         "expire" => HttpResponse::NotFound().finish(),
@@ -454,4 +474,45 @@ async fn auto_switches_to_the_stateless_era_when_initialize_is_unknown() {
     assert!(seen[1..]
         .iter()
         .all(|s| s.body["params"]["_meta"].is_object()));
+}
+
+/// `subscriptions/listen` (2026-07-28): the filter goes out, the notifications on the listen
+/// stream reach the client's notification stream, and dropping the listen call ends the
+/// subscription by aborting its POST.
+#[actix::test]
+async fn a_listen_brings_notifications_until_it_is_dropped() {
+    let (client, script) = connected_modern().await;
+    let mut notifications = client.notifications();
+    let filter = ListenFilter {
+        tools_list_changed: true,
+        ..ListenFilter::default()
+    };
+    let call = client.listen(&filter);
+    let listen = actix_rt::spawn(async move { call.await });
+    let changed = tokio::time::timeout(Duration::from_secs(10), async {
+        loop {
+            match notifications.next().await {
+                Some(ServerNotification::ToolsListChanged) => return,
+                Some(_) => continue,
+                None => panic!("notification stream ended"),
+            }
+        }
+    })
+    .await;
+    assert!(changed.is_ok(), "tools/list_changed arrived");
+    let sent = script.posts_of("subscriptions/listen");
+    assert_eq!(
+        sent[0].body["params"]["notifications"],
+        json!({"toolsListChanged": true})
+    );
+
+    listen.abort(); // drops the call: the subscription ends
+    let stream = script.slow_stream.lock().unwrap().take().unwrap();
+    eventually("the listen stream is closed", || {
+        let _ = stream.send(": keep-alive\n\n".to_owned());
+        script
+            .slow_abandoned
+            .load(std::sync::atomic::Ordering::SeqCst)
+    })
+    .await;
 }

@@ -119,7 +119,8 @@ impl<T> Call<T> {
         (self, stream)
     }
 
-    /// The id the request will carry (known before anything is sent).
+    /// The id the request will carry (known before anything is sent; a 2026-07-28 retry after
+    /// `input_required` gets a new one, see [`CallFuture::id`]).
     pub fn id(&self) -> RequestId {
         self.request.id()
     }
@@ -328,6 +329,8 @@ pub struct CallFuture<T> {
 }
 
 impl<T> CallFuture<T> {
+    /// The id of the request now in flight. It changes when a 2026-07-28 server asks for input:
+    /// each retry is a new request with a new id.
     pub fn id(&self) -> RequestId {
         self.id
     }

@@ -34,7 +34,7 @@ use crate::{
         completion::{CompleteResult, CompletionReference},
         lifecycle::{Implementation, InitializeResult},
         logging::LoggingLevel,
-        notifications::ServerNotification,
+        notifications::{ListenFilter, ServerNotification},
         prompts::{GetPromptResult, ListPromptsResult},
         resources::{ListResourceTemplatesResult, ListResourcesResult, ReadResourceResult},
         tools::{CallToolResult, EmptyResult, ListToolsResult},
@@ -232,6 +232,16 @@ impl Client {
 
     pub fn set_logging_level(&self, level: LoggingLevel) -> Call<EmptyResult> {
         self.call_with("logging/setLevel", &json!({ "level": level }))
+    }
+
+    /// `subscriptions/listen` (2026-07-28): asks the server for the notifications `filter` names.
+    /// The request stays open, without a timeout, for as long as the subscription lives; what it
+    /// brings arrives on [`notifications`](Self::notifications) and to subscribed actors.
+    /// Cancelling or dropping the call ends the subscription (over HTTP: its POST is aborted).
+    /// It resolves when the server ends the subscription gracefully.
+    pub fn listen(&self, filter: &ListenFilter) -> Call<Value> {
+        self.call_with("subscriptions/listen", &json!({ "notifications": filter }))
+            .no_timeout()
     }
 
     /// The server's notifications (list changes, resource updates, log messages) as a bounded

@@ -24,6 +24,35 @@ pub enum ServerNotification {
     },
 }
 
+/// What a `subscriptions/listen` (2026-07-28) asks the server to send. The notifications arrive
+/// like any other: on [`Client::notifications`](crate::Client::notifications) and to subscribed
+/// actors.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ListenFilter {
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub tools_list_changed: bool,
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub prompts_list_changed: bool,
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub resources_list_changed: bool,
+    /// URIs whose `notifications/resources/updated` the client wants.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub resource_subscriptions: Vec<String>,
+}
+
+impl ListenFilter {
+    /// Every list change, no resource updates.
+    pub fn list_changes() -> Self {
+        Self {
+            tools_list_changed: true,
+            prompts_list_changed: true,
+            resources_list_changed: true,
+            resource_subscriptions: Vec::new(),
+        }
+    }
+}
+
 impl actix::Message for ServerNotification {
     type Result = ();
 }
