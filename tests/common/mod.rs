@@ -115,3 +115,46 @@ pub fn init_tracing() {
         .with_test_writer()
         .try_init();
 }
+
+/// The demo server in its Streamable HTTP mode, on 127.0.0.1 and a free port. Killed on drop.
+pub struct DemoHttp {
+    child: std::process::Child,
+    pub url: String,
+}
+
+impl DemoHttp {
+    pub fn start(args: &[&str]) -> Self {
+        use std::io::{BufRead, BufReader};
+        let mut child = std::process::Command::new(DEMO_SERVER)
+            .args(["--http", "127.0.0.1:0"])
+            .args(args)
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("the demo server starts");
+        let stderr = child.stderr.take().expect("stderr is piped");
+        let mut lines = BufReader::new(stderr).lines();
+        let port = loop {
+            let line = lines
+                .next()
+                .expect("the demo server reports its port")
+                .expect("stderr is readable");
+            if let Some(port) = line.strip_prefix("LISTENING ") {
+                break port.trim().to_owned();
+            }
+        };
+        std::thread::spawn(move || for _ in lines {});
+        Self {
+            child,
+            url: format!("http://127.0.0.1:{port}/mcp"),
+        }
+    }
+}
+
+impl Drop for DemoHttp {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}

@@ -11,6 +11,25 @@ use serde_json::json;
 
 use super::Failure;
 
+/// `println!` that ends the program quietly when stdout is closed (`actix-mcp ... | head`), as
+/// command-line tools do, instead of panicking.
+macro_rules! out {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        if let Err(e) = writeln!(std::io::stdout().lock(), $($arg)*) {
+            stdout_failed(e);
+        }
+    }};
+}
+
+fn stdout_failed(e: std::io::Error) -> ! {
+    if e.kind() == std::io::ErrorKind::BrokenPipe {
+        std::process::exit(0);
+    }
+    eprintln!("actix-mcp: cannot write the output: {e}");
+    std::process::exit(1)
+}
+
 pub struct Printer {
     pub json: bool,
 }
@@ -21,7 +40,7 @@ impl Printer {
             message: format!("cannot print the result: {e}"),
             code: 1,
         })?;
-        println!("{text}");
+        out!("{text}");
         Ok(())
     }
 
@@ -30,14 +49,14 @@ impl Printer {
             return self.print_json(client.initialize_result());
         }
         let info = client.server_info();
-        println!("server:   {} {}", info.name, info.version);
-        println!("protocol: {}", client.protocol_version());
+        out!("server:   {} {}", info.name, info.version);
+        out!("protocol: {}", client.protocol_version());
         let caps: Vec<&String> = client
             .server_capabilities()
             .as_object()
             .map(|c| c.keys().collect())
             .unwrap_or_default();
-        println!(
+        out!(
             "offers:   {}",
             caps.iter()
                 .map(|c| c.as_str())
@@ -45,7 +64,7 @@ impl Printer {
                 .join(", ")
         );
         if let Some(instructions) = client.instructions() {
-            println!("\n{instructions}");
+            out!("\n{instructions}");
         }
         Ok(())
     }
@@ -55,7 +74,7 @@ impl Printer {
             return self.print_json(&tools);
         }
         for tool in tools {
-            println!(
+            out!(
                 "{:<24} {}",
                 tool.name,
                 tool.description.as_deref().unwrap_or("")
@@ -70,19 +89,19 @@ impl Printer {
         } else {
             for block in &result.content {
                 match block {
-                    ContentBlock::Text { text, .. } => println!("{text}"),
-                    ContentBlock::Image { mime_type, .. } => println!("[image, {mime_type}]"),
-                    ContentBlock::Audio { mime_type, .. } => println!("[audio, {mime_type}]"),
-                    ContentBlock::ResourceLink { uri, .. } => println!("[link to {uri}]"),
+                    ContentBlock::Text { text, .. } => out!("{text}"),
+                    ContentBlock::Image { mime_type, .. } => out!("[image, {mime_type}]"),
+                    ContentBlock::Audio { mime_type, .. } => out!("[audio, {mime_type}]"),
+                    ContentBlock::ResourceLink { uri, .. } => out!("[link to {uri}]"),
                     ContentBlock::Resource { resource, .. } => {
-                        println!("[resource {}]", resource.uri())
+                        out!("[resource {}]", resource.uri())
                     }
-                    ContentBlock::Other(value) => println!("{value}"),
+                    ContentBlock::Other(value) => out!("{value}"),
                 }
             }
             if result.content.is_empty() {
                 if let Some(structured) = &result.structured_content {
-                    println!("{structured}");
+                    out!("{structured}");
                 }
             }
         }
@@ -100,7 +119,7 @@ impl Printer {
             return self.print_json(&resources);
         }
         for r in resources {
-            println!("{:<32} {}", r.uri, r.name);
+            out!("{:<32} {}", r.uri, r.name);
         }
         Ok(())
     }
@@ -111,10 +130,10 @@ impl Printer {
         }
         for item in &result.contents {
             match item {
-                ResourceContents::Text { text, .. } => println!("{text}"),
+                ResourceContents::Text { text, .. } => out!("{text}"),
                 ResourceContents::Blob { uri, .. } => {
                     let bytes = item.bytes().map_err(Failure::from)?;
-                    println!("[{} bytes of binary content from {uri}]", bytes.len());
+                    out!("[{} bytes of binary content from {uri}]", bytes.len());
                 }
             }
         }
@@ -137,7 +156,7 @@ impl Printer {
                     }
                 })
                 .collect();
-            println!(
+            out!(
                 "{:<24} {:<28} {}",
                 p.name,
                 args.join(" "),
@@ -152,7 +171,7 @@ impl Printer {
             return self.print_json(result);
         }
         for m in &result.messages {
-            println!(
+            out!(
                 "{}: {}",
                 m.role,
                 m.text()
@@ -168,7 +187,7 @@ impl Printer {
             return self.print_json(&json!(result.completion));
         }
         for v in &result.completion.values {
-            println!("{v}");
+            out!("{v}");
         }
         Ok(())
     }

@@ -97,6 +97,10 @@ const GARBAGE: &str = concat!(
     "\"params\":{\"level\":\"info\",\"data\":\"between\"}}\n",
 );
 
+#[cfg(feature = "http")]
+#[path = "http.rs"]
+mod http;
+
 // ---------------------------------------------------------------------------------------
 // Command line
 // ---------------------------------------------------------------------------------------
@@ -127,6 +131,11 @@ struct Cli {
     /// Answer `initialize` with a JSON-RPC error.
     #[arg(long)]
     fail_initialize: bool,
+
+    /// Serve Streamable HTTP on this address (e.g. 127.0.0.1:0) instead of stdio; the bound port
+    /// is printed to stderr as `LISTENING <port>`.
+    #[arg(long, value_name = "ADDR")]
+    http: Option<String>,
 
     /// Which protocol eras to speak: `legacy` (the handshake; `server/discover` is unknown),
     /// `modern` (2026-07-28 only: `server/discover`, and `initialize` is unknown) or `dual`.
@@ -231,13 +240,25 @@ async fn run(cli: Cli, journal: Journal) -> ExitCode {
         std::process::id()
     );
 
+    let http_addr = cli.http.clone();
     let server = Rc::new(Server {
+        #[cfg(feature = "http")]
+        http: http_addr.as_ref().and_then(|_| http::routes()),
         cli,
         journal,
         out: out_tx,
         state: RefCell::default(),
         tools: tool_list(),
     });
+    if let Some(addr) = http_addr {
+        #[cfg(feature = "http")]
+        return http::serve(server, &addr).await;
+        #[cfg(not(feature = "http"))]
+        {
+            eprintln!("{SERVER_NAME}: --http {addr}: built without the `http` feature");
+            return ExitCode::from(2);
+        }
+    }
     let code = server.read_loop(stdin).await;
 
     server.journal.record(b"#EOF");
@@ -607,6 +628,9 @@ struct Server {
     cli: Cli,
     journal: Rc<Journal>,
     out: mpsc::UnboundedSender<Outgoing>,
+    /// In HTTP mode: where each open request POST takes its messages (instead of stdout).
+    #[cfg(feature = "http")]
+    http: Option<RefCell<http::Routes>>,
     state: RefCell<State>,
     /// The `tools/list` result, built once.
     tools: Value,
@@ -879,8 +903,13 @@ impl Server {
         }));
     }
 
-    /// Queues raw lines for stdout.
+    /// Queues raw lines for stdout (in HTTP mode: for the POSTs they answer).
     fn send(&self, lines: Vec<u8>) {
+        #[cfg(feature = "http")]
+        if let Some(routes) = &self.http {
+            routes.borrow_mut().route(&lines);
+            return;
+        }
         // A send error means the writer is gone (stdout closed): nobody can read it anyway.
         if !lines.is_empty() {
             let _ = self.out.send(Outgoing::Line(lines));

@@ -1,0 +1,232 @@
+//! The demo server over Streamable HTTP (`--http ADDR`): the same server, one POST per message,
+//! for the HTTP tests and benchmark scenarios.
+//!
+//! A request's answer, and the progress for its token, go back on its own POST as an event
+//! stream that ends with the answer. A POST whose client goes away before the answer cancels the
+//! request (the 2026-07-28 rule); a `notifications/cancelled` POST cancels it too (2025-11-25).
+//! No sessions: GET and DELETE get 405. The bound port is printed to stderr as `LISTENING <port>`.
+
+use std::{
+    cell::RefCell,
+    collections::HashMap,
+    convert::Infallible,
+    pin::Pin,
+    process::ExitCode,
+    rc::{Rc, Weak},
+};
+
+use bytes::Bytes;
+use http_body_util::{BodyExt, Empty, StreamBody};
+use hyper::{
+    body::{Frame, Incoming},
+    server::conn::http1,
+    service::service_fn,
+    Method, Request, Response, StatusCode,
+};
+use hyper_util::rt::TokioIo;
+use serde::Deserialize;
+use serde_json::{json, Value};
+use tokio::{net::TcpListener, sync::mpsc, task::spawn_local};
+
+use super::{Server, SERVER_NAME};
+
+/// Not `Send`: the stream's guard holds the server (`Rc`), and everything runs on one thread.
+type Body = Pin<Box<dyn hyper::body::Body<Data = Bytes, Error = Infallible>>>;
+
+/// Where the messages for each open request POST go.
+#[derive(Default)]
+pub(super) struct Routes {
+    /// By request id (as JSON text): the POST's event stream, and the request's progress token.
+    by_id: HashMap<String, (mpsc::UnboundedSender<Bytes>, Option<String>)>,
+    /// Progress token (as JSON text) → request id.
+    by_token: HashMap<String, String>,
+}
+
+#[derive(Deserialize)]
+struct Probe {
+    id: Option<Value>,
+    method: Option<String>,
+    params: Option<ProbeParams>,
+}
+
+#[derive(Deserialize)]
+struct ProbeParams {
+    #[serde(rename = "progressToken")]
+    progress_token: Option<Value>,
+    #[serde(rename = "_meta")]
+    meta: Option<ProbeMeta>,
+}
+
+#[derive(Deserialize)]
+struct ProbeMeta {
+    #[serde(rename = "progressToken")]
+    progress_token: Option<Value>,
+}
+
+impl Routes {
+    /// Sends outgoing lines to the POSTs they belong to; a response ends its POST's stream.
+    pub(super) fn route(&mut self, lines: &[u8]) {
+        for line in lines.split(|b| *b == b'\n').filter(|l| !l.is_empty()) {
+            let Ok(probe) = serde_json::from_slice::<Probe>(line) else {
+                continue;
+            };
+            let event = Bytes::from(format!(
+                "event: message\ndata: {}\n\n",
+                String::from_utf8_lossy(line)
+            ));
+            match (probe.method.as_deref(), probe.id) {
+                (None, Some(id)) => {
+                    if let Some((stream, token)) = self.by_id.remove(&id.to_string()) {
+                        let _ = stream.send(event);
+                        if let Some(token) = token {
+                            self.by_token.remove(&token);
+                        }
+                    }
+                }
+                (Some("notifications/progress"), None) => {
+                    let token = probe.params.and_then(|p| p.progress_token);
+                    let route = token
+                        .and_then(|t| self.by_token.get(&t.to_string()))
+                        .and_then(|id| self.by_id.get(id));
+                    if let Some((stream, _)) = route {
+                        let _ = stream.send(event);
+                    }
+                }
+                // Nothing else has a stream to go on without sessions (no GET stream).
+                _ => {}
+            }
+        }
+    }
+}
+
+/// Serves `addr` until the process ends.
+pub(super) async fn serve(server: Rc<Server>, addr: &str) -> ExitCode {
+    let listener = match TcpListener::bind(addr).await {
+        Ok(listener) => listener,
+        Err(err) => {
+            eprintln!("{SERVER_NAME}: cannot listen on {addr}: {err}");
+            return ExitCode::FAILURE;
+        }
+    };
+    match listener.local_addr() {
+        Ok(bound) => eprintln!("LISTENING {}", bound.port()),
+        Err(err) => eprintln!("{SERVER_NAME}: no local address: {err}"),
+    }
+    loop {
+        let stream = match listener.accept().await {
+            Ok((stream, _)) => stream,
+            Err(err) => {
+                eprintln!("{SERVER_NAME}: accept failed: {err}");
+                continue;
+            }
+        };
+        let _ = stream.set_nodelay(true);
+        let server = Rc::clone(&server);
+        spawn_local(async move {
+            let service = service_fn(move |request| answer(Rc::clone(&server), request));
+            let _ = http1::Builder::new()
+                .serve_connection(TokioIo::new(stream), service)
+                .await;
+        });
+    }
+}
+
+fn empty(status: StatusCode) -> Response<Body> {
+    let body: Body = Box::pin(Empty::new());
+    let mut response = Response::new(body);
+    *response.status_mut() = status;
+    response
+}
+
+async fn answer(
+    server: Rc<Server>,
+    request: Request<Incoming>,
+) -> Result<Response<Body>, Infallible> {
+    if request.method() != Method::POST {
+        return Ok(empty(StatusCode::METHOD_NOT_ALLOWED));
+    }
+    let body = match request.into_body().collect().await {
+        Ok(body) => body.to_bytes(),
+        Err(_) => return Ok(empty(StatusCode::BAD_REQUEST)),
+    };
+    // Journal first, as on stdio.
+    server.journal.record(&body);
+    let probe = serde_json::from_slice::<Probe>(&body).ok();
+    let request_id = probe
+        .as_ref()
+        .filter(|p| p.method.is_some())
+        .and_then(|p| p.id.clone());
+    let Some(id) = request_id else {
+        // A notification (or a response): handled, nothing to send back.
+        let _ = server.handle_line(&body);
+        return Ok(empty(StatusCode::ACCEPTED));
+    };
+    let key = id.to_string();
+    let token = probe
+        .and_then(|p| p.params)
+        .and_then(|p| p.meta)
+        .and_then(|m| m.progress_token)
+        .map(|t| t.to_string());
+    let (tx, rx) = mpsc::unbounded_channel();
+    {
+        let Some(routes) = server.http.as_ref() else {
+            return Ok(empty(StatusCode::INTERNAL_SERVER_ERROR));
+        };
+        let mut routes = routes.borrow_mut();
+        if let Some(token) = &token {
+            routes.by_token.insert(token.clone(), key.clone());
+        }
+        routes.by_id.insert(key.clone(), (tx, token));
+    }
+    let _ = server.handle_line(&body);
+    let guard = Disconnect {
+        server: Rc::downgrade(&server),
+        id,
+        key,
+    };
+    let stream = futures::stream::unfold((rx, guard), |(mut rx, guard)| async move {
+        let event = rx.recv().await?;
+        Some((Ok(Frame::data(event)), (rx, guard)))
+    });
+    let body: Body = Box::pin(StreamBody::new(stream));
+    let mut response = Response::new(body);
+    response.headers_mut().insert(
+        hyper::header::CONTENT_TYPE,
+        hyper::header::HeaderValue::from_static("text/event-stream"),
+    );
+    Ok(response)
+}
+
+/// Dropped with its POST's stream: if the request is still routed (no answer went out), its
+/// client went away, which cancels it.
+struct Disconnect {
+    server: Weak<Server>,
+    id: Value,
+    key: String,
+}
+
+impl Drop for Disconnect {
+    fn drop(&mut self) {
+        let Some(server) = self.server.upgrade() else {
+            return;
+        };
+        let still_open = server.http.as_ref().and_then(|routes| {
+            let mut routes = routes.borrow_mut();
+            let (_, token) = routes.by_id.remove(&self.key)?;
+            if let Some(token) = token {
+                routes.by_token.remove(&token);
+            }
+            Some(())
+        });
+        if still_open.is_some() {
+            server.cancel(Some(
+                &json!({"requestId": self.id, "reason": "connection closed"}),
+            ));
+        }
+    }
+}
+
+/// The routes of an HTTP-mode server (none on stdio).
+pub(super) fn routes() -> Option<RefCell<Routes>> {
+    Some(RefCell::new(Routes::default()))
+}

@@ -1,0 +1,70 @@
+//! Cancellation over Streamable HTTP, observed at a real server process: the demo server in its
+//! HTTP mode counts the cancels that reached a running request, whichever way they came.
+#![cfg(feature = "http")]
+
+mod common;
+
+use std::time::Duration;
+
+use actix_mcp::{Cancellation, Client, HttpTransport, ProtocolEra};
+use common::*;
+use serde_json::json;
+
+async fn cancel_one_sleep(client: &Client) {
+    let token = Cancellation::new();
+    let sleep = actix_rt::spawn({
+        let (client, token) = (client.clone(), token.clone());
+        async move {
+            client
+                .call_tool("sleep", json!({"ms": 60_000}))
+                .cancellation(&token)
+                .await
+        }
+    });
+    // The server has the sleep once it counts it as pending.
+    let mut stats = server_stats(client).await;
+    while stats["pending"] != 1 {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+        stats = server_stats(client).await;
+    }
+    token.cancel_with_reason("enough");
+    assert!(sleep.await.unwrap().unwrap_err().is_cancelled());
+    let mut stats = server_stats(client).await;
+    for _ in 0..1000 {
+        if stats["cancels_matched"] == 1 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+        stats = server_stats(client).await;
+    }
+    assert_eq!(stats["cancels_matched"], 1, "{stats}");
+    assert_eq!(stats["cancels_ahead"], 0);
+    assert_eq!(stats["pending"], 0, "the server stopped the sleep");
+}
+
+/// 2025-11-25 over HTTP: the cancel is a `notifications/cancelled` POST, and the server stops the
+/// sleep it names.
+#[actix::test]
+async fn a_legacy_cancel_stops_the_sleep_at_the_server() {
+    let server = DemoHttp::start(&[]);
+    let client = Client::connect(HttpTransport::new(&server.url))
+        .await
+        .unwrap();
+    assert_eq!(client.protocol_version(), "2025-11-25");
+    cancel_one_sleep(&client).await;
+}
+
+/// 2026-07-28 over HTTP: the cancel is the request's POST aborted; the server sees the
+/// connection go and stops the sleep. No notification is sent.
+#[actix::test]
+async fn a_modern_cancel_aborts_the_post_and_stops_the_sleep_at_the_server() {
+    let server = DemoHttp::start(&["--era", "modern"]);
+    let client = Client::builder()
+        .era(ProtocolEra::Modern)
+        .connect(HttpTransport::new(&server.url))
+        .await
+        .unwrap();
+    assert_eq!(client.protocol_version(), "2026-07-28");
+    cancel_one_sleep(&client).await;
+    assert_eq!(client.stats().await.unwrap().cancels_sent, 0);
+}
