@@ -5,6 +5,7 @@
 //! cargo bench --bench compare -- --smoke           # a few thousand requests; checks correctness only
 //! cargo bench --bench compare -- --scenarios a,b --runs 5
 //! cargo bench --bench compare -- --server "node my-server.js"
+//! cargo bench --bench compare -- --http            # over Streamable HTTP: actix-mcp vs rmcp
 //! ```
 //!
 //! Each (scenario, client, run) runs in a fresh worker process of this program against a fresh
@@ -31,6 +32,9 @@ use serde_json::{json, Value};
 
 const CLIENTS: [&str; 4] = ["actix-mcp", "actix-mcp-tokio", "raw", "rmcp"];
 const SCENARIOS: [&str; 8] = ["a", "b", "c1", "c2", "c3", "c4", "d", "scale"];
+/// `--http`: the same server over Streamable HTTP (its `--http` mode), actix-mcp vs rmcp.
+const HTTP_CLIENTS: [&str; 2] = ["actix-mcp-http", "rmcp-http"];
+const HTTP_SCENARIOS: [&str; 4] = ["a", "b", "c1", "c2"];
 /// Counters that must be zero for actix-mcp in every run.
 const MUST_BE_ZERO: [&str; 3] = ["lost_cancels", "overtaking_cancels", "left_running"];
 
@@ -46,9 +50,14 @@ struct Args {
     /// Comma-separated scenarios (a,b,c1,c2,c3,c4,d,scale).
     #[arg(long, value_delimiter = ',')]
     scenarios: Option<Vec<String>>,
-    /// Comma-separated clients (actix-mcp,raw,rmcp).
+    /// Comma-separated clients (actix-mcp,actix-mcp-tokio,raw,rmcp; with --http:
+    /// actix-mcp-http,rmcp-http).
     #[arg(long, value_delimiter = ',')]
     clients: Option<Vec<String>>,
+    /// Over Streamable HTTP: the server runs in its HTTP mode (`--http 127.0.0.1:0`; the demo
+    /// server has one) and the clients connect over HTTP. Scenarios a, b, c1, c2 by default.
+    #[arg(long)]
+    http: bool,
     /// The stdio server to run, as a command line. It needs `echo {text}` and `sleep {ms}`;
     /// the correctness counters also need the demo server's `stats` tool.
     #[arg(long)]
@@ -72,17 +81,27 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let sizes = if args.smoke {
-        Sizes::SMOKE
-    } else {
-        Sizes::FULL
+    let sizes = match (args.http, args.smoke) {
+        (false, true) => Sizes::SMOKE,
+        (false, false) => Sizes::FULL,
+        (true, true) => Sizes::HTTP_SMOKE,
+        (true, false) => Sizes::HTTP,
     };
     if let (Some(client), Some(scenario)) = (&args.worker, &args.scenario) {
+        let server = ServerCmd {
+            http: args.http,
+            ..server
+        };
         return worker(client, scenario, &server, sizes);
     }
     let runs = if args.smoke { 1 } else { args.runs.max(1) };
-    let clients = pick(args.clients.clone(), &CLIENTS);
-    let scenarios = pick(args.scenarios.clone(), &SCENARIOS);
+    let (default_clients, default_scenarios): (&[&str], &[&str]) = if args.http {
+        (&HTTP_CLIENTS, &HTTP_SCENARIOS)
+    } else {
+        (&CLIENTS, &SCENARIOS)
+    };
+    let clients = pick(args.clients.clone(), default_clients);
+    let scenarios = pick(args.scenarios.clone(), default_scenarios);
     orchestrate(&args, &clients, &scenarios, runs)
 }
 
@@ -95,6 +114,7 @@ fn server_cmd(line: Option<&str>) -> Result<ServerCmd, String> {
         None => Ok(ServerCmd {
             program: env!("CARGO_BIN_EXE_mcp-demo-server").into(),
             args: Vec::new(),
+            http: false,
         }),
         Some(line) => {
             let mut words = shlex::split(line).ok_or("--server: unbalanced quotes")?;
@@ -105,6 +125,7 @@ fn server_cmd(line: Option<&str>) -> Result<ServerCmd, String> {
             Ok(ServerCmd {
                 program,
                 args: words,
+                http: false,
             })
         }
     }
@@ -112,13 +133,13 @@ fn server_cmd(line: Option<&str>) -> Result<ServerCmd, String> {
 
 fn worker(client: &str, scenario: &str, server: &ServerCmd, sizes: Sizes) -> ExitCode {
     let result = match client {
-        "actix-mcp" => {
+        "actix-mcp" | "actix-mcp-http" => {
             actix_rt::System::new().block_on(measure::<ActixMcp>(server, scenario, sizes))
         }
         // The same client from plain tokio code: the actor runs on a thread of its own.
         "actix-mcp-tokio" => multi_thread().block_on(measure::<ActixMcp>(server, scenario, sizes)),
         "raw" => multi_thread().block_on(measure::<Raw>(server, scenario, sizes)),
-        "rmcp" => multi_thread().block_on(measure::<Rmcp>(server, scenario, sizes)),
+        "rmcp" | "rmcp-http" => multi_thread().block_on(measure::<Rmcp>(server, scenario, sizes)),
         other => Err(format!("unknown client {other}")),
     };
     match result {
@@ -176,6 +197,9 @@ fn orchestrate(args: &Args, clients: &[String], scenarios: &[String], runs: usiz
                 if let Some(server) = &args.server {
                     cmd.args(["--server", server]);
                 }
+                if args.http {
+                    cmd.arg("--http");
+                }
                 match run_worker(cmd) {
                     Ok(metrics) => {
                         let per_client = results
@@ -220,11 +244,17 @@ fn orchestrate(args: &Args, clients: &[String], scenarios: &[String], runs: usiz
             for client in &columns {
                 print!(" {} |", fmt(median(client)));
             }
-            let a = median("actix-mcp");
+            // actix-mcp against the raw client and rmcp on the same transport.
+            let (ours, rmcp) = if args.http {
+                ("actix-mcp-http", "rmcp-http")
+            } else {
+                ("actix-mcp", "rmcp")
+            };
+            let a = median(ours);
             println!(
                 " {} | {} |",
                 ratio(a, median("raw")),
-                ratio(a, median("rmcp"))
+                ratio(a, median(rmcp))
             );
         }
     }

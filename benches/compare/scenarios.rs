@@ -43,6 +43,35 @@ impl Sizes {
         scale_small_in_flight: 1_000,
     };
 
+    /// Over HTTP every request in flight holds a connection (HTTP/1.1): smaller storms.
+    pub const HTTP: Sizes = Sizes {
+        seq_warm: 200,
+        seq: 2_000,
+        conc_warm: 2_000,
+        conc: 20_000,
+        in_flight: 256,
+        cancel: 2_000,
+        immediate: 2_000,
+        single: 500,
+        mem: 2_000,
+        scale_total: 10_000,
+        scale_small_in_flight: 256,
+    };
+
+    pub const HTTP_SMOKE: Sizes = Sizes {
+        seq_warm: 20,
+        seq: 200,
+        conc_warm: 100,
+        conc: 1_000,
+        in_flight: 64,
+        cancel: 200,
+        immediate: 200,
+        single: 50,
+        mem: 200,
+        scale_total: 1_000,
+        scale_small_in_flight: 64,
+    };
+
     pub const SMOKE: Sizes = Sizes {
         seq_warm: 50,
         seq: 500,

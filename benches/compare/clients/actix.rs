@@ -7,24 +7,38 @@ use std::{
 
 use futures::FutureExt;
 
-use actix_mcp::{Cancellation, Client, StdioTransport};
+use actix_mcp::{Cancellation, Client, HttpTransport, StdioTransport};
 use serde_json::{json, Value};
 
-use super::{Driver, ServerCmd, SleepOutcome};
+use super::{Driver, HttpServer, ServerCmd, SleepOutcome};
 
 pub struct ActixMcp {
     client: Client,
+    _http: Option<HttpServer>,
 }
 
 impl Driver for ActixMcp {
     type Cancel = Cancellation;
 
     async fn connect(server: &ServerCmd) -> Result<Self, String> {
+        if server.http {
+            let http = HttpServer::start(server)?;
+            let client = Client::connect(HttpTransport::new(&http.url))
+                .await
+                .map_err(|e| e.to_string())?;
+            return Ok(Self {
+                client,
+                _http: Some(http),
+            });
+        }
         let transport = StdioTransport::new(&server.program).args(&server.args);
         let client = Client::connect(transport)
             .await
             .map_err(|e| e.to_string())?;
-        Ok(Self { client })
+        Ok(Self {
+            client,
+            _http: None,
+        })
     }
 
     fn echo(&self, text: &str) -> impl Future<Output = Result<(), String>> + 'static {

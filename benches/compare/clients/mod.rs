@@ -16,6 +16,53 @@ use serde_json::Value;
 pub struct ServerCmd {
     pub program: String,
     pub args: Vec<String>,
+    /// Run it as a Streamable HTTP server (`--http 127.0.0.1:0`, the demo server's HTTP mode)
+    /// and connect over HTTP instead of stdio.
+    pub http: bool,
+}
+
+/// A server started in its HTTP mode: killed when dropped.
+pub struct HttpServer {
+    child: std::process::Child,
+    pub url: String,
+}
+
+impl HttpServer {
+    pub fn start(server: &ServerCmd) -> Result<Self, String> {
+        use std::io::{BufRead, BufReader};
+        let mut child = std::process::Command::new(&server.program)
+            .args(&server.args)
+            .args(["--http", "127.0.0.1:0"])
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .map_err(|e| format!("cannot start {}: {e}", server.program))?;
+        let stderr = child.stderr.take().ok_or("no stderr")?;
+        let mut lines = BufReader::new(stderr).lines();
+        let port = loop {
+            match lines.next() {
+                Some(Ok(line)) => {
+                    if let Some(port) = line.strip_prefix("LISTENING ") {
+                        break port.trim().to_owned();
+                    }
+                }
+                _ => return Err("the HTTP server did not report its port".into()),
+            }
+        };
+        std::thread::spawn(move || for _ in lines {});
+        Ok(Self {
+            child,
+            url: format!("http://127.0.0.1:{port}/mcp"),
+        })
+    }
+}
+
+impl Drop for HttpServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
 }
 
 /// What a cancellable sleep call reports when it ends.

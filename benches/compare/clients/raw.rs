@@ -142,6 +142,9 @@ impl Driver for Raw {
     type Cancel = u64;
 
     async fn connect(server: &ServerCmd) -> Result<Self, String> {
+        if server.http {
+            return Err("the raw client speaks stdio only".into());
+        }
         let mut child = Command::new(&server.program)
             .args(&server.args)
             .stdin(Stdio::piped())

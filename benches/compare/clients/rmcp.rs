@@ -5,17 +5,18 @@ use std::{future::Future, sync::Arc, time::Instant};
 use rmcp::{
     model::{CallToolRequest, CallToolRequestParams, ClientRequest, JsonObject},
     service::{PeerRequestOptions, RunningService},
-    transport::TokioChildProcess,
+    transport::{StreamableHttpClientTransport, TokioChildProcess},
     RoleClient, ServiceExt,
 };
 use serde_json::{json, Value};
 use tokio::process::Command;
 use tokio_util::sync::CancellationToken;
 
-use super::{Driver, ServerCmd, SleepOutcome};
+use super::{Driver, HttpServer, ServerCmd, SleepOutcome};
 
 pub struct Rmcp {
     service: Arc<RunningService<RoleClient, ()>>,
+    _http: Option<HttpServer>,
 }
 
 fn params(name: &'static str, args: Value) -> CallToolRequestParams {
@@ -30,12 +31,22 @@ impl Driver for Rmcp {
     type Cancel = CancellationToken;
 
     async fn connect(server: &ServerCmd) -> Result<Self, String> {
+        if server.http {
+            let http = HttpServer::start(server)?;
+            let transport = StreamableHttpClientTransport::from_uri(http.url.as_str());
+            let service = ().serve(transport).await.map_err(|e| e.to_string())?;
+            return Ok(Self {
+                service: Arc::new(service),
+                _http: Some(http),
+            });
+        }
         let mut cmd = Command::new(&server.program);
         cmd.args(&server.args);
         let transport = TokioChildProcess::new(cmd).map_err(|e| e.to_string())?;
         let service = ().serve(transport).await.map_err(|e| e.to_string())?;
         Ok(Self {
             service: Arc::new(service),
+            _http: None,
         })
     }
 
