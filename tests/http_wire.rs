@@ -144,6 +144,21 @@ async fn handle(req: HttpRequest, body: web::Bytes, script: web::Data<Script>) -
                 "params": {"progressToken": body["params"]["_meta"]["progressToken"], "progress": 1}});
             held_stream(&script, vec![event(&progress)])
         }
+        "needs-input" if body["params"]["inputResponses"].is_null() => {
+            HttpResponse::Ok().json(json!({"jsonrpc": "2.0", "id": id, "result": {
+                "resultType": "input_required",
+                "inputRequests": {"who": {"method": "elicitation/create", "params": {
+                    "message": "name?", "requestedSchema": {"type": "object",
+                        "properties": {"name": {"type": "string"}}}}}},
+                "requestState": "opaque-é"}}))
+        }
+        "needs-input" => {
+            let name = body["params"]["inputResponses"]["who"]["content"]["name"].clone();
+            let state = body["params"]["requestState"].clone();
+            HttpResponse::Ok().json(json!({"jsonrpc": "2.0", "id": id, "result": {
+                "resultType": "complete",
+                "content": [{"type": "text", "text": format!("hello {name} {state}")}]}}))
+        }
         "fail500" => HttpResponse::InternalServerError().body("boom"),
 
         "rpc-error" => HttpResponse::BadRequest().json(json!({"jsonrpc": "2.0", "id": id,
@@ -515,4 +530,72 @@ async fn a_listen_brings_notifications_until_it_is_dropped() {
             .load(std::sync::atomic::Ordering::SeqCst)
     })
     .await;
+}
+
+/// 2026-07-28 `input_required`: the call runs the elicitation handler and retries under a new id
+/// with the answer and the server's state. Cancelled while the handler works, the call ends at
+/// once, the handler is told, and nothing more is sent (no request is in flight).
+#[actix::test]
+async fn input_required_is_fulfilled_by_the_handler_and_a_cancel_meanwhile_sends_nothing() {
+    let (url, script) = scripted_server();
+    let block = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    // The token the handler got: cancelled (and the handler dropped) when the call is.
+    let handler_token: Arc<Mutex<Option<Cancellation>>> = Arc::default();
+    let (blocking, seen) = (block.clone(), handler_token.clone());
+    let client = Client::builder()
+        .era(ProtocolEra::Modern)
+        .on_elicitation(move |_, token| {
+            let (blocking, seen) = (blocking.clone(), seen.clone());
+            async move {
+                if blocking.load(std::sync::atomic::Ordering::SeqCst) {
+                    *seen.lock().unwrap() = Some(token.clone());
+                    std::future::pending::<()>().await;
+                }
+                Ok(json!({"action": "accept", "content": {"name": "Ann"}}))
+            }
+        })
+        .connect(HttpTransport::new(url))
+        .await
+        .unwrap();
+
+    let answered = client.call_tool("needs-input", json!({})).await.unwrap();
+    assert_eq!(answered.text(), "hello \"Ann\" \"opaque-é\"");
+    let calls = script.posts_of("tools/call");
+    assert_eq!(calls.len(), 2);
+    assert_ne!(
+        calls[0].body["id"], calls[1].body["id"],
+        "the retry has a new id"
+    );
+    assert_eq!(
+        calls[1].body["params"]["inputResponses"]["who"]["action"],
+        "accept"
+    );
+    assert!(calls[0].body["params"]["_meta"].is_object());
+    assert!(calls[1].body["params"]["_meta"].is_object());
+
+    block.store(true, std::sync::atomic::Ordering::SeqCst);
+    let token = Cancellation::new();
+    let call = client
+        .call_tool("needs-input", json!({}))
+        .cancellation(&token);
+    let call = actix_rt::spawn(async move { call.await });
+    eventually("the first round reached the server", || {
+        script.posts_of("tools/call").len() == 3
+    })
+    .await;
+    eventually("the handler is working", || {
+        handler_token.lock().unwrap().is_some()
+    })
+    .await;
+    token.cancel();
+    assert!(call.await.unwrap().unwrap_err().is_cancelled());
+    let told = handler_token.lock().unwrap().clone().unwrap();
+    assert!(told.is_cancelled(), "the handler's token is cancelled");
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    assert_eq!(
+        script.posts_of("tools/call").len(),
+        3,
+        "no retry after the cancel"
+    );
+    assert!(script.posts_of("notifications/cancelled").is_empty());
 }
