@@ -4,7 +4,7 @@
 
 mod common;
 
-use std::time::Duration;
+use std::{future::IntoFuture, time::Duration};
 
 use actix_mcp::{Cancellation, Client, HttpTransport, ProtocolEra};
 use common::*;
@@ -67,4 +67,26 @@ async fn a_modern_cancel_aborts_the_post_and_stops_the_sleep_at_the_server() {
     assert_eq!(client.protocol_version(), "2026-07-28");
     cancel_one_sleep(&client).await;
     assert_eq!(client.stats().await.unwrap().cancels_sent, 0);
+}
+
+/// The same over HTTP/2 without TLS (h2c): every request is a stream of one connection, and the
+/// cancel resets just that stream; the server still sees the request go and stops the sleep.
+#[actix::test]
+async fn over_http2_a_modern_cancel_resets_the_stream_and_stops_the_sleep() {
+    let server = DemoHttp::start(&["--era", "modern"]);
+    let client = Client::builder()
+        .era(ProtocolEra::Modern)
+        .connect(HttpTransport::new(&server.url).http2_prior_knowledge())
+        .await
+        .unwrap();
+    let echoes = futures::future::join_all((0..50).map(|i| {
+        client
+            .call_tool("echo", json!({"text": format!("h2 {i}")}))
+            .into_future()
+    }))
+    .await;
+    for (i, echo) in echoes.into_iter().enumerate() {
+        assert_eq!(echo.unwrap().text(), format!("h2 {i}"));
+    }
+    cancel_one_sleep(&client).await;
 }

@@ -33,7 +33,7 @@ use serde_json::{json, Value};
 const CLIENTS: [&str; 4] = ["actix-mcp", "actix-mcp-tokio", "raw", "rmcp"];
 const SCENARIOS: [&str; 8] = ["a", "b", "c1", "c2", "c3", "c4", "d", "scale"];
 /// `--http`: the same server over Streamable HTTP (its `--http` mode), actix-mcp vs rmcp.
-const HTTP_CLIENTS: [&str; 2] = ["actix-mcp-http", "rmcp-http"];
+const HTTP_CLIENTS: [&str; 4] = ["actix-mcp-http", "rmcp-http", "actix-mcp-h2", "rmcp-h2"];
 const HTTP_SCENARIOS: [&str; 4] = ["a", "b", "c1", "c2"];
 /// Counters that must be zero for actix-mcp in every run.
 const MUST_BE_ZERO: [&str; 3] = ["lost_cancels", "overtaking_cancels", "left_running"];
@@ -51,7 +51,7 @@ struct Args {
     #[arg(long, value_delimiter = ',')]
     scenarios: Option<Vec<String>>,
     /// Comma-separated clients (actix-mcp,actix-mcp-tokio,raw,rmcp; with --http:
-    /// actix-mcp-http,rmcp-http).
+    /// actix-mcp-http,rmcp-http over HTTP/1.1, actix-mcp-h2,rmcp-h2 over HTTP/2).
     #[arg(long, value_delimiter = ',')]
     clients: Option<Vec<String>>,
     /// Over Streamable HTTP: the server runs in its HTTP mode (`--http 127.0.0.1:0`; the demo
@@ -90,6 +90,7 @@ fn main() -> ExitCode {
     if let (Some(client), Some(scenario)) = (&args.worker, &args.scenario) {
         let server = ServerCmd {
             http: args.http,
+            http2: client.ends_with("-h2"),
             ..server
         };
         return worker(client, scenario, &server, sizes);
@@ -115,6 +116,7 @@ fn server_cmd(line: Option<&str>) -> Result<ServerCmd, String> {
             program: env!("CARGO_BIN_EXE_mcp-demo-server").into(),
             args: Vec::new(),
             http: false,
+            http2: false,
         }),
         Some(line) => {
             let mut words = shlex::split(line).ok_or("--server: unbalanced quotes")?;
@@ -126,6 +128,7 @@ fn server_cmd(line: Option<&str>) -> Result<ServerCmd, String> {
                 program,
                 args: words,
                 http: false,
+                http2: false,
             })
         }
     }
@@ -133,13 +136,15 @@ fn server_cmd(line: Option<&str>) -> Result<ServerCmd, String> {
 
 fn worker(client: &str, scenario: &str, server: &ServerCmd, sizes: Sizes) -> ExitCode {
     let result = match client {
-        "actix-mcp" | "actix-mcp-http" => {
+        "actix-mcp" | "actix-mcp-http" | "actix-mcp-h2" => {
             actix_rt::System::new().block_on(measure::<ActixMcp>(server, scenario, sizes))
         }
         // The same client from plain tokio code: the actor runs on a thread of its own.
         "actix-mcp-tokio" => multi_thread().block_on(measure::<ActixMcp>(server, scenario, sizes)),
         "raw" => multi_thread().block_on(measure::<Raw>(server, scenario, sizes)),
-        "rmcp" | "rmcp-http" => multi_thread().block_on(measure::<Rmcp>(server, scenario, sizes)),
+        "rmcp" | "rmcp-http" | "rmcp-h2" => {
+            multi_thread().block_on(measure::<Rmcp>(server, scenario, sizes))
+        }
         other => Err(format!("unknown client {other}")),
     };
     match result {

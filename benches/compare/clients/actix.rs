@@ -23,7 +23,13 @@ impl Driver for ActixMcp {
     async fn connect(server: &ServerCmd) -> Result<Self, String> {
         if server.http {
             let http = HttpServer::start(server)?;
-            let client = Client::connect(HttpTransport::new(&http.url))
+            let transport = HttpTransport::new(&http.url);
+            let transport = if server.http2 {
+                transport.http2_prior_knowledge()
+            } else {
+                transport
+            };
+            let client = Client::connect(transport)
                 .await
                 .map_err(|e| e.to_string())?;
             return Ok(Self {

@@ -19,6 +19,8 @@ pub struct ServerCmd {
     /// Run it as a Streamable HTTP server (`--http 127.0.0.1:0`, the demo server's HTTP mode)
     /// and connect over HTTP instead of stdio.
     pub http: bool,
+    /// Over HTTP/2 without TLS (h2c, prior knowledge) rather than HTTP/1.1.
+    pub http2: bool,
 }
 
 /// A server started in its HTTP mode: killed when dropped.

@@ -5,7 +5,10 @@ use std::{future::Future, sync::Arc, time::Instant};
 use rmcp::{
     model::{CallToolRequest, CallToolRequestParams, ClientRequest, JsonObject},
     service::{PeerRequestOptions, RunningService},
-    transport::{StreamableHttpClientTransport, TokioChildProcess},
+    transport::{
+        streamable_http_client::StreamableHttpClientTransportConfig, StreamableHttpClientTransport,
+        TokioChildProcess,
+    },
     RoleClient, ServiceExt,
 };
 use serde_json::{json, Value};
@@ -33,8 +36,19 @@ impl Driver for Rmcp {
     async fn connect(server: &ServerCmd) -> Result<Self, String> {
         if server.http {
             let http = HttpServer::start(server)?;
-            let transport = StreamableHttpClientTransport::from_uri(http.url.as_str());
-            let service = ().serve(transport).await.map_err(|e| e.to_string())?;
+            let service = if server.http2 {
+                let client = reqwest::Client::builder()
+                    .http2_prior_knowledge()
+                    .build()
+                    .map_err(|e| e.to_string())?;
+                let mut config = StreamableHttpClientTransportConfig::default();
+                config.uri = http.url.as_str().into();
+                let transport = StreamableHttpClientTransport::with_client(client, config);
+                ().serve(transport).await.map_err(|e| e.to_string())?
+            } else {
+                let transport = StreamableHttpClientTransport::from_uri(http.url.as_str());
+                ().serve(transport).await.map_err(|e| e.to_string())?
+            };
             return Ok(Self {
                 service: Arc::new(service),
                 _http: Some(http),

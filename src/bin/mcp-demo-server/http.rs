@@ -4,7 +4,8 @@
 //! A request's answer, and the progress for its token, go back on its own POST as an event
 //! stream that ends with the answer. A POST whose client goes away before the answer cancels the
 //! request (the 2026-07-28 rule); a `notifications/cancelled` POST cancels it too (2025-11-25).
-//! No sessions: GET and DELETE get 405. The bound port is printed to stderr as `LISTENING <port>`.
+//! No sessions: GET and DELETE get 405. HTTP/1.1, and HTTP/2 without TLS (h2c) for clients that
+//! start with its preface. The bound port is printed to stderr as `LISTENING <port>`.
 
 use std::{
     cell::RefCell,
@@ -19,11 +20,10 @@ use bytes::Bytes;
 use http_body_util::{BodyExt, Empty, StreamBody};
 use hyper::{
     body::{Frame, Incoming},
-    server::conn::http1,
     service::service_fn,
     Method, Request, Response, StatusCode,
 };
-use hyper_util::rt::TokioIo;
+use hyper_util::{rt::TokioIo, server::conn::auto};
 use serde::Deserialize;
 use serde_json::{json, Value};
 use tokio::{net::TcpListener, sync::mpsc, task::spawn_local};
@@ -124,10 +124,27 @@ pub(super) async fn serve(server: Rc<Server>, addr: &str) -> ExitCode {
         let server = Rc::clone(&server);
         spawn_local(async move {
             let service = service_fn(move |request| answer(Rc::clone(&server), request));
-            let _ = http1::Builder::new()
+            // HTTP/1.1, or HTTP/2 when the client starts with its preface (h2c).
+            let mut builder = auto::Builder::new(LocalExec);
+            // Every request in flight is a stream: allow as many as the benchmark's storms.
+            builder.http2().max_concurrent_streams(MAX_STREAMS);
+            let _ = builder
                 .serve_connection(TokioIo::new(stream), service)
                 .await;
         });
+    }
+}
+
+/// Concurrent HTTP/2 streams per connection (hyper's default is 200).
+const MAX_STREAMS: u32 = 100_000;
+
+/// HTTP/2 runs each stream as a task; the server is single-threaded (`Rc`), so they are local.
+#[derive(Clone, Copy)]
+struct LocalExec;
+
+impl<F: std::future::Future + 'static> hyper::rt::Executor<F> for LocalExec {
+    fn execute(&self, future: F) {
+        spawn_local(future);
     }
 }
 

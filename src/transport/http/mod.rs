@@ -59,6 +59,7 @@ pub struct HttpTransport {
     client: Option<reqwest::Client>,
     event_stream: bool,
     max_frame: usize,
+    http2_prior_knowledge: bool,
 }
 
 impl HttpTransport {
@@ -69,6 +70,7 @@ impl HttpTransport {
             client: None,
             event_stream: true,
             max_frame: DEFAULT_MAX_FRAME_BYTES,
+            http2_prior_knowledge: false,
         }
     }
 
@@ -82,6 +84,15 @@ impl HttpTransport {
     /// Use this HTTP client (proxies, TLS roots, timeouts of your own).
     pub fn client(mut self, client: reqwest::Client) -> Self {
         self.client = Some(client);
+        self
+    }
+
+    /// Speak HTTP/2 over plain `http://` without negotiating (h2c, "prior knowledge"): every
+    /// request of the connection is a stream of one TCP connection, and a cancel that aborts a
+    /// POST resets just its stream. Over `https://`, HTTP/2 is negotiated by itself when the
+    /// server offers it.
+    pub fn http2_prior_knowledge(mut self) -> Self {
+        self.http2_prior_knowledge = true;
         self
     }
 
@@ -127,9 +138,17 @@ impl Transport for HttpTransport {
         let headers = self.header_map()?;
         let client = match self.client {
             Some(client) => client,
-            None => reqwest::Client::builder()
-                .build()
-                .map_err(|e| invalid_input(format!("HTTP client: {e}")))?,
+            None => {
+                let builder = reqwest::Client::builder();
+                let builder = if self.http2_prior_knowledge {
+                    builder.http2_prior_knowledge()
+                } else {
+                    builder
+                };
+                builder
+                    .build()
+                    .map_err(|e| invalid_input(format!("HTTP client: {e}")))?
+            }
         };
         let shared = Rc::new(Shared {
             client,
