@@ -30,7 +30,9 @@
 //! - A request still queued in the connection is removed: neither it nor a cancel is ever written.
 //! - A request being written gets `notifications/cancelled` only after the transport reports its
 //!   write complete, so the cancel always follows the complete request frame.
-//! - A written request gets `notifications/cancelled {requestId, reason?}` at once.
+//! - A written request gets `notifications/cancelled {requestId, reason?}` at once; on
+//!   Streamable HTTP in the 2026-07-28 era its POST is aborted instead (no notification exists
+//!   there), which over HTTP/2 resets just its stream.
 //! - A cancel after the response arrived sends nothing; a second cancel sends nothing more.
 //! - A response arriving after its cancel is dropped (counted in [`ConnectionStats`]).
 //! - `initialize` is never cancelled on the wire; cancelling `connect` closes the connection.
@@ -45,6 +47,12 @@
 //!   cancels.
 //! - The last handle to a connection ([`Client`], `Addr<Connection>`, [`PendingReply`]): the actor
 //!   stops and the server process is shut down (EOF, SIGTERM, SIGKILL).
+//!
+//! # Transports and eras
+//!
+//! [`StdioTransport`] spawns the server; [`HttpTransport`] (feature `http`, on by default) speaks
+//! Streamable HTTP. Both eras are spoken: the 2025-11-25 handshake and the 2026-07-28 stateless
+//! protocol ([`ProtocolEra`]). [`Servers`] manages many connections by name.
 //!
 //! # Where the actor runs
 //!

@@ -6,7 +6,7 @@
 //! idle, the outbox is drained into one batch (skipping requests cancelled meanwhile), the batch
 //! goes to the transport and its requests become `Writing`. The transport's `Written` event makes
 //! them `Written`, queues any cancel that waited for it, and lets the next batch go. Incoming
-//! frames are routed by id in [`inbound`].
+//! frames are routed by id in `inbound.rs`.
 
 mod deadlines;
 mod in_flight;

@@ -1,6 +1,6 @@
 //! Transports: how frames reach the server and come back.
 //!
-//! A transport is opened by the [`Connection`](crate::Connection) actor on the actor's own thread.
+//! A transport is opened by the [`Connection`] actor on the actor's own thread.
 //! The actor hands it batches of frames with [`TransportIo::send`]; the transport reports back
 //! through an [`EventSender`]:
 //!

@@ -9,13 +9,13 @@
 //!   is not a cancel), queued by the actor only after the request's `Written`.
 //! - The session id from the `initialize` answer and the negotiated protocol version go on every
 //!   later request; a 404 to a request carrying the session id ends the connection
-//!   ([`CloseReason::SessionExpired`](crate::CloseReason::SessionExpired)).
+//!   ([`CloseReason::SessionExpired`]).
 //! - After the handshake a GET stream takes what the server sends on its own (405: none).
 //! - Closing aborts every POST and sends `DELETE` with the session id.
 //!
 //! Failures of one POST fail that request only ([`TransportEvent::RequestFailed`]): an HTTP error
-//! status without a JSON-RPC error becomes [`Error::Http`](crate::Error::Http), a network error
-//! [`Error::Transport`](crate::Error::Transport).
+//! status without a JSON-RPC error becomes [`Error::Http`], a network error
+//! [`Error::Transport`].
 
 mod params;
 mod post;
