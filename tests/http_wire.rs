@@ -5,6 +5,7 @@
 
 use std::{
     collections::HashMap,
+    future::IntoFuture,
     sync::{Arc, Mutex},
     time::Duration,
 };
@@ -170,8 +171,76 @@ async fn handle(req: HttpRequest, body: web::Bytes, script: web::Data<Script>) -
         "garbage" => HttpResponse::Ok()
             .content_type("application/json")
             .body("{not json"),
+        "hostile" => {
+            let seed = body["params"]["arguments"]["seed"].as_u64().unwrap_or(0);
+            hostile_answer(seed, &id)
+        }
         other => HttpResponse::Ok().json(json!({"jsonrpc": "2.0", "id": id,
             "error": {"code": -32601, "message": format!("unknown {other}")}})),
+    }
+}
+
+/// A hostile answer to a request, chosen by `seed`: broken JSON, broken events, answers for other
+/// ids, wrong types, odd statuses and content types, random bytes.
+fn hostile_answer(seed: u64, id: &Value) -> HttpResponse {
+    // A small deterministic generator (xorshift): the same seed, the same answer.
+    let mut state = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    let mut next = move || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state
+    };
+    let random_bytes: Vec<u8> = (0..(next() % 512)).map(|_| next() as u8).collect();
+    let ok = json!({"jsonrpc": "2.0", "id": id, "result": {"content": []}});
+    let sse = |text: String| {
+        HttpResponse::Ok()
+            .content_type("text/event-stream")
+            .body(text)
+    };
+    match next() % 14 {
+        0 => sse(format!(
+            "data: {}\n\n",
+            String::from_utf8_lossy(&random_bytes)
+        )),
+        1 => sse("data: {\"jsonrpc\":\"2.0\",\"id\":\n\n".into()),
+        2 => sse(format!("retry: nonsense\nid: \u{0}\ndata: {ok}\n\n")),
+        3 => sse(format!("event: other\ndata: {ok}\n\n")), // not a message: never answered
+        4 => sse(format!(": comment\n\n\n\ndata: {ok}\n\n")),
+        5 => sse(format!(
+            "data: {}\n\n",
+            json!({"jsonrpc": "2.0", "id": "x", "result": 1})
+        )),
+        6 => sse(format!(
+            "data: {}\n\n",
+            json!({"jsonrpc": "2.0", "id": id, "result": "text"})
+        )),
+        7 => HttpResponse::Ok()
+            .content_type("application/json")
+            .body(random_bytes),
+        8 => HttpResponse::Ok()
+            .content_type("application/json")
+            .body(format!("[{ok}, 1, null, {{}}]")),
+        9 => HttpResponse::build(
+            actix_web::http::StatusCode::from_u16(400 + (next() % 200) as u16)
+                .unwrap_or(actix_web::http::StatusCode::IM_A_TEAPOT),
+        )
+        .body(random_bytes),
+        10 => HttpResponse::Ok()
+            .content_type("image/png")
+            .body(random_bytes),
+        11 => HttpResponse::Accepted().finish(), // a request "accepted" with no answer
+        12 => HttpResponse::Ok()
+            .content_type("application/json")
+            .body(format!(
+                "{}",
+                json!({"jsonrpc": "2.0", "id": id, "error": {"code": "x"}})
+            )),
+        _ => sse(format!(
+            "data: {}\ndata: {}\n\n",
+            json!({"jsonrpc": "2.0", "method": "notifications/progress", "params": {"progressToken": {}}}),
+            ok
+        )),
     }
 }
 
@@ -598,4 +667,30 @@ async fn input_required_is_fulfilled_by_the_handler_and_a_cancel_meanwhile_sends
         "no retry after the cancel"
     );
     assert!(script.posts_of("notifications/cancelled").is_empty());
+}
+
+/// Regression guard: whatever a server answers over HTTP (broken JSON or events, answers for other
+/// ids, wrong types, random bytes, odd statuses and content types), the client never panics, each
+/// call ends (with its result, an error, or its timeout), and the connection goes on working.
+#[actix::test]
+async fn hostile_http_answers_never_break_the_connection() {
+    let (client, _script) = connected().await;
+    let calls = (0..600u64).map(|seed| {
+        client
+            .call_tool("hostile", json!({"seed": seed}))
+            .timeout(Duration::from_millis(500))
+            .into_future()
+    });
+    let outcomes = futures::future::join_all(calls).await;
+    assert_eq!(outcomes.len(), 600);
+    assert!(
+        outcomes.iter().any(|o| o.is_ok()),
+        "some hostile answers are still answers"
+    );
+    assert!(outcomes.iter().any(|o| o.is_err()));
+    assert!(!client.is_closed());
+    assert_eq!(
+        client.call_tool("json", json!({})).await.unwrap().text(),
+        "plain JSON"
+    );
 }
