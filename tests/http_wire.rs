@@ -153,6 +153,21 @@ async fn handle(req: HttpRequest, body: web::Bytes, script: web::Data<Script>) -
                         "properties": {"name": {"type": "string"}}}}}},
                 "requestState": "opaque-é"}}))
         }
+        "needs-input-progress" if body["params"]["inputResponses"].is_null() => HttpResponse::Ok()
+            .json(json!({"jsonrpc": "2.0", "id": id, "result": {
+                "resultType": "input_required",
+                "inputRequests": {"who": {"method": "elicitation/create", "params": {
+                    "message": "name?", "requestedSchema": {"type": "object"}}}}}})),
+        "needs-input-progress" => {
+            let token = body["params"]["_meta"]["progressToken"].clone();
+            let progress = json!({"jsonrpc": "2.0", "method": "notifications/progress",
+                "params": {"progressToken": token, "progress": 1, "total": 1}});
+            let done = json!({"jsonrpc": "2.0", "id": id, "result": {"resultType": "complete",
+                "content": [{"type": "text", "text": "done"}]}});
+            HttpResponse::Ok()
+                .content_type("text/event-stream")
+                .body(format!("{}{}", event(&progress), event(&done)))
+        }
         "needs-input" => {
             let name = body["params"]["inputResponses"]["who"]["content"]["name"].clone();
             let state = body["params"]["requestState"].clone();
@@ -642,6 +657,22 @@ async fn input_required_is_fulfilled_by_the_handler_and_a_cancel_meanwhile_sends
     assert!(calls[0].body["params"]["_meta"].is_object());
     assert!(calls[1].body["params"]["_meta"].is_object());
 
+    // Progress keeps reaching the call after a round: the retry carries its own id as the token.
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let record = seen.clone();
+    let done = client
+        .call_tool("needs-input-progress", json!({}))
+        .on_progress(move |p| record.lock().unwrap().push(p.progress))
+        .await
+        .unwrap();
+    assert_eq!(done.text(), "done");
+    assert_eq!(*seen.lock().unwrap(), vec![1.0]);
+    let retried = script.posts_of("tools/call").pop().unwrap();
+    assert_eq!(
+        retried.body["params"]["_meta"]["progressToken"],
+        retried.body["id"]
+    );
+
     block.store(true, std::sync::atomic::Ordering::SeqCst);
     let token = Cancellation::new();
     let call = client
@@ -649,7 +680,7 @@ async fn input_required_is_fulfilled_by_the_handler_and_a_cancel_meanwhile_sends
         .cancellation(&token);
     let call = actix_rt::spawn(async move { call.await });
     eventually("the first round reached the server", || {
-        script.posts_of("tools/call").len() == 3
+        script.posts_of("tools/call").len() == 5
     })
     .await;
     eventually("the handler is working", || {
@@ -663,7 +694,7 @@ async fn input_required_is_fulfilled_by_the_handler_and_a_cancel_meanwhile_sends
     tokio::time::sleep(Duration::from_millis(50)).await;
     assert_eq!(
         script.posts_of("tools/call").len(),
-        3,
+        5,
         "no retry after the cancel"
     );
     assert!(script.posts_of("notifications/cancelled").is_empty());

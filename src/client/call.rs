@@ -19,7 +19,7 @@ use serde_json::{Map, Value};
 use tokio::time::Sleep;
 
 use super::{
-    mrtr::{classify, Fulfilling, Retry, Verdict, RETRYABLE},
+    mrtr::{classify, forward_progress, Fulfilling, Retry, SharedProgress, Verdict, RETRYABLE},
     progress::{ProgressCallback, ProgressClock, ProgressStream},
 };
 use crate::{
@@ -174,16 +174,23 @@ impl<T: DeserializeOwned> IntoFuture for Call<T> {
             clock,
         });
         // 2026-07-28: a result may ask for input; the call then retries itself (`mrtr.rs`).
-        let retry =
-            (self.link.is_modern() && RETRYABLE.contains(&self.request.method())).then(|| {
-                Box::new(Retry {
-                    method: self.request.method.clone(),
-                    params: self.request.params.as_ref().ok().cloned().flatten(),
-                    handlers: self.link.handlers.clone(),
-                    timeout_ms: self.request.options.timeout_ms,
-                    rounds: 0,
-                })
+        let retryable = self.link.is_modern() && RETRYABLE.contains(&self.request.method());
+        let retry = retryable.then(|| {
+            // The progress listener is shared by every round's request.
+            let progress = self.request.options.progress.take().map(|listener| {
+                let shared: SharedProgress = Arc::new(std::sync::Mutex::new(*listener));
+                self.request.options.progress = Some(Box::new(forward_progress(&shared)));
+                shared
             });
+            Box::new(Retry {
+                method: self.request.method.clone(),
+                params: self.request.params.as_ref().ok().cloned().flatten(),
+                handlers: self.link.handlers.clone(),
+                timeout_ms: self.request.options.timeout_ms,
+                rounds: 0,
+                progress,
+            })
+        });
         let needs_extras = self.cancellation.is_some() || timers.is_some() || retry.is_some();
         let extras = needs_extras.then(|| {
             Box::pin(Extras {
@@ -418,6 +425,8 @@ impl<T: DeserializeOwned> Future for CallFuture<T> {
                     let Some(retry) = this.extras.as_mut().and_then(|e| e.as_mut().retry()) else {
                         return Poll::Ready(Err(Error::Protocol("input without a retry".into())));
                     };
+                    // The same request again, under a new id.
+                    let id = fulfilling.retry_id();
                     let params = match fulfilling.poll(cx, retry) {
                         Poll::Pending => return Poll::Pending,
                         Poll::Ready(Ok(params)) => params,
@@ -426,9 +435,15 @@ impl<T: DeserializeOwned> Future for CallFuture<T> {
                             return Poll::Ready(Err(e));
                         }
                     };
-                    // The same request again, under a new id.
-                    let request = Request::retry(retry.method.clone(), params, retry.timeout_ms);
-                    this.id = request.id();
+                    let progress = retry.progress.as_ref().map(forward_progress);
+                    let request = Request::retry(
+                        id,
+                        retry.method.clone(),
+                        params,
+                        retry.timeout_ms,
+                        progress,
+                    );
+                    this.id = id;
                     let (reply, rx) = oneshot::channel();
                     this.link.submit(Submit {
                         request: Box::new(request),

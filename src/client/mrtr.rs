@@ -16,8 +16,8 @@ use std::{
 use serde::Deserialize;
 use serde_json::{value::RawValue, Map, Value};
 
-use super::handlers::Handlers;
-use crate::{error::Error, Cancellation};
+use super::{handlers::Handlers, progress::ProgressCallback};
+use crate::{error::Error, Cancellation, RequestId};
 
 /// The methods whose results may be `input_required`.
 pub(crate) const RETRYABLE: &[&str] = &["tools/call", "prompts/get", "resources/read"];
@@ -33,6 +33,23 @@ pub(crate) struct Retry {
     /// The call's timeout, kept by the actor for each round's request (0: none).
     pub timeout_ms: u32,
     pub rounds: u32,
+    /// The call's progress listener, shared by every round's request (each round's request
+    /// carries its own id as the progress token).
+    pub progress: Option<SharedProgress>,
+}
+
+/// A progress listener several requests of one call feed in turn.
+pub(crate) type SharedProgress = std::sync::Arc<std::sync::Mutex<ProgressCallback>>;
+
+/// A listener for one request that forwards to the call's shared one.
+pub(crate) fn forward_progress(shared: &SharedProgress) -> ProgressCallback {
+    let shared = shared.clone();
+    Box::new(move |progress| {
+        let mut listener = shared
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        listener(progress);
+    })
 }
 
 /// What a result says about the call.
@@ -86,6 +103,8 @@ pub(crate) struct Fulfilling {
     request_state: Option<Box<RawValue>>,
     /// Cancelled when the call is: the handlers are told.
     token: Cancellation,
+    /// The id the retry will carry.
+    retry_id: RequestId,
 }
 
 impl Fulfilling {
@@ -118,7 +137,13 @@ impl Fulfilling {
             answered: Map::new(),
             request_state: input.request_state,
             token,
+            retry_id: RequestId::next(),
         })
+    }
+
+    /// The id the retry will carry.
+    pub fn retry_id(&self) -> RequestId {
+        self.retry_id
     }
 
     /// The params of the retry, once every input request is answered.
@@ -149,10 +174,12 @@ impl Fulfilling {
             return Poll::Pending;
         }
         let answered = std::mem::take(&mut self.answered);
+        let token = retry.progress.as_ref().map(|_| self.retry_id);
         Poll::Ready(retry_params(
             retry.params.as_deref(),
             answered,
             self.request_state.as_deref(),
+            token,
         ))
     }
 }
@@ -166,10 +193,12 @@ impl Drop for Fulfilling {
 }
 
 /// The original params, plus `inputResponses`, plus `requestState` exactly as the server sent it.
+/// With a progress listener, `_meta.progressToken` becomes the retry's own id.
 fn retry_params(
     original: Option<&RawValue>,
     responses: Map<String, Value>,
     request_state: Option<&RawValue>,
+    progress_token: Option<RequestId>,
 ) -> Result<Box<RawValue>, Error> {
     let mut params: Map<String, Value> = match original {
         None => Map::new(),
@@ -177,6 +206,11 @@ fn retry_params(
             .map_err(|e| Error::Protocol(format!("params must be an object to retry: {e}")))?,
     };
     params.remove("requestState");
+    if let Some(token) = progress_token {
+        if let Some(Value::Object(meta)) = params.get_mut("_meta") {
+            meta.insert("progressToken".into(), Value::from(token.as_u64()));
+        }
+    }
     params.insert("inputResponses".into(), Value::Object(responses));
     let mut text = Value::Object(params).to_string();
     if let Some(state) = request_state {
@@ -228,6 +262,7 @@ mod tests {
             Some(&raw(r#"{"name":"t","arguments":{"a":1}}"#)),
             responses,
             Some(&state),
+            None,
         )
         .unwrap();
         assert!(params
@@ -237,8 +272,20 @@ mod tests {
         assert_eq!(value["name"], "t");
         assert_eq!(value["arguments"]["a"], 1);
         assert_eq!(value["inputResponses"]["confirm"]["action"], "accept");
-        let without = retry_params(None, Map::new(), None).unwrap();
+        let without = retry_params(None, Map::new(), None, None).unwrap();
         let value: Value = serde_json::from_str(without.get()).unwrap();
         assert!(value.get("requestState").is_none());
+
+        let id = RequestId::next();
+        let tokened = retry_params(
+            Some(&raw(r#"{"name":"t","_meta":{"progressToken":1,"k":"v"}}"#)),
+            Map::new(),
+            None,
+            Some(id),
+        )
+        .unwrap();
+        let value: Value = serde_json::from_str(tokened.get()).unwrap();
+        assert_eq!(value["_meta"]["progressToken"], id.as_u64());
+        assert_eq!(value["_meta"]["k"], "v");
     }
 }

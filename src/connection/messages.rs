@@ -140,11 +140,18 @@ impl Request {
     }
 
     /// A retry of a request under a fresh id (2026-07-28 `input_required` rounds).
-    pub(crate) fn retry(method: Cow<'static, str>, params: Box<RawValue>, timeout_ms: u32) -> Self {
+    pub(crate) fn retry(
+        id: RequestId,
+        method: Cow<'static, str>,
+        params: Box<RawValue>,
+        timeout_ms: u32,
+        progress: Option<crate::client::ProgressCallback>,
+    ) -> Self {
         let mut options = PackedOptions::from(RequestOptions::default());
         options.timeout_ms = timeout_ms;
+        options.progress = progress.map(Box::new);
         Self {
-            id: RequestId::next(),
+            id,
             method,
             params: Ok(Some(params)),
             options,
