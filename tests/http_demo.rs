@@ -12,7 +12,7 @@ use serde_json::json;
 
 async fn cancel_one_sleep(client: &Client) {
     let token = Cancellation::new();
-    let sleep = actix_rt::spawn({
+    let sleep = tokio::spawn({
         let (client, token) = (client.clone(), token.clone());
         async move {
             client
@@ -89,4 +89,27 @@ async fn over_http2_a_modern_cancel_resets_the_stream_and_stops_the_sleep() {
         assert_eq!(echo.unwrap().text(), format!("h2 {i}"));
     }
     cancel_one_sleep(&client).await;
+}
+
+/// From plain tokio (no actix System): the actor and its HTTP tasks run on a thread of their own,
+/// and calls and cancels work from any task.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn http_works_from_plain_tokio() {
+    let server = DemoHttp::start(&["--era", "modern"]);
+    let client = Client::builder()
+        .era(ProtocolEra::Modern)
+        .connect(HttpTransport::new(&server.url))
+        .await
+        .unwrap();
+    let echo = tokio::spawn({
+        let client = client.clone();
+        async move {
+            client
+                .call_tool("echo", json!({"text": "from tokio"}))
+                .await
+        }
+    });
+    assert_eq!(echo.await.unwrap().unwrap().text(), "from tokio");
+    cancel_one_sleep(&client).await;
+    client.shutdown().await;
 }
