@@ -185,7 +185,6 @@ impl<T: DeserializeOwned> IntoFuture for Call<T> {
             Box::new(Retry {
                 method: self.request.method.clone(),
                 params: self.request.params.as_ref().ok().cloned().flatten(),
-                handlers: self.link.handlers.clone(),
                 timeout_ms: self.request.options.timeout_ms,
                 rounds: 0,
                 progress,
@@ -406,7 +405,7 @@ impl<T: DeserializeOwned> Future for CallFuture<T> {
                             Verdict::Complete => {}
                             Verdict::Invalid(why) => return Poll::Ready(Err(Error::Protocol(why))),
                             Verdict::InputRequired(input) => {
-                                match Fulfilling::start(input, retry) {
+                                match Fulfilling::start(input, retry, &this.link.handlers) {
                                     Ok(fulfilling) => {
                                         this.stage = Stage::Fulfilling(Box::new(fulfilling));
                                         continue;

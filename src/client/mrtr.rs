@@ -25,11 +25,11 @@ pub(crate) const RETRYABLE: &[&str] = &["tools/call", "prompts/get", "resources/
 /// A bound on rounds, so a server cannot keep a call asking for input for ever.
 const MAX_ROUNDS: u32 = 16;
 
-/// What a call keeps to retry itself: the request as first sent, and the handlers.
+/// What a call keeps to retry itself: the request as first sent. (The handlers are the
+/// connection's, reached through the call's link.)
 pub(crate) struct Retry {
     pub method: Cow<'static, str>,
     pub params: Option<Box<RawValue>>,
-    pub handlers: Handlers,
     /// The call's timeout, kept by the actor for each round's request (0: none).
     pub timeout_ms: u32,
     pub rounds: u32,
@@ -108,7 +108,11 @@ pub(crate) struct Fulfilling {
 }
 
 impl Fulfilling {
-    pub fn start(input: InputRequired, retry: &mut Retry) -> Result<Self, Error> {
+    pub fn start(
+        input: InputRequired,
+        retry: &mut Retry,
+        handlers: &Handlers,
+    ) -> Result<Self, Error> {
         retry.rounds += 1;
         if retry.rounds > MAX_ROUNDS {
             return Err(Error::Protocol(format!(
@@ -123,7 +127,7 @@ impl Fulfilling {
                 .and_then(Value::as_str)
                 .unwrap_or_default()
                 .to_owned();
-            let Some(handler) = retry.handlers.get(&method) else {
+            let Some(handler) = handlers.get(&method) else {
                 return Err(Error::Protocol(format!(
                     "the server asked for {method:?} input, which this client has no handler for"
                 )));
