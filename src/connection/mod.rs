@@ -183,18 +183,10 @@ impl Connection {
         let mut dropped = Vec::new();
         let batch = self.outbox.fill(|item, batch| match item {
             Outgoing::Frame(frame) => batch.push(&frame),
-            Outgoing::Cancelled(id) => {
-                let _ = batch.push_with(None, |buf| {
-                    write_cancelled(buf, id, None);
-                    Ok::<(), ()>(())
-                });
-            }
+            Outgoing::Cancelled(id) => batch.push_cancel(id, |buf| write_cancelled(buf, id, None)),
             Outgoing::CancelledWithReason(cancel) => {
                 let (id, reason) = *cancel;
-                let _ = batch.push_with(None, |buf| {
-                    write_cancelled(buf, id, Some(&reason));
-                    Ok::<(), ()>(())
-                });
+                batch.push_cancel(id, |buf| write_cancelled(buf, id, Some(&reason)));
             }
             Outgoing::Request(request) => {
                 let id = request.id;

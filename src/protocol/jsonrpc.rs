@@ -30,12 +30,6 @@ impl RequestId {
     pub fn as_u64(self) -> u64 {
         self.0
     }
-
-    /// An id read back from one of our own frames (never a fresh one).
-    #[cfg_attr(not(feature = "http"), allow(dead_code))]
-    pub(crate) fn from_u64(id: u64) -> Self {
-        RequestId(id)
-    }
 }
 
 impl std::fmt::Display for RequestId {

@@ -14,6 +14,7 @@ pub struct Outbound {
 struct FrameEnd {
     end: usize,
     request: Option<RequestId>,
+    cancels: Option<RequestId>,
 }
 
 /// One frame of a batch.
@@ -23,6 +24,8 @@ pub struct Frame<'a> {
     pub bytes: &'a [u8],
     /// The request this frame carries, if it is a request.
     pub request: Option<RequestId>,
+    /// The request this frame cancels, if it is a `notifications/cancelled` of ours.
+    pub cancels: Option<RequestId>,
 }
 
 impl Outbound {
@@ -45,6 +48,7 @@ impl Outbound {
             let frame = Frame {
                 bytes: &self.bytes[start..f.end],
                 request: f.request,
+                cancels: f.cancels,
             };
             start = f.end;
             frame
@@ -66,8 +70,20 @@ impl Outbound {
         self.frames.push(FrameEnd {
             end: self.bytes.len(),
             request,
+            cancels: None,
         });
         Ok(())
+    }
+
+    /// Appends our `notifications/cancelled` for `request`, written by `write`, tagged so a
+    /// transport knows which request it cancels without reading it.
+    pub(crate) fn push_cancel(&mut self, request: RequestId, write: impl FnOnce(&mut Vec<u8>)) {
+        write(&mut self.bytes);
+        self.frames.push(FrameEnd {
+            end: self.bytes.len(),
+            request: None,
+            cancels: Some(request),
+        });
     }
 
     pub(crate) fn push(&mut self, frame: &[u8]) {
@@ -75,6 +91,7 @@ impl Outbound {
         self.frames.push(FrameEnd {
             end: self.bytes.len(),
             request: None,
+            cancels: None,
         });
     }
 

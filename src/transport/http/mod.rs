@@ -286,7 +286,7 @@ impl TransportIo for HttpIo {
                 }
             }
             let opens_event_stream = opens_events && self.event_stream;
-            let cancels = session::cancelled_request(bytes);
+            let cancels = frame.cancels;
             post_or_hold(
                 &self.shared,
                 Outgoing {

@@ -93,17 +93,6 @@ pub(super) fn method_of(frame: &[u8]) -> Option<String> {
     serde_json::from_slice::<Probe>(frame).ok()?.method
 }
 
-/// The request a `notifications/cancelled` of ours names (the actor writes it in one fixed shape,
-/// so other frames are told apart without parsing).
-pub(super) fn cancelled_request(frame: &[u8]) -> Option<RequestId> {
-    const PREFIX: &[u8] =
-        br#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"#;
-    let rest = frame.strip_prefix(PREFIX)?;
-    let digits = rest.iter().take_while(|b| b.is_ascii_digit()).count();
-    let id: u64 = std::str::from_utf8(&rest[..digits]).ok()?.parse().ok()?;
-    Some(RequestId::from_u64(id))
-}
-
 /// Whether `frame` is the response (result or error) to our request `id`.
 pub(super) fn answers(frame: &[u8], id: RequestId) -> bool {
     #[derive(Deserialize)]
@@ -164,18 +153,6 @@ mod tests {
             .1
             .is_empty());
         assert_eq!(header_value(" padded").unwrap(), "=?base64?IHBhZGRlZA==?=");
-    }
-
-    #[test]
-    fn our_cancel_frames_name_their_request() {
-        let id = RequestId::next();
-        let mut frame = Vec::new();
-        crate::protocol::jsonrpc::write_cancelled(&mut frame, id, Some("why"));
-        assert_eq!(cancelled_request(&frame), Some(id));
-        assert_eq!(
-            cancelled_request(br#"{"jsonrpc":"2.0","method":"ping","id":1}"#),
-            None
-        );
     }
 
     #[test]
