@@ -327,15 +327,23 @@ async fn read_capped(mut response: Response, limit: usize) -> Result<Bytes, Erro
     }
 }
 
+/// Waits between reconnects: from [`DEFAULT_RETRY`] doubling to 30 s, `times` at most.
+fn backoff(times: Option<usize>) -> backon::ExponentialBackoff {
+    let builder = backon::ExponentialBuilder::default()
+        .with_min_delay(DEFAULT_RETRY)
+        .with_max_delay(Duration::from_secs(30));
+    match times {
+        Some(times) => builder.with_max_times(times),
+        None => builder.without_max_times(),
+    }
+    .build()
+}
+
 /// The request's event stream ended before its answer. If the server numbered its events, wait
 /// as it advised and resume with GET + `Last-Event-ID` (2025-11-25). Otherwise the answer may
 /// still come on the GET stream; the request's timeout bounds the wait.
 async fn resume(shared: &Shared, id: RequestId, mut end: StreamEnd, answered: &Cell<bool>) {
-    let mut backoff = backon::ExponentialBuilder::default()
-        .with_min_delay(DEFAULT_RETRY)
-        .with_max_delay(Duration::from_secs(30))
-        .with_max_times(MAX_RESUMES)
-        .build();
+    let mut backoff = backoff(Some(MAX_RESUMES));
     while !answered.get() {
         let Some(last_event_id) = end.last_event_id.clone() else {
             // Not resumable. A stream that broke fails the request now; one that ended cleanly
@@ -397,11 +405,7 @@ async fn resume(shared: &Shared, id: RequestId, mut end: StreamEnd, answered: &C
 pub(super) async fn event_stream(shared: Rc<Shared>, answered: impl Fn()) {
     let mut last_event_id: Option<String> = None;
     let mut retry: Option<Duration> = None;
-    let mut backoff = backon::ExponentialBuilder::default()
-        .with_min_delay(DEFAULT_RETRY)
-        .with_max_delay(Duration::from_secs(30))
-        .without_max_times()
-        .build();
+    let mut backoff = backoff(None);
     loop {
         let mut request = shared
             .request(Method::GET)
@@ -417,11 +421,7 @@ pub(super) async fn event_stream(shared: Rc<Shared>, answered: impl Fn()) {
                 let end = read_events(r, shared.max_frame, |frame| shared.deliver(frame)).await;
                 last_event_id = end.last_event_id.or(last_event_id);
                 retry = end.retry.or(retry);
-                backoff = backon::ExponentialBuilder::default()
-                    .with_min_delay(DEFAULT_RETRY)
-                    .with_max_delay(Duration::from_secs(30))
-                    .without_max_times()
-                    .build();
+                backoff = self::backoff(None); // it worked: start over
             }
             Ok(r) => {
                 tracing::debug!(status = %r.status(), "MCP HTTP event stream refused");
