@@ -146,7 +146,7 @@ fn ctrl_c_cancels_the_call_on_the_server_and_exits_130() {
 
 #[test]
 fn the_same_commands_work_over_streamable_http() {
-    let server = everything::HttpEverything::start();
+    let server = everything::http_everything();
     let sum = cli(&[
         "--url",
         &server.url,

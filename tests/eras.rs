@@ -41,15 +41,7 @@ async fn a_modern_server_over_stdio_gets_meta_on_every_request_and_cancels_by_no
     );
 
     let token = Cancellation::new();
-    let sleep = actix_rt::spawn({
-        let (client, token) = (client.clone(), token.clone());
-        async move {
-            client
-                .call_tool("sleep", json!({"ms": 60_000}))
-                .cancellation(&token)
-                .await
-        }
-    });
+    let sleep = spawn_sleep(&client, &token);
     journal
         .wait_for("the sleep request", |l| {
             l.iter().any(|l| l.contains("\"sleep\""))

@@ -12,15 +12,7 @@ use serde_json::json;
 
 async fn cancel_one_sleep(client: &Client) {
     let token = Cancellation::new();
-    let sleep = tokio::spawn({
-        let (client, token) = (client.clone(), token.clone());
-        async move {
-            client
-                .call_tool("sleep", json!({"ms": 60_000}))
-                .cancellation(&token)
-                .await
-        }
-    });
+    let sleep = spawn_sleep(client, &token);
     // The server has the sleep once it counts it as pending.
     let mut stats = server_stats(client).await;
     while stats["pending"] != 1 {
@@ -46,7 +38,7 @@ async fn cancel_one_sleep(client: &Client) {
 /// sleep it names.
 #[actix::test]
 async fn a_legacy_cancel_stops_the_sleep_at_the_server() {
-    let server = DemoHttp::start(&[]);
+    let server = demo_http(&[]);
     let client = Client::connect(HttpTransport::new(&server.url))
         .await
         .unwrap();
@@ -58,7 +50,7 @@ async fn a_legacy_cancel_stops_the_sleep_at_the_server() {
 /// connection go and stops the sleep. No notification is sent.
 #[actix::test]
 async fn a_modern_cancel_aborts_the_post_and_stops_the_sleep_at_the_server() {
-    let server = DemoHttp::start(&["--era", "modern"]);
+    let server = demo_http(&["--era", "modern"]);
     let client = Client::builder()
         .era(ProtocolEra::Modern)
         .connect(HttpTransport::new(&server.url))
@@ -73,7 +65,7 @@ async fn a_modern_cancel_aborts_the_post_and_stops_the_sleep_at_the_server() {
 /// cancel resets just that stream; the server still sees the request go and stops the sleep.
 #[actix::test]
 async fn over_http2_a_modern_cancel_resets_the_stream_and_stops_the_sleep() {
-    let server = DemoHttp::start(&["--era", "modern"]);
+    let server = demo_http(&["--era", "modern"]);
     let client = Client::builder()
         .era(ProtocolEra::Modern)
         .connect(HttpTransport::new(&server.url).http2_prior_knowledge())
@@ -95,7 +87,7 @@ async fn over_http2_a_modern_cancel_resets_the_stream_and_stops_the_sleep() {
 /// and calls and cancels work from any task.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn http_works_from_plain_tokio() {
-    let server = DemoHttp::start(&["--era", "modern"]);
+    let server = demo_http(&["--era", "modern"]);
     let client = Client::builder()
         .era(ProtocolEra::Modern)
         .connect(HttpTransport::new(&server.url))

@@ -15,9 +15,9 @@ mod common;
 #[cfg(feature = "http")]
 use actix_mcp::HttpTransport;
 use actix_mcp::{Cancellation, Client, Error, ServerNotification, StdioTransport, Transport};
-use common::everything::server_script;
 #[cfg(feature = "http")]
-use common::everything::HttpEverything;
+use common::everything::http_everything;
+use common::everything::server_script;
 use futures::StreamExt;
 use serde_json::{json, Map, Value};
 
@@ -74,7 +74,7 @@ async fn every_tool_of_the_reference_server_answers_over_stdio() {
 #[cfg(feature = "http")]
 #[actix::test]
 async fn every_tool_of_the_reference_server_answers_over_http() {
-    let server = HttpEverything::start();
+    let server = http_everything();
     every_tool_answers(HttpTransport::new(&server.url)).await;
 }
 
@@ -152,7 +152,7 @@ async fn every_resource_and_prompt_of_the_reference_server_reads_over_stdio() {
 #[cfg(feature = "http")]
 #[actix::test]
 async fn every_resource_and_prompt_of_the_reference_server_reads_over_http() {
-    let server = HttpEverything::start();
+    let server = http_everything();
     every_resource_and_prompt_reads(HttpTransport::new(&server.url)).await;
 }
 
@@ -202,7 +202,7 @@ async fn the_long_running_operation_reports_progress_and_is_cancelled_over_stdio
 #[cfg(feature = "http")]
 #[actix::test]
 async fn the_long_running_operation_reports_progress_and_is_cancelled_over_http() {
-    let server = HttpEverything::start();
+    let server = http_everything();
     // Over HTTP the client closes the request's stream once the cancel is accepted: the
     // progress the server still sends never arrives.
     long_running_operation_progress_and_cancel(HttpTransport::new(&server.url), false).await;
@@ -249,7 +249,7 @@ async fn log_messages_from_the_reference_server_reach_subscribers_over_stdio() {
 #[cfg(feature = "http")]
 #[actix::test]
 async fn log_messages_from_the_reference_server_reach_subscribers_over_http() {
-    let server = HttpEverything::start();
+    let server = http_everything();
     log_messages_reach_subscribers(HttpTransport::new(&server.url)).await;
 }
 

@@ -49,15 +49,7 @@ async fn a_cancelled_sleep_is_stopped_at_the_server_and_the_cancel_follows_its_r
     let journal = Journal::new("cancel-sleep");
     let client = Client::connect(journal.server()).await.unwrap();
     let token = Cancellation::new();
-    let call = actix_rt::spawn({
-        let (client, token) = (client.clone(), token.clone());
-        async move {
-            client
-                .call_tool("sleep", json!({"ms": 60_000}))
-                .cancellation(&token)
-                .await
-        }
-    });
+    let call = spawn_sleep(&client, &token);
     journal
         .wait_for("the sleep request", |l| {
             l.iter().any(|l| l.contains("\"sleep\""))

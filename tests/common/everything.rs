@@ -2,12 +2,7 @@
 //! `.ci/run` installs it; the tests install it themselves into `target/npm-everything` when it is
 //! missing (needs `npm` and the registry).
 
-use std::{
-    io::{BufRead, BufReader},
-    path::PathBuf,
-    process::{Child, Command, Stdio},
-    sync::OnceLock,
-};
+use std::{path::PathBuf, process::Command, sync::OnceLock};
 
 pub const PACKAGE: &str = "@modelcontextprotocol/server-everything@2026.8.31";
 
@@ -32,50 +27,17 @@ pub fn server_script() -> PathBuf {
         .clone()
 }
 
-/// The reference server in its `streamableHttp` mode, on 127.0.0.1 and a free port. Killed on drop.
-pub struct HttpEverything {
-    child: Child,
-    pub url: String,
-}
-
-impl HttpEverything {
-    pub fn start() -> Self {
-        let preload =
-            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/support/listen-on-localhost.cjs");
-        let mut child = Command::new("node")
-            .arg("-r")
-            .arg(preload)
-            .arg(server_script())
-            .arg("streamableHttp")
-            .env("PORT", "0")
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("node runs the reference server");
-        let stderr = child.stderr.take().expect("stderr is piped");
-        let mut lines = BufReader::new(stderr).lines();
-        let port = loop {
-            let line = lines
-                .next()
-                .expect("the server reports its port before exiting")
-                .expect("stderr is readable");
-            if let Some(port) = line.strip_prefix("LISTENING ") {
-                break port.trim().to_owned();
-            }
-        };
-        // Keep draining stderr so the server never blocks on a full pipe.
-        std::thread::spawn(move || for _ in lines {});
-        Self {
-            child,
-            url: format!("http://127.0.0.1:{port}/mcp"),
-        }
-    }
-}
-
-impl Drop for HttpEverything {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
+/// The reference server in its `streamableHttp` mode, on 127.0.0.1 and a free port (a preloaded
+/// script makes it bind there and print the port).
+pub fn http_everything() -> super::HttpProcess {
+    let preload =
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/support/listen-on-localhost.cjs");
+    let mut command = Command::new("node");
+    command
+        .arg("-r")
+        .arg(preload)
+        .arg(server_script())
+        .arg("streamableHttp")
+        .env("PORT", "0");
+    super::HttpProcess::start(command)
 }

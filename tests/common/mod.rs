@@ -87,6 +87,17 @@ pub async fn eventually(what: &str, mut check: impl FnMut() -> bool) {
     }
 }
 
+/// Starts a one-minute `sleep` call that `token` cancels, on a task of its own.
+pub fn spawn_sleep(
+    client: &Client,
+    token: &actix_mcp::Cancellation,
+) -> tokio::task::JoinHandle<Result<actix_mcp::CallToolResult, actix_mcp::Error>> {
+    let call = client
+        .call_tool("sleep", json!({"ms": 60_000}))
+        .cancellation(token);
+    tokio::spawn(std::future::IntoFuture::into_future(call))
+}
+
 /// The demo server's own counters.
 pub async fn server_stats(client: &Client) -> Value {
     let result = client
@@ -116,34 +127,34 @@ pub fn init_tracing() {
         .try_init();
 }
 
-/// The demo server in its Streamable HTTP mode, on 127.0.0.1 and a free port. Killed on drop.
-pub struct DemoHttp {
+/// A server process in a Streamable HTTP mode that prints `LISTENING <port>` on stderr once bound
+/// to 127.0.0.1. Killed on drop.
+pub struct HttpProcess {
     child: std::process::Child,
     pub url: String,
 }
 
-impl DemoHttp {
-    pub fn start(args: &[&str]) -> Self {
+impl HttpProcess {
+    pub fn start(mut command: std::process::Command) -> Self {
         use std::io::{BufRead, BufReader};
-        let mut child = std::process::Command::new(DEMO_SERVER)
-            .args(["--http", "127.0.0.1:0"])
-            .args(args)
+        let mut child = command
             .stdin(std::process::Stdio::null())
             .stdout(std::process::Stdio::null())
             .stderr(std::process::Stdio::piped())
             .spawn()
-            .expect("the demo server starts");
+            .expect("the server starts");
         let stderr = child.stderr.take().expect("stderr is piped");
         let mut lines = BufReader::new(stderr).lines();
         let port = loop {
             let line = lines
                 .next()
-                .expect("the demo server reports its port")
+                .expect("the server reports its port before exiting")
                 .expect("stderr is readable");
             if let Some(port) = line.strip_prefix("LISTENING ") {
                 break port.trim().to_owned();
             }
         };
+        // Keep draining stderr so the server never blocks on a full pipe.
         std::thread::spawn(move || for _ in lines {});
         Self {
             child,
@@ -152,9 +163,16 @@ impl DemoHttp {
     }
 }
 
-impl Drop for DemoHttp {
+impl Drop for HttpProcess {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+}
+
+/// The demo server in its Streamable HTTP mode, on 127.0.0.1 and a free port.
+pub fn demo_http(args: &[&str]) -> HttpProcess {
+    let mut command = std::process::Command::new(DEMO_SERVER);
+    command.args(["--http", "127.0.0.1:0"]).args(args);
+    HttpProcess::start(command)
 }
