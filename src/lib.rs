@@ -67,6 +67,7 @@ pub mod connection;
 pub mod error;
 pub mod protocol;
 pub mod servers;
+mod timeout;
 pub mod transport;
 #[cfg(feature = "actix-web")]
 pub mod web;

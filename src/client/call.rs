@@ -21,18 +21,20 @@ use tokio::time::Sleep;
 use super::{
     mrtr::{classify, forward_progress, Fulfilling, Retry, SharedProgress, Verdict, RETRYABLE},
     progress::{ProgressCallback, ProgressClock, ProgressStream},
+    shared::Shared,
 };
 use crate::{
-    connection::{Cancel, Link, Request, Submit},
-    error::Error,
-    protocol::notifications::Progress,
-    Cancellation, CloseReason, RequestId,
+    cancellation::Cancellation,
+    connection::{Outcome, Request},
+    error::{CloseReason, Error},
+    protocol::{jsonrpc::RequestId, notifications::Progress},
+    timeout::Timeout,
 };
 
 /// A request ready to be sent: set options, then `.await` it.
 #[must_use = "a Call does nothing until it is awaited"]
 pub struct Call<T> {
-    link: Arc<Link>,
+    link: Arc<Shared>,
     request: Request,
     cancellation: Option<Cancellation>,
     timeout: Option<Duration>,
@@ -44,7 +46,7 @@ pub struct Call<T> {
 }
 
 impl<T> Call<T> {
-    pub(crate) fn new(link: Arc<Link>, request: Request) -> Self {
+    pub(crate) fn new(link: Arc<Shared>, request: Request) -> Self {
         Self {
             link,
             request,
@@ -164,7 +166,7 @@ impl<T: DeserializeOwned> IntoFuture for Call<T> {
         // or has a total cap runs here, where the progress clock is.
         let local = self.reset_on_progress || self.max_total.is_some();
         if !local {
-            self.request.options.set_timeout(self.timeout);
+            self.request.options.timeout = self.timeout.map(Timeout::new);
         }
         let timers = local.then(|| Timers {
             timeout: self.timeout,
@@ -185,18 +187,23 @@ impl<T: DeserializeOwned> IntoFuture for Call<T> {
             Box::new(Retry {
                 method: self.request.method.clone(),
                 params: self.request.params.as_ref().ok().cloned().flatten(),
-                timeout_ms: self.request.options.timeout_ms,
+                timeout: self.request.options.timeout,
+                routing: self.request.routing.clone(),
                 rounds: 0,
                 progress,
             })
         });
-        let needs_extras = self.cancellation.is_some() || timers.is_some() || retry.is_some();
+        // 2026-07-28: tools with invalid `x-mcp-header` annotations are dropped from the list.
+        let screen_tools = self.link.is_modern() && self.request.method() == "tools/list";
+        let needs_extras =
+            self.cancellation.is_some() || timers.is_some() || retry.is_some() || screen_tools;
         let extras = needs_extras.then(|| {
             Box::pin(Extras {
                 token: self.cancellation,
                 cancelled: None,
                 timers,
                 retry,
+                screen_tools,
             })
         });
         CallFuture {
@@ -213,7 +220,7 @@ enum Stage {
     /// Not yet polled: nothing sent. Boxed so the future stays small while it waits.
     Start(Option<Box<Request>>),
     /// Handed to the actor; the answer comes on this channel.
-    Waiting(oneshot::Receiver<crate::connection::Outcome>),
+    Waiting(oneshot::Receiver<Outcome>),
     /// The server asked for input (2026-07-28): the handlers are answering; nothing in flight.
     Fulfilling(Box<Fulfilling>),
     Done,
@@ -229,6 +236,7 @@ pin_project_lite::pin_project! {
         #[pin]
         timers: Option<Timers>,
         retry: Option<Box<Retry>>,
+        screen_tools: bool,
     }
 }
 
@@ -276,9 +284,8 @@ impl Extras {
                 return Some((reason.clone(), Error::cancelled(reason)));
             }
         }
-        let after = this.timers.as_pin_mut()?.poll_expired(cx)?;
-        let reason = format!("timed out after {} ms", after.as_millis());
-        Some((Some(reason), Error::Timeout { after }))
+        let after = Timeout::new(this.timers.as_pin_mut()?.poll_expired(cx)?);
+        Some((Some(after.reason()), after.error()))
     }
 }
 
@@ -327,7 +334,7 @@ impl Timers {
 /// The future of a [`Call`]. See the module docs for what dropping it means.
 #[must_use = "futures do nothing unless polled"]
 pub struct CallFuture<T> {
-    link: Arc<Link>,
+    link: Arc<Shared>,
     id: RequestId,
     stage: Stage,
     extras: Option<Pin<Box<Extras>>>,
@@ -341,15 +348,16 @@ impl<T> CallFuture<T> {
         self.id
     }
 
+    /// Dropped before its end: cancels the request (if it was sent), without a reason.
+    fn abandon_quietly(&mut self) {
+        let _ = self.abandon(None, Error::cancelled(None));
+    }
+
     /// Cancels the request (if it was sent) and ends this future with `error`.
     fn abandon(&mut self, reason: Option<String>, error: Error) -> Poll<Result<T, Error>> {
         if matches!(self.stage, Stage::Waiting(_)) {
-            // do_send ignores the mailbox bound: a cancel is never lost to a full mailbox. The
-            // actor drains the submission queue before applying it, so it meets its request.
-            self.link.addr.do_send(Cancel {
-                id: self.id,
-                reason,
-            });
+            // Behind its request on the connection's inbox: the cancel always meets it.
+            self.link.cancel(self.id, reason);
         }
         self.stage = Stage::Done;
         Poll::Ready(Err(error))
@@ -374,7 +382,7 @@ impl<T: DeserializeOwned> Future for CallFuture<T> {
                 }
             }
             let (reply, rx) = oneshot::channel();
-            this.link.submit(Submit { request, reply });
+            this.link.submit(request, reply);
             this.stage = Stage::Waiting(rx);
         }
 
@@ -396,10 +404,13 @@ impl<T: DeserializeOwned> Future for CallFuture<T> {
                         }),
                     };
                     this.stage = Stage::Done;
-                    let raw = match outcome {
+                    let mut raw = match outcome {
                         Ok(raw) => raw,
                         Err(e) => return Poll::Ready(Err(e)),
                     };
+                    if this.extras.as_ref().is_some_and(|e| e.screen_tools) {
+                        this.link.screen_tools(&mut raw);
+                    }
                     if let Some(retry) = this.extras.as_mut().and_then(|e| e.as_mut().retry()) {
                         match classify(&raw) {
                             Verdict::Complete => {}
@@ -439,15 +450,13 @@ impl<T: DeserializeOwned> Future for CallFuture<T> {
                         id,
                         retry.method.clone(),
                         params,
-                        retry.timeout_ms,
+                        retry.timeout,
                         progress,
+                        retry.routing.clone(),
                     );
                     this.id = id;
                     let (reply, rx) = oneshot::channel();
-                    this.link.submit(Submit {
-                        request: Box::new(request),
-                        reply,
-                    });
+                    this.link.submit(Box::new(request), reply);
                     this.stage = Stage::Waiting(rx);
                 }
                 Stage::Start(_) | Stage::Done => {
@@ -462,8 +471,8 @@ impl<T: DeserializeOwned> Future for CallFuture<T> {
 
 impl<T> Drop for CallFuture<T> {
     fn drop(&mut self) {
-        if matches!(self.stage, Stage::Waiting(_)) {
-            self.link.addr.do_send(Cancel::new(self.id));
+        if !matches!(self.stage, Stage::Done) {
+            self.abandon_quietly();
         }
     }
 }

@@ -7,20 +7,18 @@ use serde_json::Value;
 use tokio::sync::{broadcast, oneshot};
 
 use super::{
-    handlers::{
-        apply_elicitation_defaults, HandlerError, Handlers, ELICITATION, ROOTS_LIST, SAMPLING,
-    },
-    lifecycle::ProtocolEra,
-    notifications::NOTIFICATION_BUFFER,
-    pages::DEFAULT_MAX_PAGES,
-    Client, Settings,
+    lifecycle::ProtocolEra, notifications::NOTIFICATION_BUFFER, pages::DEFAULT_MAX_PAGES,
+    shared::Shared, Client, Settings,
 };
 use crate::{
-    connection::{Close, Connection, Link, Submissions, DEFAULT_MAILBOX_CAPACITY},
-    error::Error,
-    protocol::lifecycle::Implementation,
+    cancellation::Cancellation,
+    connection::{
+        apply_elicitation_defaults, Close, Connection, HandlerError, Handlers, Inbox, Link,
+        DEFAULT_MAILBOX_CAPACITY, ELICITATION, ROOTS_LIST, SAMPLING,
+    },
+    error::{CloseReason, Error},
+    protocol::{lifecycle::Implementation, notifications::ServerNotification},
     transport::Transport,
-    Cancellation, CloseReason,
 };
 
 /// Where the connection actor runs.
@@ -177,23 +175,14 @@ impl ConnectOptions {
     /// Starts the actor and runs the handshake. On any failure the connection is closed.
     pub async fn connect(self, transport: impl Transport) -> Result<Client, Error> {
         let (notifications, _) = broadcast::channel(NOTIFICATION_BUFFER);
-        let submissions = Arc::new(Submissions::default());
+        let inbox = Arc::new(Inbox::default());
         let addr = self
-            .start(
-                Box::new(transport),
-                notifications.clone(),
-                submissions.clone(),
-            )
+            .start(Box::new(transport), notifications.clone(), inbox.clone())
             .await?;
-        let link = Arc::new(Link {
-            addr,
-            submissions,
-            handlers: self.handlers.clone(),
-            modern: Default::default(),
-        });
-        match self.negotiate(&link).await {
+        let shared = Arc::new(Shared::new(Link { addr, inbox }, self.handlers.clone()));
+        match self.negotiate(&shared).await {
             Ok(result) => Ok(Client {
-                link,
+                shared,
                 server: Arc::new(result),
                 settings: Arc::new(Settings {
                     default_timeout: self.request_timeout,
@@ -202,7 +191,7 @@ impl ConnectOptions {
                 }),
             }),
             Err(e) => {
-                link.addr.do_send(Close);
+                shared.addr().do_send(Close);
                 Err(e)
             }
         }
@@ -211,8 +200,8 @@ impl ConnectOptions {
     async fn start(
         &self,
         transport: Box<dyn Transport>,
-        notifications: broadcast::Sender<crate::ServerNotification>,
-        submissions: Arc<Submissions>,
+        notifications: broadcast::Sender<ServerNotification>,
+        inbox: Arc<Inbox>,
     ) -> Result<Addr<Connection>, Error> {
         let capacity = self.mailbox_capacity;
         let handlers = self.handlers.clone();
@@ -221,7 +210,7 @@ impl ConnectOptions {
                 .mailbox_capacity(capacity)
                 .handlers(handlers)
                 .notifications(notifications)
-                .submissions(submissions)
+                .inbox(inbox)
         };
         match &self.placement {
             Placement::Auto if actix_rt::Arbiter::try_current().is_some() => {

@@ -10,10 +10,10 @@
 
 use std::{sync::Arc, time::Duration};
 
-use super::{connect::ConnectOptions, Call};
+use super::{connect::ConnectOptions, shared::Shared, Call};
 use crate::{
-    connection::{Link, Notify, Request, RequestOptions, UseProtocol},
-    error::Error,
+    connection::{Notify, Request, RequestOptions, UseProtocol},
+    error::{CloseReason, Error},
     protocol::{
         discover::{
             is_modern_error, request_meta, DiscoverResult, MODERN_PROTOCOL_VERSION,
@@ -25,7 +25,6 @@ use crate::{
             SUPPORTED_PROTOCOL_VERSIONS,
         },
     },
-    CloseReason,
 };
 
 /// How long `server/discover` may stay unanswered before a server is taken for a legacy one
@@ -55,7 +54,7 @@ pub enum ProtocolEra {
 
 impl ConnectOptions {
     /// Settles the era and learns what the server is.
-    pub(super) async fn negotiate(&self, link: &Arc<Link>) -> Result<InitializeResult, Error> {
+    pub(super) async fn negotiate(&self, link: &Arc<Shared>) -> Result<InitializeResult, Error> {
         match self.era {
             ProtocolEra::Legacy => self.handshake(link).await,
             ProtocolEra::Modern => self.discover(link, self.timeout).await,
@@ -65,7 +64,8 @@ impl ConnectOptions {
                     .map_or(DISCOVER_PROBE_TIMEOUT, |t| t.min(DISCOVER_PROBE_TIMEOUT));
                 match self.discover(link, Some(probe)).await {
                     Err(e) if not_modern(&e) => {
-                        use_protocol(link, LATEST_PROTOCOL_VERSION, None).await?;
+                        // Back to "not settled": the handshake settles it.
+                        use_protocol(link, None, None).await?;
                         self.handshake(link).await
                     }
                     outcome => outcome,
@@ -85,7 +85,7 @@ impl ConnectOptions {
     /// server is, or (`-32022`) which versions it speaks.
     async fn discover(
         &self,
-        link: &Arc<Link>,
+        link: &Arc<Shared>,
         timeout: Option<Duration>,
     ) -> Result<InitializeResult, Error> {
         // Server-to-client requests do not exist in this era; the same handlers fulfil the
@@ -94,7 +94,7 @@ impl ConnectOptions {
         let mut version = MODERN_PROTOCOL_VERSION.to_owned();
         for _ in 0..2 {
             let meta = request_meta(&version, &capabilities, &self.client_info);
-            use_protocol(link, &version, Some(meta)).await?;
+            use_protocol(link, Some(&version), Some(meta)).await?;
             let request = Request::new("server/discover", None).with_options(RequestOptions {
                 cancel_on_wire: false,
                 ..RequestOptions::default()
@@ -112,8 +112,7 @@ impl ConnectOptions {
                             result.supported_versions
                         )));
                     }
-                    link.modern
-                        .store(true, std::sync::atomic::Ordering::Relaxed);
+                    link.set_modern();
                     return Ok(result.into_description(&version));
                 }
                 Err(Error::Server {
@@ -151,7 +150,7 @@ impl ConnectOptions {
         ))
     }
 
-    async fn handshake(&self, link: &Arc<Link>) -> Result<InitializeResult, Error> {
+    async fn handshake(&self, link: &Arc<Shared>) -> Result<InitializeResult, Error> {
         let capabilities = self.handlers.capabilities();
         let params = InitializeParams {
             protocol_version: LATEST_PROTOCOL_VERSION,
@@ -176,11 +175,14 @@ impl ConnectOptions {
                 SUPPORTED_PROTOCOL_VERSIONS.join(", ")
             )));
         }
+        // The version reaches the transport (e.g. HTTP's `MCP-Protocol-Version`) before any
+        // later frame, `notifications/initialized` included.
+        use_protocol(link, Some(&result.protocol_version), None).await?;
         let initialized = Notify {
             method: "notifications/initialized".into(),
             params: None,
         };
-        link.addr
+        link.addr()
             .send(initialized)
             .await
             .map_err(|_| Error::Closed {
@@ -192,13 +194,13 @@ impl ConnectOptions {
 
 /// Tells the actor (and through it the transport) which version it speaks from now on.
 async fn use_protocol(
-    link: &Link,
-    version: &str,
+    link: &Shared,
+    version: Option<&str>,
     request_meta: Option<Box<str>>,
 ) -> Result<(), Error> {
-    link.addr
+    link.addr()
         .send(UseProtocol {
-            version: version.to_owned(),
+            version: version.map(str::to_owned),
             request_meta,
         })
         .await

@@ -2,12 +2,13 @@
 
 mod call;
 mod connect;
-mod handlers;
 mod lifecycle;
 mod mrtr;
 mod notifications;
 mod pages;
 mod progress;
+mod shared;
+mod tool_headers;
 
 use std::{sync::Arc, time::Duration};
 
@@ -16,20 +17,20 @@ use serde::Serialize;
 use serde_json::{json, Map, Value};
 use tokio::sync::broadcast;
 
+pub use crate::connection::{apply_elicitation_defaults, HandlerError, Handlers};
 pub use call::{Call, CallFuture};
 pub use connect::{ConnectOptions, Placement, DEFAULT_CONNECT_TIMEOUT, DEFAULT_REQUEST_TIMEOUT};
-pub use handlers::{apply_elicitation_defaults, HandlerError, Handlers};
 pub use lifecycle::{ProtocolEra, DISCOVER_PROBE_TIMEOUT};
 pub use notifications::{NotificationStream, NOTIFICATION_BUFFER};
 pub use pages::{AllPages, Page, DEFAULT_MAX_PAGES};
 pub use progress::{ProgressCallback, ProgressStream, PROGRESS_BUFFER};
 
+use self::shared::Shared;
 use crate::{
     connection::{
-        Close, Connection, ConnectionStats, GetStats, Link, Notify, Request, Subscribe,
-        WaitReleased,
+        Close, Connection, ConnectionStats, GetStats, Notify, Request, Subscribe, WaitReleased,
     },
-    error::Error,
+    error::{CloseReason, Error},
     protocol::{
         completion::{CompleteResult, CompletionReference},
         lifecycle::{Implementation, InitializeResult},
@@ -39,7 +40,6 @@ use crate::{
         resources::{ListResourceTemplatesResult, ListResourcesResult, ReadResourceResult},
         tools::{CallToolResult, EmptyResult, ListToolsResult},
     },
-    CloseReason,
 };
 
 /// Settings every call of a client shares.
@@ -55,8 +55,8 @@ pub(crate) struct Settings {
 /// (client, `Addr`, or pending request) is dropped, or on [`Client::close`].
 #[derive(Clone)]
 pub struct Client {
-    /// The actor's address and its submission queue; every call future holds this `Arc`.
-    link: Arc<Link>,
+    /// The actor's address and its inbox; every call future holds this `Arc`.
+    shared: Arc<Shared>,
     server: Arc<InitializeResult>,
     settings: Arc<Settings>,
 }
@@ -79,7 +79,7 @@ impl Client {
     /// The connection actor's address, to share or to send [`Request`]/[`Cancel`](crate::Cancel)
     /// messages directly.
     pub fn addr(&self) -> &Addr<Connection> {
-        &self.link.addr
+        self.shared.addr()
     }
 
     /// The server's answer to `initialize`.
@@ -96,7 +96,7 @@ impl Client {
     /// closed client never reopens; connect again (the [`Servers`](crate::Servers) manager does
     /// this for you).
     pub fn is_closed(&self) -> bool {
-        self.link.submissions.has_ended() || !self.link.addr.connected()
+        self.shared.has_ended()
     }
 
     /// The protocol version the server chose.
@@ -114,7 +114,7 @@ impl Client {
 
     /// A call with the connection's default timeout.
     pub(crate) fn call<T>(&self, request: Request) -> Call<T> {
-        Call::new(self.link.clone(), request).timeout_opt(self.settings.default_timeout)
+        Call::new(self.shared.clone(), request).timeout_opt(self.settings.default_timeout)
     }
 
     fn call_with<T, P: Serialize>(&self, method: &'static str, params: &P) -> Call<T> {
@@ -127,7 +127,13 @@ impl Client {
         method: impl Into<std::borrow::Cow<'static, str>>,
         params: Option<Value>,
     ) -> Call<Value> {
-        self.call(Request::new(method, params))
+        let method = method.into();
+        let routing = self.shared.raw_tool_call_routing(&method, params.as_ref());
+        let request = Request::new(method, params);
+        match routing {
+            Some(routing) => self.call(request.with_routing(Some(routing))),
+            None => self.call(request),
+        }
     }
 
     pub fn ping(&self) -> Call<EmptyResult> {
@@ -151,13 +157,12 @@ impl Client {
             name: &'a str,
             arguments: &'a Value,
         }
-        self.call_with(
-            "tools/call",
-            &Params {
-                name,
-                arguments: &arguments,
-            },
-        )
+        let routing = self.shared.tool_call_routing(name, &arguments);
+        let params = Params {
+            name,
+            arguments: &arguments,
+        };
+        self.call(Request::with_params("tools/call", Some(&params)).with_routing(routing))
     }
 
     pub fn list_resources(&self, cursor: Option<&str>) -> Call<ListResourcesResult> {
@@ -184,7 +189,8 @@ impl Client {
 
     /// `resources/read`: text contents, or base64 blobs ([`ResourceContents::bytes`](crate::ResourceContents::bytes) decodes).
     pub fn read_resource(&self, uri: &str) -> Call<ReadResourceResult> {
-        self.call_with("resources/read", &json!({ "uri": uri }))
+        let request = Request::with_params("resources/read", Some(&json!({ "uri": uri })));
+        self.call(request.with_routing(self.shared.named_routing(uri)))
     }
 
     pub fn subscribe_resource(&self, uri: &str) -> Call<EmptyResult> {
@@ -205,10 +211,9 @@ impl Client {
 
     /// `prompts/get` with its arguments (string values).
     pub fn get_prompt(&self, name: &str, arguments: Map<String, Value>) -> Call<GetPromptResult> {
-        self.call_with(
-            "prompts/get",
-            &json!({ "name": name, "arguments": arguments }),
-        )
+        let params = json!({ "name": name, "arguments": arguments });
+        let request = Request::with_params("prompts/get", Some(&params));
+        self.call(request.with_routing(self.shared.named_routing(name)))
     }
 
     /// `completion/complete` for one argument of a prompt or resource template; `context` holds
@@ -253,8 +258,8 @@ impl Client {
     /// Delivers the server's notifications to an actor (dropped and counted while its mailbox is
     /// full).
     pub async fn subscribe(&self, recipient: Recipient<ServerNotification>) -> Result<(), Error> {
-        self.link
-            .addr
+        self.shared
+            .addr()
             .send(Subscribe(recipient))
             .await
             .map_err(|_| actor_stopped())
@@ -270,8 +275,8 @@ impl Client {
             method: method.into(),
             params,
         };
-        self.link
-            .addr
+        self.shared
+            .addr()
             .send(notify)
             .await
             .map_err(|_| actor_stopped())?
@@ -279,8 +284,8 @@ impl Client {
 
     /// The connection's counters.
     pub async fn stats(&self) -> Result<ConnectionStats, Error> {
-        self.link
-            .addr
+        self.shared
+            .addr()
             .send(GetStats)
             .await
             .map_err(|_| actor_stopped())
@@ -289,7 +294,7 @@ impl Client {
     /// Closes the connection for every handle: pending requests fail with
     /// [`CloseReason::ClosedByClient`]; the server gets EOF, then SIGTERM and SIGKILL if it lingers.
     pub async fn close(&self) {
-        let _ = self.link.addr.send(Close).await;
+        let _ = self.shared.addr().send(Close).await;
     }
 
     /// [`close`](Self::close), then waits until the transport released everything: frames queued
@@ -297,7 +302,7 @@ impl Client {
     /// program exits.
     pub async fn shutdown(&self) {
         self.close().await;
-        if let Ok(mut released) = self.link.addr.send(WaitReleased).await {
+        if let Ok(mut released) = self.shared.addr().send(WaitReleased).await {
             let _ = released.wait_for(|done| *done).await;
         }
     }

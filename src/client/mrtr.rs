@@ -16,8 +16,14 @@ use std::{
 use serde::Deserialize;
 use serde_json::{value::RawValue, Map, Value};
 
-use super::{handlers::Handlers, progress::ProgressCallback};
-use crate::{error::Error, Cancellation, RequestId};
+use super::progress::ProgressCallback;
+use crate::{
+    cancellation::Cancellation,
+    connection::{HandlerError, Handlers},
+    error::Error,
+    protocol::{jsonrpc::RequestId, routing::Routing},
+    timeout::Timeout,
+};
 
 /// The methods whose results may be `input_required`.
 pub(crate) const RETRYABLE: &[&str] = &["tools/call", "prompts/get", "resources/read"];
@@ -30,8 +36,10 @@ const MAX_ROUNDS: u32 = 16;
 pub(crate) struct Retry {
     pub method: Cow<'static, str>,
     pub params: Option<Box<RawValue>>,
-    /// The call's timeout, kept by the actor for each round's request (0: none).
-    pub timeout_ms: u32,
+    /// The call's timeout, kept by the actor for each round's request.
+    pub timeout: Option<Timeout>,
+    /// What the 2026-07-28 HTTP transport routes each round's request on.
+    pub routing: Option<Box<Routing>>,
     pub rounds: u32,
     /// The call's progress listener, shared by every round's request (each round's request
     /// carries its own id as the progress token).
@@ -93,8 +101,7 @@ pub(crate) fn classify(result: &RawValue) -> Verdict {
     }
 }
 
-type HandlerFuture =
-    Pin<Box<dyn Future<Output = Result<Value, super::handlers::HandlerError>> + Send>>;
+type HandlerFuture = Pin<Box<dyn Future<Output = Result<Value, HandlerError>> + Send>>;
 
 /// One round's input requests, being answered by the handlers.
 pub(crate) struct Fulfilling {

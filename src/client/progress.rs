@@ -14,10 +14,7 @@ use futures::Stream;
 use tokio::sync::mpsc;
 
 use crate::protocol::notifications::Progress;
-
-/// Called on the connection's thread for each `notifications/progress` of one request. Keep it
-/// short; use [`ProgressStream`] to do real work elsewhere.
-pub type ProgressCallback = Box<dyn FnMut(Progress) + Send>;
+pub use crate::protocol::notifications::ProgressCallback;
 
 /// How many progress updates a [`ProgressStream`] holds; newer ones are dropped (and counted)
 /// while it is full, so a stream nobody reads cannot grow without bound.

@@ -1,10 +1,10 @@
-//! Request timeouts kept by the actor, without a timer per request.
+//! Request timeouts without a timer per request. Pure bookkeeping: the time is always passed in.
 //!
-//! Time is cut into 10 ms ticks. A request with a timeout records the tick it expires at, and
-//! the actor keeps only a count of live requests per tick. One wake-up is scheduled for the
-//! earliest tick with a live request; only when one is actually due does the actor look through
-//! the in-flight table for the expired ones. A request that finishes first just decrements its
-//! tick's count: nothing per request stays behind.
+//! Time is cut into 10 ms ticks counted from an epoch. A request with a timeout records the tick
+//! it expires at, and only a count of live requests per tick is kept here. The connection wakes
+//! up once, for the earliest tick with a live request ([`Deadlines::next`]); only when one is
+//! actually due does it look through the in-flight table for the expired ones. A request that
+//! finishes first just decrements its tick's count: nothing per request stays behind.
 
 use std::{
     collections::BTreeMap,
@@ -17,25 +17,19 @@ pub(crate) struct Deadlines {
     epoch: Instant,
     /// Tick → requests still in flight that expire at it.
     due: BTreeMap<u32, u32>,
-    /// The scheduled wake-up and its tick. A task holding only a weak address, so a pending
-    /// wake-up never keeps the connection alive.
-    pub wake: Option<(u32, tokio::task::JoinHandle<()>)>,
-}
-
-impl Default for Deadlines {
-    fn default() -> Self {
-        Self {
-            epoch: Instant::now(),
-            due: BTreeMap::new(),
-            wake: None,
-        }
-    }
 }
 
 impl Deadlines {
-    /// Registers a request expiring `timeout` from now; returns its tick (never 0).
-    pub fn add(&mut self, timeout: Duration) -> u32 {
-        let at = self.epoch.elapsed() + timeout;
+    pub fn new(epoch: Instant) -> Self {
+        Self {
+            epoch,
+            due: BTreeMap::new(),
+        }
+    }
+
+    /// Registers a request expiring `after` from `now`; returns its tick (never 0).
+    pub fn add(&mut self, after: Duration, now: Instant) -> u32 {
+        let at = now.saturating_duration_since(self.epoch) + after;
         let tick = u32::try_from(at.as_nanos().div_ceil(TICK.as_nanos()))
             .unwrap_or(u32::MAX)
             .max(1);
@@ -53,23 +47,29 @@ impl Deadlines {
         }
     }
 
-    pub fn now(&self) -> u32 {
-        u32::try_from(self.epoch.elapsed().as_nanos() / TICK.as_nanos()).unwrap_or(u32::MAX)
+    /// The tick `now` falls in.
+    pub fn tick(&self, now: Instant) -> u32 {
+        let since = now.saturating_duration_since(self.epoch);
+        u32::try_from(since.as_nanos() / TICK.as_nanos()).unwrap_or(u32::MAX)
     }
 
-    /// Forgets every tick up to `now`; returns whether a live request was due.
-    pub fn take_due(&mut self, now: u32) -> bool {
-        let later = self.due.split_off(&(now.saturating_add(1)));
+    /// Forgets every tick up to `tick`; returns whether a live request was due.
+    pub fn take_due(&mut self, tick: u32) -> bool {
+        let later = self.due.split_off(&(tick.saturating_add(1)));
         let due = !self.due.is_empty();
         self.due = later;
         due
     }
 
-    /// The earliest tick with a live request, and how long until it.
-    pub fn next(&self) -> Option<(u32, Duration)> {
+    /// When the earliest tick with a live request begins.
+    pub fn next(&self) -> Option<Instant> {
         let (&tick, _) = self.due.first_key_value()?;
-        let at = self.epoch + TICK * tick;
-        Some((tick, at.saturating_duration_since(Instant::now())))
+        Some(self.epoch + TICK * tick)
+    }
+
+    #[cfg(test)]
+    pub fn is_empty(&self) -> bool {
+        self.due.is_empty()
     }
 
     pub fn clear(&mut self) {
@@ -83,18 +83,31 @@ mod tests {
 
     #[test]
     fn counts_follow_adds_and_removes_and_due_ticks_are_taken_once() {
-        let mut d = Deadlines::default();
-        let a = d.add(Duration::from_millis(50));
-        let b = d.add(Duration::from_millis(50));
-        let c = d.add(Duration::from_secs(60));
+        let epoch = Instant::now();
+        let mut d = Deadlines::new(epoch);
+        let a = d.add(Duration::from_millis(50), epoch);
+        let b = d.add(Duration::from_millis(50), epoch + Duration::from_millis(1));
+        let c = d.add(Duration::from_secs(60), epoch);
         assert!(a <= b && b < c);
         d.remove(a);
-        assert_eq!(d.next().map(|n| n.0), Some(b));
+        assert_eq!(d.next(), Some(epoch + TICK * b));
         assert!(!d.take_due(b - 1));
         assert!(d.take_due(b));
         assert!(!d.take_due(b), "taken once");
-        assert_eq!(d.next().map(|n| n.0), Some(c));
+        assert_eq!(d.next(), Some(epoch + TICK * c));
         d.remove(c);
-        assert!(d.next().is_none());
+        assert!(d.next().is_none() && d.is_empty());
+    }
+
+    #[test]
+    fn a_deadline_is_never_due_before_its_time() {
+        let epoch = Instant::now();
+        let mut d = Deadlines::new(epoch);
+        let now = epoch + Duration::from_millis(3);
+        let tick = d.add(Duration::from_millis(25), now);
+        let due_at = d.next().unwrap();
+        assert!(due_at >= now + Duration::from_millis(25));
+        assert!(!d.take_due(d.tick(due_at) - 1));
+        assert!(d.take_due(tick));
     }
 }

@@ -5,7 +5,11 @@ use std::{
     hash::{BuildHasherDefault, Hasher},
 };
 
-use crate::{error::Error, protocol::RawResult, RequestId};
+use crate::{
+    error::Error,
+    protocol::jsonrpc::{RawResult, RequestId},
+    timeout::Timeout,
+};
 
 /// What a caller receives. The error is boxed to keep the channel, one per request, small.
 pub(crate) type Outcome = Result<RawResult, Box<Error>>;
@@ -28,7 +32,7 @@ pub(crate) enum Phase {
     /// The transport reported its frame written.
     Written,
     /// Cancelled while `Writing`: the caller was answered; the cancel goes on the wire when the
-    /// write-complete event arrives (its reason waits in the connection's `deferred_cancels`).
+    /// write-complete event arrives (its reason waits in `Requests::deferred_cancels`).
     CancelAfterWrite,
 }
 
@@ -88,13 +92,13 @@ impl InFlight {
         self.packed & WIRE_CANCELLABLE != 0
     }
 
-    /// Its timeout, for the error the caller gets.
-    pub fn timeout_ms(&self) -> u32 {
-        self.packed >> TIMEOUT_SHIFT
+    /// Its timeout, for the error the caller gets (capped at [`MAX_TIMEOUT_MS`]).
+    pub fn timeout(&self) -> Option<Timeout> {
+        Timeout::from_ms(self.packed >> TIMEOUT_SHIFT)
     }
 
-    pub fn set_timeout_ms(&mut self, ms: u32) {
-        let ms = ms.min(MAX_TIMEOUT_MS);
+    pub fn set_timeout(&mut self, timeout: Option<Timeout>) {
+        let ms = timeout.map_or(0, |t| t.ms().min(MAX_TIMEOUT_MS));
         self.packed = (self.packed & ((1 << TIMEOUT_SHIFT) - 1)) | (ms << TIMEOUT_SHIFT);
     }
 
@@ -136,7 +140,8 @@ mod tests {
     fn the_record_keeps_phase_cancellability_and_timeout_apart() {
         let (reply, _rx) = oneshot::channel();
         let mut entry = InFlight::queued(reply, true);
-        entry.set_timeout_ms(60_000);
+        let minute = Timeout::from_ms(60_000);
+        entry.set_timeout(minute);
         for phase in [
             Phase::Writing,
             Phase::Written,
@@ -146,14 +151,14 @@ mod tests {
             entry.set_phase(phase);
             assert_eq!(entry.phase(), phase);
             assert!(entry.wire_cancellable());
-            assert_eq!(entry.timeout_ms(), 60_000);
+            assert_eq!(entry.timeout(), minute);
         }
         let (reply, _rx) = oneshot::channel();
         let mut initialize = InFlight::queued(reply, false);
-        initialize.set_timeout_ms(u32::MAX);
+        initialize.set_timeout(Timeout::from_ms(u32::MAX));
         assert!(!initialize.wire_cancellable());
         assert_eq!(initialize.phase(), Phase::Queued);
-        assert_eq!(initialize.timeout_ms(), MAX_TIMEOUT_MS);
+        assert_eq!(initialize.timeout(), Timeout::from_ms(MAX_TIMEOUT_MS));
         assert_eq!(std::mem::size_of::<InFlight>(), 16);
     }
 }

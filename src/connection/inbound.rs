@@ -1,6 +1,6 @@
 //! Routing of incoming frames: one place reads every frame and sends it where its id says.
 //!
-//! Responses go to our in-flight table. Requests from the server have ids of the *server's*
+//! Responses go to the request states. Requests from the server have ids of the *server's*
 //! numbering and live in [`ServerRequests`], a separate table: a server's
 //! `notifications/cancelled` is looked up there only, so it can never cancel one of our requests
 //! that happens to share the id (rmcp #1251).
@@ -10,23 +10,37 @@ use std::collections::HashMap;
 use futures::FutureExt as _;
 use serde_json::{json, value::RawValue, Value};
 
-use super::{outbox::Outgoing, Connection};
+use super::{handlers::HandlerError, Connection, ServerRequestDone};
 use crate::{
-    client::HandlerError,
-    connection::ServerRequestDone,
+    cancellation::Cancellation,
     error::Error,
-    protocol::jsonrpc::{
-        response_frame, ErrorObject, FrameProblem, Incoming, IncomingFrame, WireId,
-        METHOD_NOT_FOUND,
+    protocol::{
+        jsonrpc::{
+            response_frame, ErrorObject, FrameProblem, Incoming, IncomingFrame, RequestId, WireId,
+            METHOD_NOT_FOUND,
+        },
+        notifications::{Progress, ServerNotification},
     },
-    protocol::notifications::{Progress, ServerNotification},
-    Cancellation,
+    transport::FrameKind,
 };
+
+/// How much of an error answer's body is kept for [`Error::Http`].
+const ERROR_BODY_LIMIT: usize = 1024;
+
+/// What the router has counted. Counters only grow.
+#[derive(Debug, Clone, Copy, Default)]
+pub(super) struct InboundCounters {
+    pub invalid_frames: u64,
+    pub server_requests: u64,
+    pub notifications: u64,
+    pub notifications_dropped: u64,
+    pub server_requests_cancelled: u64,
+}
 
 /// Requests the server sent us that are being answered, each with the token its handler
 /// watches.
 #[derive(Default)]
-pub(crate) struct ServerRequests {
+pub(super) struct ServerRequests {
     running: HashMap<WireId, Cancellation>,
 }
 
@@ -40,16 +54,19 @@ impl ServerRequests {
 }
 
 impl Connection {
-    pub(super) fn on_frame(&mut self, bytes: &[u8]) {
+    /// Routes one frame; `false` if it is not JSON-RPC (skipped and counted).
+    pub(super) fn on_frame(&mut self, bytes: &[u8]) -> bool {
         // A JSON array is a batch (allowed by the 2025-03-26 revision only): route each element.
         if bytes.first() == Some(&b'[') {
-            match serde_json::from_slice::<Vec<&RawValue>>(bytes) {
-                Ok(items) => items
-                    .into_iter()
-                    .for_each(|item| self.on_frame(item.get().as_bytes())),
+            return match serde_json::from_slice::<Vec<&RawValue>>(bytes) {
+                Ok(items) => {
+                    for item in items {
+                        self.on_frame(item.get().as_bytes());
+                    }
+                    true
+                }
                 Err(e) => self.skip_frame(bytes, FrameProblem::NotJson(e)),
-            }
-            return;
+            };
         }
         let incoming = match IncomingFrame::parse(bytes).and_then(IncomingFrame::classify) {
             Ok(incoming) => incoming,
@@ -62,41 +79,63 @@ impl Connection {
             }
             Incoming::Notification { method, params } => self.on_notification(&method, params),
         }
+        true
     }
 
-    fn skip_frame(&mut self, bytes: &[u8], problem: FrameProblem) {
-        self.stats.invalid_frames += 1;
+    /// The body of a message transport's answer to `request`: if it is not JSON-RPC, the request
+    /// fails rather than wait for an answer that will not come on this stream.
+    pub(super) fn on_reply(&mut self, request: RequestId, body: &[u8]) {
+        let body = body.trim_ascii_start();
+        if body.is_empty() {
+            return;
+        }
+        if !self.on_frame(body) {
+            let error = Error::Protocol("the server's answer is not JSON-RPC".into());
+            self.requests.get().failed(request, error);
+        }
+    }
+
+    /// A message transport's request refused with an HTTP error status: its JSON-RPC error if
+    /// the body holds one, else [`Error::Http`].
+    pub(super) fn on_refused(&mut self, request: RequestId, status: u16, body: &[u8]) {
+        let answer = IncomingFrame::parse(body).and_then(IncomingFrame::classify);
+        if let Ok(Incoming::Response { id, outcome }) = answer {
+            if id.as_request_id() == Some(request) {
+                return self.on_response(&id, outcome);
+            }
+        }
+        let end = body.len().min(ERROR_BODY_LIMIT);
+        let body = String::from_utf8_lossy(&body[..end]).into_owned();
+        self.requests
+            .get()
+            .failed(request, Error::Http { status, body });
+    }
+
+    fn skip_frame(&mut self, bytes: &[u8], problem: FrameProblem) -> bool {
+        self.counters.invalid_frames += 1;
         let shown = String::from_utf8_lossy(&bytes[..bytes.len().min(200)]);
         tracing::debug!(%problem, frame = %shown, "skipping invalid frame from server");
+        false
     }
 
     fn on_response(&mut self, id: &WireId, outcome: Result<&RawValue, ErrorObject>) {
-        // A request cancelled while being written and answered before the write completed:
-        // `forget` drops its waiting cancel too, which the answer made moot.
-        let entry = id.as_request_id().and_then(|id| self.forget(id));
-        match entry {
-            Some(mut entry) if entry.reply.is_some() => {
-                self.stats.responses_delivered += 1;
-                entry.answer(match outcome {
-                    Ok(result) => Ok(result.to_owned()),
-                    Err(e) => Err(Error::Server {
-                        code: e.code,
-                        message: e.message,
-                        data: e.data,
-                    }),
-                });
-            }
-            // Cancelled (possibly with its cancel still waiting for the write-complete event:
-            // removing the entry drops that cancel, which is moot now), or never ours.
-            _ => {
-                self.stats.late_responses += 1;
-                tracing::debug!(?id, "dropping response nobody waits for");
-            }
+        let outcome = match outcome {
+            Ok(result) => Ok(result.to_owned()),
+            Err(e) => Err(Error::Server {
+                code: e.code,
+                message: e.message,
+                data: e.data,
+            }),
+        };
+        if !self.requests.get().answered(id.as_request_id(), outcome) {
+            // Cancelled (possibly with its cancel still waiting for the write-complete event,
+            // which the answer made moot), or never ours.
+            tracing::debug!(?id, "dropping response nobody waits for");
         }
     }
 
     fn on_server_request(&mut self, id: WireId, method: &str, params: Option<&RawValue>) {
-        self.stats.server_requests += 1;
+        self.counters.server_requests += 1;
         if self.server_requests.running.contains_key(&id) {
             tracing::debug!(
                 ?id,
@@ -143,24 +182,27 @@ impl Connection {
     ) {
         if self.server_requests.running.remove(&id).is_none() {
             // Cancelled by the server (or the connection closed): its answer is not sent.
-            self.stats.server_requests_cancelled += 1;
-            return;
-        }
-        if self.closed.is_some() {
+            self.counters.server_requests_cancelled += 1;
             return;
         }
         match response_frame(&id, outcome) {
-            Ok(frame) => self.outbox.push(Outgoing::frame(frame)),
+            Ok(frame) => {
+                // Refused only once the connection ended: nobody is there to answer.
+                let _ = self
+                    .requests
+                    .get()
+                    .send_frame(FrameKind::Response, None, frame);
+            }
             Err(e) => tracing::warn!(error = %e, "cannot serialize a response to the server"),
         }
     }
 
     fn on_notification(&mut self, method: &str, params: Option<&RawValue>) {
-        self.stats.notifications += 1;
+        self.counters.notifications += 1;
         if method == "notifications/cancelled" {
             // The server gives up on one of *its* requests: look in its table, never in ours.
             let id = params
-                .and_then(|p| serde_json::from_str::<serde_json::Value>(p.get()).ok())
+                .and_then(|p| serde_json::from_str::<Value>(p.get()).ok())
                 .and_then(|p| serde_json::from_value::<WireId>(p.get("requestId")?.clone()).ok());
             match id.and_then(|id| self.server_requests.running.remove(&id)) {
                 Some(token) => {
@@ -186,12 +228,12 @@ impl Connection {
             // Err only means nobody subscribed right now.
             let _ = sender.send(notification.clone());
         }
-        let stats = &mut self.stats;
+        let counters = &mut self.counters;
         self.subscribers
             .retain(|recipient| match recipient.try_send(notification.clone()) {
                 Ok(()) => true,
                 Err(actix::prelude::SendError::Full(_)) => {
-                    stats.notifications_dropped += 1;
+                    counters.notifications_dropped += 1;
                     true
                 }
                 Err(actix::prelude::SendError::Closed(_)) => false,
@@ -209,16 +251,10 @@ impl Connection {
             progress: Progress,
         }
         let Some(params) = params.and_then(|p| serde_json::from_str::<Params>(p.get()).ok()) else {
-            self.stats.invalid_frames += 1;
+            self.counters.invalid_frames += 1;
             return;
         };
-        let listener = params
-            .progress_token
-            .as_request_id()
-            .and_then(|id| self.progress.get_mut(&id));
-        match listener {
-            Some(listener) => listener(params.progress),
-            None => self.stats.progress_dropped += 1,
-        }
+        let token = params.progress_token.as_request_id();
+        self.requests.get().progress(token, params.progress);
     }
 }

@@ -7,16 +7,21 @@ use std::{
     task::{Context, Poll},
 };
 
-use actix::{Addr, Message};
+use actix::Message;
 
 use serde::Serialize;
 use serde_json::{value::RawValue, Value};
 
-use super::{
-    in_flight::{Outcome, Reply},
-    Connection,
+use super::{handlers::HandlerError, in_flight::Outcome, inbox::Link};
+use crate::{
+    error::{CloseReason, Error},
+    protocol::{
+        jsonrpc::{RawResult, RequestId},
+        notifications::{ProgressCallback, ServerNotification},
+        routing::{routing_of, Routing},
+    },
+    timeout::Timeout,
 };
-use crate::{error::Error, protocol::RawResult, CloseReason, RequestId};
 
 /// Send a request to the server.
 ///
@@ -31,15 +36,17 @@ pub struct Request {
     /// freed before the request waits in the queue. `Err` holds why serialization failed.
     pub(crate) params: Result<Option<Box<RawValue>>, String>,
     pub(crate) options: PackedOptions,
+    /// What the 2026-07-28 HTTP transport routes on besides the method (`Mcp-Name`,
+    /// `Mcp-Param-*`); absent in the other era.
+    pub(crate) routing: Option<Box<Routing>>,
 }
 
 /// [`RequestOptions`] as a request carries them to the actor: 16 bytes instead of 40, since
-/// every request in flight pays for them while it waits in the mailbox.
+/// every request in flight pays for them while it waits in the queue.
 pub(crate) struct PackedOptions {
     /// Boxed twice: rarely set, and a thin pointer is half the size of a `Box<dyn _>`.
-    pub progress: Option<Box<crate::client::ProgressCallback>>,
-    /// 0: no timeout. Whole milliseconds, rounded up, capped at `u32::MAX` (about 49 days).
-    pub timeout_ms: u32,
+    pub progress: Option<Box<ProgressCallback>>,
+    pub timeout: Option<Timeout>,
     pub cancel_on_wire: bool,
 }
 
@@ -48,33 +55,18 @@ impl std::fmt::Debug for PackedOptions {
         f.debug_struct("RequestOptions")
             .field("cancel_on_wire", &self.cancel_on_wire)
             .field("progress", &self.progress.is_some())
-            .field("timeout", &self.timeout())
+            .field("timeout", &self.timeout)
             .finish()
-    }
-}
-
-impl PackedOptions {
-    pub fn set_timeout(&mut self, timeout: Option<std::time::Duration>) {
-        self.timeout_ms = timeout.map_or(0, |t| {
-            let ms = t.as_nanos().div_ceil(1_000_000).max(1);
-            u32::try_from(ms).unwrap_or(u32::MAX)
-        });
-    }
-
-    pub fn timeout(&self) -> Option<std::time::Duration> {
-        (self.timeout_ms != 0).then(|| std::time::Duration::from_millis(self.timeout_ms.into()))
     }
 }
 
 impl From<RequestOptions> for PackedOptions {
     fn from(options: RequestOptions) -> Self {
-        let mut packed = Self {
+        Self {
             progress: options.progress.map(Box::new),
-            timeout_ms: 0,
+            timeout: options.timeout.map(Timeout::new),
             cancel_on_wire: options.cancel_on_wire,
-        };
-        packed.set_timeout(options.timeout);
-        packed
+        }
     }
 }
 
@@ -86,7 +78,7 @@ pub struct RequestOptions {
     pub cancel_on_wire: bool,
     /// Receives this request's `notifications/progress` while it is in flight. The request's
     /// params must carry `_meta.progressToken` equal to its id (the `Client` does this).
-    pub progress: Option<crate::client::ProgressCallback>,
+    pub progress: Option<ProgressCallback>,
     /// When this passes before the answer, the actor fails the request with
     /// [`Error::Timeout`] and cancels it on the wire like an explicit cancel. Kept in whole
     /// milliseconds (rounded up), up to about 49 days.
@@ -116,7 +108,14 @@ impl std::fmt::Debug for RequestOptions {
 impl Request {
     /// A request with a freshly allocated id. `params` must be a JSON object or absent.
     pub fn new(method: impl Into<Cow<'static, str>>, params: Option<Value>) -> Self {
-        Self::with_params(method, params.as_ref())
+        let mut request = Self::with_params(method, params.as_ref());
+        // What names the target (a tool, a prompt, a resource) is read here, while the params
+        // are still a tree: the 2026-07-28 HTTP transport routes on it.
+        request.routing = params
+            .as_ref()
+            .and_then(|params| routing_of(&request.method, params))
+            .map(Box::new);
+        request
     }
 
     /// A request whose params are any serializable value (serialized now, once).
@@ -136,6 +135,7 @@ impl Request {
             method: method.into(),
             params,
             options: RequestOptions::default().into(),
+            routing: None,
         }
     }
 
@@ -144,18 +144,26 @@ impl Request {
         id: RequestId,
         method: Cow<'static, str>,
         params: Box<RawValue>,
-        timeout_ms: u32,
-        progress: Option<crate::client::ProgressCallback>,
+        timeout: Option<Timeout>,
+        progress: Option<ProgressCallback>,
+        routing: Option<Box<Routing>>,
     ) -> Self {
         let mut options = PackedOptions::from(RequestOptions::default());
-        options.timeout_ms = timeout_ms;
+        options.timeout = timeout;
         options.progress = progress.map(Box::new);
         Self {
             id,
             method,
             params: Ok(Some(params)),
             options,
+            routing,
         }
+    }
+
+    /// Sets what the 2026-07-28 HTTP transport routes on.
+    pub(crate) fn with_routing(mut self, routing: Option<Routing>) -> Self {
+        self.routing = routing.map(Box::new);
+        self
     }
 
     pub fn with_options(mut self, options: RequestOptions) -> Self {
@@ -205,20 +213,11 @@ impl Message for Request {
     type Result = PendingReply;
 }
 
-/// The `Client`'s way in: a request whose reply channel the caller made itself, pushed on the
-/// connection's [`Submissions`](super::submissions::Submissions) queue.
-pub(crate) struct Submit {
-    /// Boxed from the call to the write: the mailbox envelope stays small (32 bytes), and the
-    /// outbox keeps this same box.
-    pub request: Box<Request>,
-    pub reply: Reply,
-}
-
-/// The protocol the connection speaks from now on: its version, and for the 2026-07-28 era the
-/// `_meta` entries every request carries (see `protocol::discover::request_meta`). Sent by the
-/// `Client` before the first request of that era.
+/// The protocol the connection speaks from now on: its version (`None`: not settled), and for the
+/// 2026-07-28 era the `_meta` entries every request carries (see `protocol::discover::request_meta`).
+/// Sent by the `Client` before the first frame of that version.
 pub(crate) struct UseProtocol {
-    pub version: String,
+    pub version: Option<String>,
     pub request_meta: Option<Box<str>>,
 }
 
@@ -227,7 +226,7 @@ impl Message for UseProtocol {
 }
 
 /// Deliver the server's notifications to this recipient too.
-pub struct Subscribe(pub actix::Recipient<crate::ServerNotification>);
+pub struct Subscribe(pub actix::Recipient<ServerNotification>);
 
 impl Message for Subscribe {
     type Result = ();
@@ -236,7 +235,7 @@ impl Message for Subscribe {
 /// A handler for a server request finished.
 pub(crate) struct ServerRequestDone {
     pub id: crate::protocol::jsonrpc::WireId,
-    pub outcome: Result<Value, crate::client::HandlerError>,
+    pub outcome: Result<Value, HandlerError>,
 }
 
 impl Message for ServerRequestDone {
@@ -344,16 +343,16 @@ pub struct PendingReply {
     id: RequestId,
     rx: oneshot::Receiver<Outcome>,
     /// Present while a drop must cancel.
-    connection: Option<Addr<Connection>>,
+    connection: Option<Link>,
 }
 
 impl PendingReply {
-    pub(crate) fn new(
-        id: RequestId,
-        rx: oneshot::Receiver<Outcome>,
-        connection: Option<Addr<Connection>>,
-    ) -> Self {
-        Self { id, rx, connection }
+    pub(crate) fn new(id: RequestId, rx: oneshot::Receiver<Outcome>, connection: Link) -> Self {
+        Self {
+            id,
+            rx,
+            connection: Some(connection),
+        }
     }
 
     pub fn id(&self) -> RequestId {
@@ -368,11 +367,8 @@ impl PendingReply {
 
     /// Cancels the request; the reply stays pending (resolves with the cancel error or not at all).
     pub(crate) fn cancel_in_place(&mut self, reason: Option<String>) {
-        if let Some(addr) = self.connection.take() {
-            addr.do_send(Cancel {
-                id: self.id,
-                reason,
-            });
+        if let Some(link) = self.connection.take() {
+            link.cancel(self.id, reason);
         }
     }
 
@@ -400,13 +396,7 @@ impl Future for PendingReply {
 
 impl Drop for PendingReply {
     fn drop(&mut self) {
-        if let Some(addr) = self.connection.take() {
-            // do_send ignores the mailbox bound: a cancel is never lost to a full mailbox.
-            addr.do_send(Cancel {
-                id: self.id,
-                reason: None,
-            });
-        }
+        self.cancel_in_place(None);
     }
 }
 

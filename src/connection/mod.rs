@@ -1,48 +1,53 @@
-//! The [`Connection`] actor: it owns the transport, the in-flight table and the outbox.
+//! The [`Connection`] actor: the glue between callers, the request states and the transport.
 //!
-//! Data path: a caller's [`Request`] lands in the mailbox; the handler records it as `Queued` in
-//! the in-flight table, queues it in the outbox and replies at once with a [`PendingReply`] (a
-//! oneshot receiver; no task or future per request lives in the actor). When the transport is
-//! idle, the outbox is drained into one batch (skipping requests cancelled meanwhile), the batch
-//! goes to the transport and its requests become `Writing`. The transport's `Written` event makes
-//! them `Written`, queues any cancel that waited for it, and lets the next batch go. Incoming
-//! frames are routed by id in `inbound.rs`.
+//! - Calls and cancels come in through one [`inbox`](inbox) (from a `Client`, a
+//!   [`PendingReply`], or [`Request`]/[`Cancel`] messages); the actor reaches the request states
+//!   only through it, so a cancel always meets the request it names.
+//! - The request states ([`requests`]) are a plain struct with one method per event; the actor
+//!   feeds it the transport's events and the time, and hands its batches to the transport.
+//! - Incoming frames are routed by id in [`inbound`]; the server's own requests run the
+//!   [`handlers`].
+//! - The connection's own life is one enum ([`Lifecycle`](lifecycle::Lifecycle)).
 
 mod deadlines;
+mod handlers;
 mod in_flight;
 mod inbound;
+mod inbox;
+mod lifecycle;
 mod messages;
 mod outbox;
-mod submissions;
+mod requests;
+#[cfg(test)]
+mod requests_model;
 
-use std::collections::HashMap;
+use std::{sync::Arc, time::Instant};
 
 use actix::{
     Actor, ActorContext, AsyncContext, Context, Handler, MessageResult, Recipient, WeakAddr,
 };
-
 use tokio::sync::{broadcast, watch};
 
+pub use handlers::{apply_elicitation_defaults, HandlerError, Handlers};
+pub(crate) use handlers::{ELICITATION, ROOTS_LIST, SAMPLING};
 pub(crate) use in_flight::Outcome;
+pub(crate) use inbox::{Entry, Inbox, Link};
 pub use messages::{
     Cancel, Close, ConnectionStats, GetStats, Notify, PendingReply, Request, RequestOptions,
     Subscribe, WaitReleased,
 };
-pub(crate) use messages::{ServerRequestDone, Submit, UseProtocol};
-pub(crate) use submissions::{Link, Submissions};
+pub(crate) use messages::{ServerRequestDone, UseProtocol};
 
 use self::{
-    deadlines::Deadlines,
-    in_flight::{InFlight, InFlightTable, Phase, Reply},
-    inbound::ServerRequests,
-    outbox::{Outbox, Outgoing},
-    submissions::Drain,
+    inbound::{InboundCounters, ServerRequests},
+    inbox::{Drain, Ordered},
+    lifecycle::{Lifecycle, Wire},
+    requests::Requests,
 };
 use crate::{
-    error::Error,
-    protocol::jsonrpc::{notification_frame, write_cancelled, write_request},
-    transport::{CancelStyle, EventSender, Flow, Transport, TransportEvent, TransportIo},
-    CloseReason, RequestId,
+    error::{CloseReason, Error},
+    protocol::{jsonrpc::notification_frame, notifications::ServerNotification},
+    transport::{EventSender, EventSink, FrameKind, Sent, Transport, TransportEvent},
 };
 
 /// Default mailbox bound: `Addr::send` of a [`Request`] waits when this many messages are queued.
@@ -54,40 +59,20 @@ const DRAIN_LIMIT: std::time::Duration = std::time::Duration::from_secs(2);
 
 /// The connection actor. One per server.
 pub struct Connection {
-    /// The transport until `started` opens it.
-    transport: Option<Box<dyn Transport>>,
-    io: Option<Box<dyn TransportIo>>,
-    /// Whether the transport can take a batch now.
-    writer_ready: bool,
-    in_flight: InFlightTable,
-    /// Reasons of cancels waiting for their request's write-complete event (rare, so kept out
-    /// of the in-flight records).
-    deferred_cancels: HashMap<RequestId, Option<String>>,
-    /// Timeouts of requests in flight.
-    deadlines: Deadlines,
-    /// Progress listeners of requests in flight, by id (= progress token).
-    progress: HashMap<RequestId, crate::client::ProgressCallback>,
-    outbox: Outbox,
-    /// The 2026-07-28 era's `_meta` entries, spliced into every request's params.
-    request_meta: Option<Box<str>>,
-    /// Calls from `Client`s wait here until the actor drains them (see `submissions.rs`).
-    submissions: std::sync::Arc<Submissions>,
-    /// The drained queue's buffer, swapped back in on the next drain.
-    drained: Vec<Submit>,
+    lifecycle: Lifecycle,
+    /// The request states, reachable only through the inbox (see `inbox.rs`).
+    requests: Ordered,
     server_requests: ServerRequests,
-    handlers: crate::client::Handlers,
-    notifications: Option<broadcast::Sender<crate::ServerNotification>>,
-    subscribers: Vec<Recipient<crate::ServerNotification>>,
+    handlers: Handlers,
+    notifications: Option<broadcast::Sender<ServerNotification>>,
+    subscribers: Vec<Recipient<ServerNotification>>,
+    counters: InboundCounters,
+    /// The wake-up for the earliest request deadline, and when it is due.
+    wake: Option<(Instant, tokio::task::JoinHandle<()>)>,
     /// For handler tasks to report back without keeping the connection alive.
     myself: Option<WeakAddr<Connection>>,
-    /// Set once the connection can carry nothing more: every request then fails with it.
-    closed: Option<Error>,
-    /// Closing by request: frames queued before the close (cancels, notifications) are still
-    /// written, then the transport is closed.
-    draining: bool,
     /// Becomes `true` once the transport has released everything (the child process is reaped).
     released: watch::Sender<bool>,
-    stats: ConnectionStats,
     mailbox_capacity: usize,
     /// When this connection runs on a System of its own, stop it once the transport is shut down.
     owns_system: bool,
@@ -100,26 +85,16 @@ impl Connection {
 
     pub(crate) fn from_boxed(transport: Box<dyn Transport>) -> Self {
         Self {
-            transport: Some(transport),
-            io: None,
-            writer_ready: false,
-            in_flight: InFlightTable::default(),
-            deferred_cancels: HashMap::new(),
-            progress: HashMap::new(),
-            deadlines: Deadlines::default(),
-            outbox: Outbox::default(),
-            request_meta: None,
-            submissions: Default::default(),
-            drained: Vec::new(),
+            lifecycle: Lifecycle::Opening(transport),
+            requests: Ordered::new(Arc::default(), Requests::new(Instant::now())),
             server_requests: ServerRequests::default(),
-            handlers: crate::client::Handlers::default(),
+            handlers: Handlers::default(),
             notifications: None,
             subscribers: Vec::new(),
+            counters: InboundCounters::default(),
+            wake: None,
             myself: None,
-            closed: None,
-            draining: false,
             released: watch::Sender::new(false),
-            stats: ConnectionStats::default(),
             mailbox_capacity: DEFAULT_MAILBOX_CAPACITY,
             owns_system: false,
         }
@@ -131,37 +106,21 @@ impl Connection {
     }
 
     /// Handlers for the server's requests (see [`ConnectOptions`](crate::ConnectOptions)).
-    pub fn handlers(mut self, handlers: crate::client::Handlers) -> Self {
+    pub fn handlers(mut self, handlers: Handlers) -> Self {
         self.handlers = handlers;
         self
     }
 
-    pub(crate) fn notifications(
-        mut self,
-        sender: broadcast::Sender<crate::ServerNotification>,
-    ) -> Self {
+    pub(crate) fn notifications(mut self, sender: broadcast::Sender<ServerNotification>) -> Self {
         self.notifications = Some(sender);
         self
     }
 
-    /// The queue a `Client` pushes its calls on (shared with the actor once started).
-    pub(crate) fn submissions(mut self, submissions: std::sync::Arc<Submissions>) -> Self {
-        self.submissions = submissions;
+    /// The inbox a `Client` pushes its calls and cancels on (shared with the actor once started).
+    pub(crate) fn inbox(mut self, inbox: Arc<Inbox>) -> Self {
+        let requests = Requests::new(Instant::now());
+        self.requests = Ordered::new(inbox, requests);
         self
-    }
-
-    /// Accepts the calls waiting in the submission queue, in order. Done before handling any
-    /// message whose meaning depends on earlier calls (a `Cancel` names one of them).
-    fn drain_submissions(&mut self) {
-        let mut drained = std::mem::take(&mut self.drained);
-        self.submissions.take(&mut drained);
-        for submit in drained.drain(..) {
-            self.accept(submit.request, submit.reply);
-        }
-        // After a burst, give the buffer back rather than hand it to the queue again.
-        if drained.capacity() <= submissions::KEEP_CAPACITY {
-            self.drained = drained;
-        }
     }
 
     pub(crate) fn owning_system(mut self) -> Self {
@@ -169,266 +128,72 @@ impl Connection {
         self
     }
 
-    /// Hands queued frames to the transport if it is ready for them.
+    fn link(&self, ctx: &Context<Self>) -> Link {
+        Link {
+            addr: ctx.address(),
+            inbox: self.requests.inbox().clone(),
+        }
+    }
+
+    /// After every event: hand the transport what is queued, close a drained connection, and
+    /// make sure the actor wakes up for the earliest deadline.
+    fn settle(&mut self, ctx: &mut Context<Self>) {
+        self.flush();
+        self.finish_draining();
+        self.schedule_expiry(ctx);
+    }
+
+    /// Hands queued frames to the transport while it takes them, and the aborts it must do.
     fn flush(&mut self) {
-        if !self.writer_ready || self.outbox.is_empty() {
+        let Some(wire) = self.lifecycle.wire() else {
             return;
+        };
+        let requests = self.requests.get();
+        for id in requests.take_aborts() {
+            wire.io.abort(id);
         }
-        if self.io.is_none() {
-            return;
-        }
-        let in_flight = &mut self.in_flight;
-        let stats = &mut self.stats;
-        let request_meta = self.request_meta.as_deref();
-        let mut dropped = Vec::new();
-        let batch = self.outbox.fill(|item, batch| match item {
-            Outgoing::Frame(frame) => batch.push(&frame),
-            Outgoing::Cancelled(id) => batch.push_cancel(id, |buf| write_cancelled(buf, id, None)),
-            Outgoing::CancelledWithReason(cancel) => {
-                let (id, reason) = *cancel;
-                batch.push_cancel(id, |buf| write_cancelled(buf, id, Some(&reason)));
-            }
-            Outgoing::Request(request) => {
-                let id = request.id;
-                // Checked at dequeue (hyper's rule): a request cancelled while queued is gone from
-                // the table and is never written, so it never needs a cancel on the wire.
-                let Some(entry) = in_flight.get_mut(&id) else {
-                    return;
-                };
-                if entry.reply.as_ref().is_none_or(|r| r.is_closed()) {
-                    // The caller went away without a Cancel reaching us yet; same outcome.
-                    dropped.push((id, None));
-                    stats.cancelled_before_write += 1;
-                    return;
-                }
-                // `accept` answered requests whose params failed to serialize: these are `Ok`.
-                let params = request.params.as_ref().ok().and_then(Option::as_deref);
-                match batch.push_with(Some(id), |buf| {
-                    write_request(buf, id, &request.method, params, request_meta)
-                }) {
-                    Ok(()) => {
-                        entry.set_phase(Phase::Writing);
-                        stats.requests_written += 1;
-                    }
-                    Err(e) => {
-                        let error = Error::Protocol(format!(
-                            "cannot serialize {} request: {e}",
-                            request.method
-                        ));
-                        dropped.push((id, Some(error)));
-                    }
-                }
-            }
-        });
-        for (id, error) in dropped {
-            if let (Some(mut entry), Some(error)) = (self.forget(id), error) {
-                entry.answer(Err(error));
-            }
-        }
-        if batch.is_empty() {
-            self.outbox.recycle(batch);
-            return;
-        }
-        if let Some(io) = self.io.as_mut() {
-            self.writer_ready = io.send(batch) == Flow::Ready;
-        }
-    }
-
-    /// The transport finished writing a batch.
-    fn on_written(&mut self, batch: crate::transport::Outbound) {
-        for id in batch.requests() {
-            let Some(entry) = self.in_flight.get_mut(&id) else {
-                continue; // answered while being written
+        while wire.ready {
+            let Some(batch) = requests.next_batch() else {
+                break;
             };
-            match entry.phase() {
-                Phase::Writing => entry.set_phase(Phase::Written),
-                Phase::CancelAfterWrite => {
-                    // The cancel waited for this event: now it follows the request on the wire.
-                    let wire = entry.wire_cancellable();
-                    let reason = self.deferred_cancels.remove(&id).flatten();
-                    self.forget(id);
-                    self.cancel_on_wire(id, reason, wire);
-                }
-                Phase::Queued | Phase::Written => {}
+            match wire.io.send(batch) {
+                Sent::Writing => wire.ready = false,
+                Sent::Taken(batch) => requests.recycle(batch),
             }
         }
-        self.outbox.recycle(batch);
-        self.writer_ready = true;
     }
 
-    fn cancel_on_wire(&mut self, id: RequestId, reason: Option<String>, wire_cancellable: bool) {
-        if !wire_cancellable {
-            return;
-        }
-        let Some(io) = self.io.as_mut() else {
+    /// Makes sure the actor wakes up for the earliest deadline: one task that holds only a weak
+    /// address (a timer in the actor's context would keep it alive with no handle left).
+    fn schedule_expiry(&mut self, ctx: &mut Context<Self>) {
+        let Some(at) = self.requests.get().next_deadline() else {
             return;
         };
-        match io.cancel_style() {
-            CancelStyle::Notification => {
-                self.outbox.push(Outgoing::cancelled(id, reason));
-                self.stats.cancels_sent += 1;
-            }
-            CancelStyle::Abort => io.abort(id),
-        }
-    }
-
-    /// Cancels a request: its caller gets `error` at once; the wire gets what its phase calls for.
-    fn cancel(&mut self, id: RequestId, reason: Option<String>, error: Error) {
-        let Some(entry) = self.in_flight.get_mut(&id) else {
-            return; // answered, cancelled before, or not ours
-        };
-        match entry.phase() {
-            Phase::Queued => {
-                // Never written: drop it; the outbox skips it. Nothing goes on the wire.
-                if let Some(mut entry) = self.forget(id) {
-                    entry.answer(Err(error));
-                }
-                self.stats.cancelled_before_write += 1;
-            }
-            Phase::Writing => {
-                // Wake the caller now; the notification waits for the write-complete event.
-                entry.answer(Err(error));
-                entry.set_phase(Phase::CancelAfterWrite);
-                let expires = std::mem::take(&mut entry.expires);
-                if expires != 0 {
-                    self.deadlines.remove(expires);
-                }
-                self.progress.remove(&id);
-                self.deferred_cancels.insert(id, reason);
-            }
-            Phase::CancelAfterWrite => {} // a second cancel: the first one is already waiting
-            Phase::Written => {
-                let Some(mut entry) = self.forget(id) else {
-                    return;
-                };
-                entry.answer(Err(error));
-                self.cancel_on_wire(id, reason, entry.wire_cancellable());
-            }
-        }
-    }
-
-    /// Removes a request from the table with everything kept for it.
-    fn forget(&mut self, id: RequestId) -> Option<InFlight> {
-        // Both side tables are usually empty: skip hashing then (this runs per response).
-        if !self.progress.is_empty() {
-            self.progress.remove(&id);
-        }
-        if !self.deferred_cancels.is_empty() {
-            self.deferred_cancels.remove(&id);
-        }
-        let entry = self.in_flight.remove(&id)?;
-        if entry.expires != 0 {
-            self.deadlines.remove(entry.expires);
-        }
-        Some(entry)
-    }
-
-    /// Times out every request whose deadline passed, then schedules the next wake-up.
-    fn expire(&mut self) {
-        let now = self.deadlines.now();
-        if self.deadlines.take_due(now) {
-            // Rare (a timeout happened): only then is the table looked through.
-            let expired: Vec<(RequestId, u32)> = self
-                .in_flight
-                .iter_mut()
-                .filter(|(_, e)| e.expires != 0 && e.expires <= now)
-                .map(|(id, e)| {
-                    e.expires = 0; // its count was taken with the tick
-                    (*id, e.timeout_ms())
-                })
-                .collect();
-            for (id, ms) in expired {
-                let after = std::time::Duration::from_millis(u64::from(ms));
-                let reason = format!("timed out after {ms} ms");
-                self.cancel(id, Some(reason), Error::Timeout { after });
-            }
-            self.flush();
-        }
-        self.schedule_expiry();
-    }
-
-    /// Makes sure the actor wakes up for the earliest deadline.
-    fn schedule_expiry(&mut self) {
-        let Some((tick, wait)) = self.deadlines.next() else {
-            return;
-        };
-        match &self.deadlines.wake {
-            Some((scheduled, _)) if *scheduled <= tick => return,
+        match &self.wake {
+            Some((scheduled, _)) if *scheduled <= at => return,
             Some((_, task)) => task.abort(),
             None => {}
         }
-        let connection = self.myself.clone();
+        let connection = ctx.address().downgrade();
         let task = actix_rt::spawn(async move {
-            tokio::time::sleep(wait).await;
-            if let Some(addr) = connection.and_then(|c| c.upgrade()) {
+            tokio::time::sleep_until(at.into()).await;
+            if let Some(addr) = connection.upgrade() {
                 addr.do_send(Expire);
             }
         });
-        self.deadlines.wake = Some((tick, task));
-    }
-
-    /// Records a request and queues it. Returns `false` if it was answered at once (closed
-    /// connection, unserializable params).
-    fn accept(&mut self, mut request: Box<Request>, reply: Reply) -> bool {
-        if let Some(error) = &self.closed {
-            let _ = reply.send(Err(Box::new(error.clone())));
-            return false;
-        }
-        if let Err(e) = &request.params {
-            let _ = reply.send(Err(Box::new(Error::Protocol(format!(
-                "cannot serialize {} params: {e}",
-                request.method
-            )))));
-            return false;
-        }
-        let id = request.id;
-        let mut entry = InFlight::queued(reply, request.options.cancel_on_wire);
-        if let Some(timeout) = request.options.timeout() {
-            entry.expires = self.deadlines.add(timeout);
-            entry.set_timeout_ms(u32::try_from(timeout.as_millis()).unwrap_or(u32::MAX));
-        }
-        let timed = entry.expires != 0;
-        self.in_flight.insert(id, entry);
-        if let Some(progress) = request.options.progress.take() {
-            self.progress.insert(id, *progress);
-        }
-        self.outbox.push(Outgoing::Request(request));
-        if timed {
-            self.schedule_expiry();
-        }
-        true
+        self.wake = Some((at, task));
     }
 
     /// The connection can carry nothing more: fail everyone, now and later. With `drain`, what
     /// is already queued for the wire (cancels, notifications, cancels waiting for their
     /// request's write) is still written before the transport closes.
     fn close_with(&mut self, error: Error, drain: bool) {
-        if self.closed.is_some() {
-            return;
-        }
-        // Calls already submitted are answered with the same error as those in the table.
-        self.drain_submissions();
-        self.submissions.mark_ended();
-        for entry in self.in_flight.values_mut() {
-            entry.answer(Err(error.clone()));
-        }
-        self.deadlines.clear();
-        if drain && self.io.is_some() {
-            self.in_flight
-                .retain(|_, entry| entry.phase() == Phase::CancelAfterWrite);
-            for entry in self.in_flight.values_mut() {
-                entry.expires = 0;
-            }
-        } else {
-            self.in_flight.clear();
-            self.deferred_cancels.clear();
-            self.outbox.clear();
-        }
-        self.progress.clear();
+        let drain = drain && self.lifecycle.is_open();
+        self.requests.get().close(error, drain);
+        self.requests.inbox().mark_ended();
         self.server_requests.cancel_all();
-        self.closed = Some(error);
-        if drain && self.io.is_some() {
-            self.draining = true;
+        if drain {
+            self.lifecycle.start_draining();
             self.flush();
             self.finish_draining();
         } else {
@@ -438,39 +203,59 @@ impl Connection {
 
     /// Closes the transport once a drain has nothing left to write.
     fn finish_draining(&mut self) {
-        let idle = self.writer_ready && self.outbox.is_empty() && self.in_flight.is_empty();
-        if self.draining && idle {
-            self.draining = false;
+        let idle = self.requests.get().is_idle();
+        if self.lifecycle.drained(idle) {
             self.release_transport();
         }
     }
 
     fn release_transport(&mut self) {
-        self.draining = false;
-        self.writer_ready = false;
-        self.outbox.clear();
-        match self.io.take() {
-            Some(mut io) => {
-                let done = io.close();
-                let released = self.released.clone();
-                actix_rt::spawn(async move {
-                    done.await;
-                    released.send_replace(true);
-                });
-            }
-            None => {
-                self.released.send_replace(true);
-            }
-        }
+        let Some(mut io) = self.lifecycle.close() else {
+            return; // released already, or never opened
+        };
+        self.requests.get().discard_wire();
+        let done = io.close();
+        let released = self.released.clone();
+        actix_rt::spawn(async move {
+            done.await;
+            released.send_replace(true);
+        });
     }
 }
 
 impl Drop for Connection {
     /// An actor dropped without `stopped` (its System torn down) still refuses further calls;
-    /// the callers waiting in the queue see their reply channel closed.
+    /// the callers waiting in the inbox see their reply channel closed.
     fn drop(&mut self) {
-        drop(self.submissions.close());
+        drop(self.requests.inbox().close());
     }
+}
+
+/// The transport's events, delivered to the actor's mailbox through a weak address: a transport
+/// never keeps its connection alive.
+struct Mailbox(WeakAddr<Connection>);
+
+impl EventSink for Mailbox {
+    fn deliver(&self, event: TransportEvent) -> bool {
+        match self.0.upgrade() {
+            Some(addr) => {
+                addr.do_send(Event(event));
+                true
+            }
+            None => false,
+        }
+    }
+
+    fn is_listening(&self) -> bool {
+        self.0.upgrade().is_some_and(|a| a.connected())
+    }
+}
+
+/// A transport event, as a mailbox message.
+struct Event(TransportEvent);
+
+impl actix::Message for Event {
+    type Result = ();
 }
 
 impl Actor for Connection {
@@ -479,19 +264,18 @@ impl Actor for Connection {
     fn started(&mut self, ctx: &mut Self::Context) {
         ctx.set_mailbox_capacity(self.mailbox_capacity);
         self.myself = Some(ctx.address().downgrade());
-        let Some(transport) = self.transport.take() else {
+        let Some(transport) = self.lifecycle.take_transport() else {
             return;
         };
-        let events = EventSender::new(ctx.address().downgrade());
+        let events = EventSender::new(Mailbox(ctx.address().downgrade()));
         match transport.open(events) {
             Ok(io) => {
-                self.io = Some(io);
-                self.writer_ready = true;
+                self.requests.get().set_cancel_style(io.cancel_style());
+                self.lifecycle = Lifecycle::Open(Wire { io, ready: true });
             }
             Err(e) => {
                 tracing::warn!(error = %e, "cannot open MCP transport");
-                self.submissions.mark_ended();
-                self.closed = Some(e);
+                self.close_with(e, false);
                 self.released.send_replace(true);
             }
         }
@@ -501,13 +285,15 @@ impl Actor for Connection {
         let error = Error::Closed {
             reason: CloseReason::ActorStopped,
         };
-        self.close_with(error.clone(), false);
-        // From now on a call is refused at the queue; what raced in is answered here.
-        for submit in self.submissions.close() {
-            let _ = submit.reply.send(Err(Box::new(error.clone())));
-        }
-        if self.draining {
+        if self.lifecycle.is_draining() {
             self.release_transport();
+        }
+        self.close_with(error.clone(), false);
+        // From now on a call is refused at the inbox; what raced in is answered here.
+        for entry in self.requests.inbox().close() {
+            if let Entry::Call(_, reply) = entry {
+                let _ = reply.send(Err(Box::new(error.clone())));
+            }
         }
         if self.owns_system {
             // The transport's own tasks finish the shutdown; the System we own ends after them.
@@ -524,21 +310,22 @@ impl Handler<Request> for Connection {
     type Result = MessageResult<Request>;
 
     fn handle(&mut self, request: Request, ctx: &mut Self::Context) -> Self::Result {
-        let (tx, rx) = oneshot::channel();
+        let (reply, rx) = oneshot::channel();
         let id = request.id;
-        let accepted = self.accept(Box::new(request), tx);
-        self.flush();
-        let guard = accepted.then(|| ctx.address());
-        MessageResult(PendingReply::new(id, rx, guard))
+        self.requests
+            .push_here(Entry::Call(Box::new(request), reply));
+        self.settle(ctx);
+        MessageResult(PendingReply::new(id, rx, self.link(ctx)))
     }
 }
 
-impl Handler<Drain> for Connection {
+impl Handler<Cancel> for Connection {
     type Result = ();
 
-    fn handle(&mut self, _: Drain, _ctx: &mut Self::Context) {
-        self.drain_submissions();
-        self.flush();
+    fn handle(&mut self, cancel: Cancel, ctx: &mut Self::Context) {
+        self.requests
+            .push_here(Entry::cancel(cancel.id, cancel.reason));
+        self.settle(ctx);
     }
 }
 
@@ -552,36 +339,34 @@ impl actix::Message for Expire {
 impl Handler<Expire> for Connection {
     type Result = ();
 
-    fn handle(&mut self, _: Expire, _ctx: &mut Self::Context) {
-        self.deadlines.wake = None;
-        self.expire();
+    fn handle(&mut self, _: Expire, ctx: &mut Self::Context) {
+        self.wake = None;
+        self.requests.get().expire(Instant::now());
+        self.settle(ctx);
     }
 }
 
-impl Handler<Cancel> for Connection {
+impl Handler<Drain> for Connection {
     type Result = ();
 
-    fn handle(&mut self, cancel: Cancel, _ctx: &mut Self::Context) {
-        self.drain_submissions();
-        let error = Error::cancelled(cancel.reason.clone());
-        self.cancel(cancel.id, cancel.reason, error);
-        self.flush();
+    fn handle(&mut self, _: Drain, ctx: &mut Self::Context) {
+        self.settle(ctx);
     }
 }
 
 impl Handler<Notify> for Connection {
     type Result = Result<(), Error>;
 
-    fn handle(&mut self, notify: Notify, _ctx: &mut Self::Context) -> Self::Result {
-        self.drain_submissions();
-        if let Some(error) = &self.closed {
-            return Err(error.clone());
-        }
+    fn handle(&mut self, notify: Notify, ctx: &mut Self::Context) -> Self::Result {
         let frame = notification_frame(&notify.method, notify.params.as_ref())
             .map_err(|e| Error::Protocol(format!("cannot serialize {}: {e}", notify.method)))?;
-        self.outbox.push(Outgoing::frame(frame));
-        self.flush();
-        Ok(())
+        let queued = self.requests.get().send_frame(
+            FrameKind::Notification,
+            Some(notify.method.into()),
+            frame,
+        );
+        self.settle(ctx);
+        queued
     }
 }
 
@@ -595,7 +380,7 @@ impl Handler<Close> for Connection {
         self.close_with(error, true);
         // A server that stopped reading must not hold the close up for ever.
         ctx.run_later(DRAIN_LIMIT, |connection, _| {
-            if connection.draining {
+            if connection.lifecycle.is_draining() {
                 connection.release_transport();
             }
         });
@@ -621,7 +406,7 @@ impl Handler<Subscribe> for Connection {
 impl Handler<ServerRequestDone> for Connection {
     type Result = ();
 
-    fn handle(&mut self, done: ServerRequestDone, _ctx: &mut Self::Context) {
+    fn handle(&mut self, done: ServerRequestDone, ctx: &mut Self::Context) {
         let outcome = done
             .outcome
             .map_err(|e| crate::protocol::jsonrpc::ErrorObject {
@@ -630,19 +415,21 @@ impl Handler<ServerRequestDone> for Connection {
                 data: e.data,
             });
         self.answer_server_request(done.id, outcome);
-        self.flush();
+        self.settle(ctx);
     }
 }
 
 impl Handler<UseProtocol> for Connection {
     type Result = ();
 
-    fn handle(&mut self, protocol: UseProtocol, _ctx: &mut Self::Context) {
-        self.drain_submissions();
-        self.request_meta = protocol.request_meta;
-        if let Some(io) = self.io.as_mut() {
-            io.protocol_chosen(&protocol.version);
+    fn handle(&mut self, protocol: UseProtocol, ctx: &mut Self::Context) {
+        let requests = self.requests.get();
+        requests.set_request_meta(protocol.request_meta);
+        if let Some(wire) = self.lifecycle.wire() {
+            wire.io.use_protocol_version(protocol.version.as_deref());
+            requests.set_cancel_style(wire.io.cancel_style());
         }
+        self.settle(ctx);
     }
 }
 
@@ -650,32 +437,74 @@ impl Handler<GetStats> for Connection {
     type Result = MessageResult<GetStats>;
 
     fn handle(&mut self, _: GetStats, _ctx: &mut Self::Context) -> Self::Result {
-        self.drain_submissions();
+        let requests = self.requests.get();
+        let r = requests.counters();
+        let i = self.counters;
         MessageResult(ConnectionStats {
-            in_flight: self.in_flight.len(),
-            ..self.stats
+            in_flight: requests.len(),
+            requests_written: r.requests_written,
+            responses_delivered: r.responses_delivered,
+            cancelled_before_write: r.cancelled_before_write,
+            cancels_sent: r.cancels_sent,
+            late_responses: r.late_responses,
+            progress_dropped: r.progress_dropped,
+            invalid_frames: i.invalid_frames,
+            server_requests: i.server_requests,
+            notifications: i.notifications,
+            notifications_dropped: i.notifications_dropped,
+            server_requests_cancelled: i.server_requests_cancelled,
         })
     }
 }
 
-impl Handler<TransportEvent> for Connection {
+impl Handler<Event> for Connection {
     type Result = ();
 
-    fn handle(&mut self, event: TransportEvent, ctx: &mut Self::Context) {
+    fn handle(&mut self, Event(event): Event, ctx: &mut Self::Context) {
         match event {
-            TransportEvent::Written(batch) => self.on_written(batch),
+            TransportEvent::Written(batch) => {
+                self.requests.get().batch_written(batch);
+                if let Some(wire) = self.lifecycle.wire() {
+                    wire.ready = true;
+                }
+            }
+            TransportEvent::RequestWritten(id) => self.requests.get().written(id),
             TransportEvent::Received(frames) => {
                 for frame in &frames {
                     self.on_frame(frame);
                 }
             }
-            TransportEvent::RequestFailed(id, error) => {
-                if let Some(mut entry) = self.forget(id) {
-                    entry.answer(Err(error));
+            TransportEvent::Reply { request, body } => self.on_reply(request, &body),
+            TransportEvent::Refused {
+                request,
+                status,
+                body,
+            } => self.on_refused(request, status, &body),
+            TransportEvent::StreamEnded {
+                request,
+                resume,
+                error,
+            } => {
+                // Every frame the stream carried was routed before this event: if the request
+                // still waits, its answer did not come.
+                let requests = self.requests.get();
+                if requests.is_waiting(request) {
+                    match (resume, error) {
+                        (Some(at), _) => {
+                            if let Some(wire) = self.lifecycle.wire() {
+                                wire.io.resume(request, at);
+                            }
+                        }
+                        (None, Some(error)) => requests.failed(request, error),
+                        // Ended cleanly: the answer may still come on another stream, within
+                        // the request's timeout.
+                        (None, None) => {}
+                    }
                 }
             }
+            TransportEvent::RequestFailed(id, error) => self.requests.get().failed(id, error),
             TransportEvent::Closed(reason) => {
-                if self.draining {
+                if self.lifecycle.is_draining() {
                     // The transport ended while we drained: nothing more can be written.
                     self.release_transport();
                 }
@@ -686,7 +515,6 @@ impl Handler<TransportEvent> for Connection {
                 }
             }
         }
-        self.flush();
-        self.finish_draining();
+        self.settle(ctx);
     }
 }

@@ -1,10 +1,13 @@
 //! Frames waiting for the transport, and how they are coalesced into batches.
 
-use std::collections::VecDeque;
+use std::{borrow::Cow, collections::VecDeque};
 
 use super::Request;
 
-use crate::{transport::Outbound, RequestId};
+use crate::{
+    protocol::jsonrpc::RequestId,
+    transport::{FrameKind, Outbound},
+};
 
 /// Stop adding frames to a batch past this size, so a cancel queued behind a huge backlog
 /// does not wait for all of it. A pipe holds 64 KiB: a bigger write cannot finish sooner, and a
@@ -24,8 +27,13 @@ pub(crate) enum Outgoing {
     CancelledWithReason(Box<(RequestId, String)>),
     /// Another notification or a response to the server, already serialized. Boxed so that every
     /// variant is one word: these are rare, queued requests are many.
-    #[allow(clippy::box_collection)]
-    Frame(Box<Vec<u8>>),
+    Frame(Box<QueuedFrame>),
+}
+
+pub(crate) struct QueuedFrame {
+    pub kind: FrameKind,
+    pub method: Option<Cow<'static, str>>,
+    pub bytes: Vec<u8>,
 }
 
 impl Outgoing {
@@ -36,8 +44,12 @@ impl Outgoing {
         }
     }
 
-    pub fn frame(frame: Vec<u8>) -> Self {
-        Self::Frame(Box::new(frame))
+    pub fn frame(kind: FrameKind, method: Option<Cow<'static, str>>, bytes: Vec<u8>) -> Self {
+        Self::Frame(Box::new(QueuedFrame {
+            kind,
+            method,
+            bytes,
+        }))
     }
 }
 

@@ -9,6 +9,7 @@ pub mod logging;
 pub mod notifications;
 pub mod prompts;
 pub mod resources;
+pub mod routing;
 pub mod tools;
 
 pub use jsonrpc::{RawResult, RequestId};

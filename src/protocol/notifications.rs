@@ -5,6 +5,10 @@ use serde_json::Value;
 
 use super::logging::LoggingLevel;
 
+/// Called on the connection's thread for each `notifications/progress` of one request. Keep it
+/// short; use a `ProgressStream` to do real work elsewhere.
+pub type ProgressCallback = Box<dyn FnMut(Progress) + Send>;
+
 /// A notification an application can subscribe to.
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]

@@ -1,6 +1,9 @@
-//! [`Outbound`]: a batch of frames written back to back.
+//! [`Outbound`]: a batch of frames written back to back, each with what a transport needs to know
+//! about it (built above the transport, so no transport ever reads the JSON).
 
-use crate::RequestId;
+use std::borrow::Cow;
+
+use crate::protocol::{jsonrpc::RequestId, routing::Routing};
 
 /// Newline-terminated frames stored back to back in one buffer, so a stream transport can write
 /// the whole batch with one call, and a message transport can still take it apart frame by frame.
@@ -10,11 +13,25 @@ pub struct Outbound {
     frames: Vec<FrameEnd>,
 }
 
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug)]
 struct FrameEnd {
     end: usize,
-    request: Option<RequestId>,
-    cancels: Option<RequestId>,
+    kind: FrameKind,
+    method: Option<Cow<'static, str>>,
+    routing: Option<Box<Routing>>,
+}
+
+/// What a frame is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FrameKind {
+    /// One of our requests.
+    Request(RequestId),
+    /// Our `notifications/cancelled` for this request of ours.
+    Cancel(RequestId),
+    /// Another notification of ours.
+    Notification,
+    /// Our answer to a request of the server.
+    Response,
 }
 
 /// One frame of a batch.
@@ -22,10 +39,28 @@ struct FrameEnd {
 pub struct Frame<'a> {
     /// The frame: compact JSON and its trailing newline.
     pub bytes: &'a [u8],
+    pub kind: FrameKind,
+    /// The method of a request or notification.
+    pub method: Option<&'a str>,
+    pub routing: Option<&'a Routing>,
+}
+
+impl Frame<'_> {
     /// The request this frame carries, if it is a request.
-    pub request: Option<RequestId>,
-    /// The request this frame cancels, if it is a `notifications/cancelled` of ours.
-    pub cancels: Option<RequestId>,
+    pub fn request(&self) -> Option<RequestId> {
+        match self.kind {
+            FrameKind::Request(id) => Some(id),
+            _ => None,
+        }
+    }
+
+    /// The request this frame cancels, if it is our `notifications/cancelled`.
+    pub fn cancels(&self) -> Option<RequestId> {
+        match self.kind {
+            FrameKind::Cancel(id) => Some(id),
+            _ => None,
+        }
+    }
 }
 
 impl Outbound {
@@ -47,8 +82,9 @@ impl Outbound {
         self.frames.iter().map(move |f| {
             let frame = Frame {
                 bytes: &self.bytes[start..f.end],
-                request: f.request,
-                cancels: f.cancels,
+                kind: f.kind,
+                method: f.method.as_deref(),
+                routing: f.routing.as_deref(),
             };
             start = f.end;
             frame
@@ -57,41 +93,57 @@ impl Outbound {
 
     /// The requests carried by this batch, in order.
     pub fn requests(&self) -> impl Iterator<Item = RequestId> + '_ {
-        self.frames.iter().filter_map(|f| f.request)
+        self.frames.iter().filter_map(|f| match f.kind {
+            FrameKind::Request(id) => Some(id),
+            _ => None,
+        })
     }
 
-    /// Appends a frame produced by `write` into the buffer. If `write` fails, nothing is added.
-    pub(crate) fn push_with<E>(
+    /// Appends a request frame produced by `write`. If `write` fails, nothing is added.
+    pub(crate) fn push_request<E>(
         &mut self,
-        request: Option<RequestId>,
-        write: impl FnOnce(&mut Vec<u8>) -> Result<(), E>,
+        id: RequestId,
+        method: Cow<'static, str>,
+        routing: Option<Box<Routing>>,
+        write: impl FnOnce(&mut Vec<u8>, &str) -> Result<(), E>,
     ) -> Result<(), E> {
-        write(&mut self.bytes)?;
-        self.frames.push(FrameEnd {
-            end: self.bytes.len(),
-            request,
-            cancels: None,
-        });
+        let start = self.bytes.len();
+        if let Err(e) = write(&mut self.bytes, &method) {
+            self.bytes.truncate(start);
+            return Err(e);
+        }
+        self.end_frame(FrameKind::Request(id), Some(method), routing);
         Ok(())
     }
 
-    /// Appends our `notifications/cancelled` for `request`, written by `write`, tagged so a
-    /// transport knows which request it cancels without reading it.
+    /// Appends our `notifications/cancelled` for `request`, written by `write`.
     pub(crate) fn push_cancel(&mut self, request: RequestId, write: impl FnOnce(&mut Vec<u8>)) {
         write(&mut self.bytes);
-        self.frames.push(FrameEnd {
-            end: self.bytes.len(),
-            request: None,
-            cancels: Some(request),
-        });
+        self.end_frame(FrameKind::Cancel(request), None, None);
     }
 
-    pub(crate) fn push(&mut self, frame: &[u8]) {
+    /// Appends a serialized notification or response.
+    pub(crate) fn push(
+        &mut self,
+        kind: FrameKind,
+        method: Option<Cow<'static, str>>,
+        frame: &[u8],
+    ) {
         self.bytes.extend_from_slice(frame);
+        self.end_frame(kind, method, None);
+    }
+
+    fn end_frame(
+        &mut self,
+        kind: FrameKind,
+        method: Option<Cow<'static, str>>,
+        routing: Option<Box<Routing>>,
+    ) {
         self.frames.push(FrameEnd {
             end: self.bytes.len(),
-            request: None,
-            cancels: None,
+            kind,
+            method,
+            routing,
         });
     }
 

@@ -17,8 +17,8 @@ use bytes::Bytes;
 use serde_json::Value;
 use tokio::sync::mpsc;
 
-use super::{EventSender, Flow, Outbound, Transport, TransportEvent, TransportIo};
-use crate::{error::Error, CloseReason};
+use super::{EventSender, Outbound, Sent, Transport, TransportEvent, TransportIo};
+use crate::error::{CloseReason, Error};
 
 /// Creates a connected transport and peer.
 pub fn pair() -> (MemoryTransport, MemoryPeer) {
@@ -79,7 +79,7 @@ struct MemoryIo {
 }
 
 impl TransportIo for MemoryIo {
-    fn send(&mut self, batch: Outbound) -> Flow {
+    fn send(&mut self, batch: Outbound) -> Sent {
         if let Some(to_peer) = &self.to_peer {
             for frame in batch.frames() {
                 let line = &frame.bytes[..frame.bytes.len().saturating_sub(1)];
@@ -92,7 +92,7 @@ impl TransportIo for MemoryIo {
         } else if let Some(events) = &shared.events {
             events.send(TransportEvent::Written(batch));
         }
-        Flow::Busy
+        Sent::Writing
     }
 
     fn close(&mut self) -> Pin<Box<dyn Future<Output = ()>>> {

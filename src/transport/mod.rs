@@ -1,21 +1,26 @@
-//! Transports: how frames reach the server and come back.
+//! Transports: how frames reach the server and come back. A transport moves bytes and frames; it
+//! knows neither the connection actor nor what the frames mean (what it needs to know about an
+//! outgoing frame comes with it, see [`Frame`]).
 //!
-//! A transport is opened by the [`Connection`] actor on the actor's own thread.
-//! The actor hands it batches of frames with [`TransportIo::send`]; the transport reports back
-//! through an [`EventSender`]:
+//! A transport is opened by the connection on the connection's own thread. The connection hands
+//! it batches of frames with [`TransportIo::send`]; the transport reports back through an
+//! [`EventSender`]:
 //!
-//! - [`TransportEvent::Written`] once **every byte of a batch has been handed to the wire**, in the
-//!   order the batches were sent. This is the write-complete event the cancellation rules hang on:
-//!   a `notifications/cancelled` for a request is only queued after the batch that carried the
-//!   request was reported written. Never report it from a timer or before the write finished.
-//! - [`TransportEvent::Received`] for each complete incoming frame, in wire order.
+//! - the **write-complete event** the cancellation rules hang on: a `notifications/cancelled` for
+//!   a request is only queued after its request was reported written. Never report it from a
+//!   timer or before the write finished. Two kinds of transport report it two ways:
+//!   - a **stream** transport (stdio, the in-memory pair) keeps each batch ([`Sent::Writing`])
+//!     and reports [`TransportEvent::Written`] once every byte of it was handed to the wire, in
+//!     order. It takes one batch at a time, which is also what coalesces many queued frames into
+//!     one write;
+//!   - a **message** transport (Streamable HTTP) takes the frames out at once and gives the batch
+//!     back ([`Sent::Taken`]); each request then reports its own
+//!     [`TransportEvent::RequestWritten`] when its message went out;
+//! - [`TransportEvent::Received`] for each complete incoming frame, in wire order; a message
+//!   transport reports the body answering one request as [`TransportEvent::Reply`] (or
+//!   [`TransportEvent::Refused`] with an error status), so the connection can fail that request
+//!   if the body is not an answer;
 //! - [`TransportEvent::Closed`] exactly once, when the transport can carry nothing more.
-//!
-//! Stream transports (stdio, the in-memory pair) take one batch at a time: `send` returns
-//! [`Flow::Busy`] and the actor waits for `Written` before the next batch, which is also what
-//! coalesces many queued frames into one write. A message-per-request transport (Streamable HTTP)
-//! returns [`Flow::Ready`], runs each frame on its own, reports each frame's `Written` separately,
-//! and cancels with [`CancelStyle::Abort`] instead of a notification.
 
 mod batch;
 #[cfg(feature = "http")]
@@ -23,22 +28,29 @@ pub mod http;
 pub mod memory;
 pub mod stdio;
 
-use std::{future::Future, pin::Pin};
+use std::{future::Future, pin::Pin, sync::Arc, time::Duration};
 
-use actix::WeakAddr;
 use bytes::Bytes;
 
-pub use batch::{Frame, Outbound};
+pub use crate::protocol::routing::Routing;
+pub use batch::{Frame, FrameKind, Outbound};
 #[cfg(feature = "http")]
 pub use http::HttpTransport;
 pub use memory::{MemoryPeer, MemoryTransport};
 pub use stdio::StdioTransport;
 
-use crate::{connection::Connection, error::Error, CloseReason};
+use crate::{
+    error::{CloseReason, Error},
+    protocol::jsonrpc::RequestId,
+};
+
+/// The largest incoming frame accepted by default (a line on stdio; a JSON body or one event over
+/// HTTP).
+pub const DEFAULT_MAX_FRAME_BYTES: usize = 4 * 1024 * 1024;
 
 /// A transport before it is opened: a description of how to reach the server.
 pub trait Transport: Send + 'static {
-    /// Opens the transport on the connection actor's thread.
+    /// Opens the transport on the connection's thread.
     fn open(self: Box<Self>, events: EventSender) -> Result<Box<dyn TransportIo>, Error>;
 }
 
@@ -49,10 +61,10 @@ impl Transport for Box<dyn Transport> {
     }
 }
 
-/// An open transport, owned by the connection actor.
+/// An open transport, owned by the connection.
 pub trait TransportIo {
     /// Hands a batch of frames to the transport. Must not block.
-    fn send(&mut self, batch: Outbound) -> Flow;
+    fn send(&mut self, batch: Outbound) -> Sent;
 
     /// Starts closing. The transport must still report [`TransportEvent::Closed`] (if anyone is
     /// listening); the returned future resolves when every resource (e.g. the child process) is
@@ -65,20 +77,27 @@ pub trait TransportIo {
     }
 
     /// For [`CancelStyle::Abort`] transports: abandon this written request (e.g. abort its POST).
-    fn abort(&mut self, _request: crate::RequestId) {}
+    fn abort(&mut self, _request: RequestId) {}
 
-    /// The connection settled on this protocol version; called before the first request of its
-    /// era is sent (HTTP changes its headers and its cancel style for 2026-07-28).
-    fn protocol_chosen(&mut self, _version: &str) {}
+    /// The protocol version the connection settled on (`None`: not settled, e.g. going back to
+    /// the handshake after a failed 2026-07-28 probe). Called before the first frame of that
+    /// version is sent: HTTP changes its headers and its cancel style with it.
+    fn use_protocol_version(&mut self, _version: Option<&str>) {}
+
+    /// A request whose answer stream ended early is still unanswered: pick it up from `at`
+    /// (see [`TransportEvent::StreamEnded`]).
+    fn resume(&mut self, _request: RequestId, _at: ResumePoint) {}
 }
 
-/// Whether the transport can take another batch before reporting the last one written.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Flow {
-    /// Wait for [`TransportEvent::Written`] before sending the next batch.
-    Busy,
-    /// Send the next batch whenever there is one.
-    Ready,
+/// What the transport did with a batch.
+#[derive(Debug)]
+pub enum Sent {
+    /// A stream transport keeps the batch until [`TransportEvent::Written`]; send nothing more
+    /// until then.
+    Writing,
+    /// A message transport took the frames out; here are the buffers back. Each request reports
+    /// its own [`TransportEvent::RequestWritten`]; the next batch may come at once.
+    Taken(Outbound),
 }
 
 /// How a request that reached the wire is cancelled.
@@ -90,53 +109,84 @@ pub enum CancelStyle {
     Abort,
 }
 
+/// Where a message transport can pick up a request's answer stream that ended before the answer
+/// (HTTP: the last event id). Opaque outside the transport.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ResumePoint {
+    pub(crate) last_event_id: String,
+    pub(crate) retry: Option<Duration>,
+    /// How many times this request's stream was resumed already.
+    pub(crate) attempts: u32,
+}
+
 /// What a transport reports to its connection.
 #[derive(Debug)]
 pub enum TransportEvent {
-    /// Every frame of this batch was handed to the wire. The batch comes back so its buffers
-    /// can be reused.
+    /// Stream transports: every frame of this batch was handed to the wire. The batch comes back
+    /// so its buffers can be reused.
     Written(Outbound),
+    /// Message transports: this request's message went out.
+    RequestWritten(RequestId),
     /// Complete incoming frames (one JSON text each, without the newline), in wire order.
     Received(Vec<Bytes>),
-    /// A message transport could not deliver this request, or its answer (e.g. its HTTP POST
-    /// failed or came back with an error status): its caller gets `error`. The connection stays
-    /// open for the other requests.
-    RequestFailed(crate::RequestId, Error),
+    /// Message transports: the body that answers `request` (JSON, an object or an array). If it
+    /// is not JSON, the request fails.
+    Reply { request: RequestId, body: Bytes },
+    /// Message transports: `request` was refused with an HTTP error status. If the body is the
+    /// request's JSON-RPC error, that is its answer; otherwise the request fails with
+    /// [`Error::Http`].
+    Refused {
+        request: RequestId,
+        status: u16,
+        body: Bytes,
+    },
+    /// Message transports: the stream that should have carried `request`'s answer ended. If the
+    /// request is still waiting, the connection asks the transport to [`resume`] it from
+    /// `resume`, or (no resume point) fails it with `error` if the stream broke.
+    ///
+    /// [`resume`]: TransportIo::resume
+    StreamEnded {
+        request: RequestId,
+        resume: Option<ResumePoint>,
+        error: Option<Error>,
+    },
+    /// A message transport could not deliver this request, or its answer: its caller gets
+    /// `error`. The connection stays open for the other requests.
+    RequestFailed(RequestId, Error),
     /// The transport ended; nothing more will be written or read.
     Closed(CloseReason),
 }
 
-impl actix::Message for TransportEvent {
-    type Result = ();
+/// Where a transport's events go (the connection implements it).
+pub trait EventSink: Send + Sync + 'static {
+    /// Delivers an event. Returns `false` when nobody listens any more (stop working then).
+    fn deliver(&self, event: TransportEvent) -> bool;
+
+    /// Whether anybody still listens.
+    fn is_listening(&self) -> bool;
 }
 
-/// The transport's way back to its connection actor.
-///
-/// It holds only a weak address: a transport never keeps its connection alive, so when every
-/// handle to the connection is dropped the actor stops and closes the transport.
+/// The transport's way back to its connection. The connection's sink holds no strong reference
+/// to it, so a transport never keeps its connection alive.
 #[derive(Clone)]
 pub struct EventSender {
-    connection: WeakAddr<Connection>,
+    sink: Arc<dyn EventSink>,
 }
 
 impl EventSender {
-    pub(crate) fn new(connection: WeakAddr<Connection>) -> Self {
-        Self { connection }
+    pub fn new(sink: impl EventSink) -> Self {
+        Self {
+            sink: Arc::new(sink),
+        }
     }
 
     /// Delivers an event. Returns `false` when the connection is gone (stop working then).
     pub fn send(&self, event: TransportEvent) -> bool {
-        match self.connection.upgrade() {
-            Some(addr) => {
-                addr.do_send(event);
-                true
-            }
-            None => false,
-        }
+        self.sink.deliver(event)
     }
 
     /// Whether the connection still exists.
     pub fn is_connected(&self) -> bool {
-        self.connection.upgrade().is_some_and(|a| a.connected())
+        self.sink.is_listening()
     }
 }

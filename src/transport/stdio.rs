@@ -27,11 +27,10 @@ use tokio::{
     time::timeout,
 };
 
-use super::{EventSender, Flow, Outbound, Transport, TransportEvent, TransportIo};
-use crate::{error::Error, CloseReason};
-
-/// Default cap on one incoming frame.
-pub const DEFAULT_MAX_FRAME_BYTES: usize = 4 * 1024 * 1024;
+use super::{
+    EventSender, Outbound, Sent, Transport, TransportEvent, TransportIo, DEFAULT_MAX_FRAME_BYTES,
+};
+use crate::error::{CloseReason, Error};
 
 /// How long to wait after closing stdin, and again after SIGTERM, before escalating.
 pub const DEFAULT_SHUTDOWN_GRACE: Duration = Duration::from_secs(2);
@@ -196,12 +195,12 @@ struct StdioIo {
 }
 
 impl TransportIo for StdioIo {
-    fn send(&mut self, batch: Outbound) -> Flow {
+    fn send(&mut self, batch: Outbound) -> Sent {
         if let Some(tx) = &self.batches {
             // If the writer is gone the supervisor is already reporting why; the batch is moot.
             let _ = tx.send(batch);
         }
-        Flow::Busy
+        Sent::Writing
     }
 
     fn close(&mut self) -> Pin<Box<dyn Future<Output = ()>>> {

@@ -3,13 +3,15 @@
 //! - A request's POST is answered with JSON or with an event stream carrying the request's
 //!   progress, the server's own requests and finally the response; everything is handed to the
 //!   actor as `Received`, and routed by id there (a response may come on any stream).
-//! - Each request reports its own write-complete event (`Written`) when its body went out
-//!   (`post.rs`), so the actor sends each batch at once ([`Flow::Ready`]).
+//! - A message transport: each request reports its own write-complete event (`RequestWritten`)
+//!   when its body went out (`post.rs`); batches are taken apart at once ([`Sent::Taken`]).
 //! - Cancelling is a separate POST of `notifications/cancelled` (this era's rule: closing a stream
 //!   is not a cancel), queued by the actor only after the request's `Written`.
-//! - The session id from the `initialize` answer and the negotiated protocol version go on every
-//!   later request; a 404 to a request carrying the session id ends the connection
-//!   ([`CloseReason::SessionExpired`]).
+//! - The session id from the `initialize` answer and the protocol version the connection settled
+//!   on ([`TransportIo::use_protocol_version`]) go on every later request; a 404 to a request
+//!   carrying the session id ends the connection ([`CloseReason::SessionExpired`]).
+//! - 2026-07-28: no session; `Mcp-Method`, `Mcp-Name` and `Mcp-Param-*` headers from what each
+//!   frame carries ([`Frame`](crate::transport::Frame)); a cancel aborts the request's POST.
 //! - After the handshake a GET stream takes what the server sends on its own (405: none).
 //! - Closing aborts every POST and sends `DELETE` with the session id.
 //!
@@ -17,7 +19,6 @@
 //! status without a JSON-RPC error becomes [`Error::Http`], a network error
 //! [`Error::Transport`].
 
-mod params;
 mod post;
 mod session;
 mod sse;
@@ -29,11 +30,14 @@ use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 use tokio_util::sync::CancellationToken;
 
 use self::{post::Shared, session::Session};
-use super::{CancelStyle, EventSender, Flow, Outbound, Transport, TransportEvent, TransportIo};
-use crate::{error::Error, CloseReason, RequestId};
-
-/// The largest message accepted from the server (a JSON body or one event), as on stdio.
-pub const DEFAULT_MAX_FRAME_BYTES: usize = 4 * 1024 * 1024;
+use super::{
+    CancelStyle, EventSender, Outbound, ResumePoint, Sent, Transport, TransportEvent, TransportIo,
+    DEFAULT_MAX_FRAME_BYTES,
+};
+use crate::{
+    error::{CloseReason, Error},
+    protocol::{discover::MODERN_PROTOCOL_VERSIONS, jsonrpc::RequestId},
+};
 
 /// The longest later requests wait for the GET stream to open after the handshake.
 const GATE_LIMIT: Duration = Duration::from_secs(5);
@@ -160,7 +164,6 @@ impl Transport for HttpTransport {
             max_frame: self.max_frame,
             posts: RefCell::new(HashMap::new()),
             gate: RefCell::new(None),
-            tool_headers: RefCell::new(HashMap::new()),
         });
         Ok(Box::new(HttpIo {
             shared,
@@ -180,8 +183,6 @@ pub(super) struct Outgoing {
     frame: Bytes,
     request: Option<RequestId>,
     routing: Vec<(HeaderName, HeaderValue)>,
-    /// A `tools/list`, whose answer is screened for `x-mcp-header` annotations.
-    lists_tools: bool,
     /// `notifications/initialized`: once it is accepted, the GET stream opens.
     opens_event_stream: bool,
     /// A `notifications/cancelled` (2025-11-25): once it is accepted, the cancelled request's
@@ -205,7 +206,6 @@ fn spawn_post(shared: &Rc<Shared>, outgoing: Outgoing) {
         frame,
         request,
         routing,
-        lists_tools,
         opens_event_stream,
         cancels,
     } = outgoing;
@@ -215,7 +215,7 @@ fn spawn_post(shared: &Rc<Shared>, outgoing: Outgoing) {
         let shutdown = shared.shutdown.clone();
         tokio::select! {
             _ = shutdown.cancelled() => {}
-            _ = post::post(shared.clone(), frame, request, routing, lists_tools) => {
+            _ = post::post(shared.clone(), frame, request, routing) => {
                 if opens_event_stream {
                     spawn_event_stream(shared.clone());
                 }
@@ -261,41 +261,30 @@ fn open_gate(shared: &Rc<Shared>) {
 }
 
 impl TransportIo for HttpIo {
-    fn send(&mut self, batch: Outbound) -> Flow {
+    fn send(&mut self, batch: Outbound) -> Sent {
         for frame in batch.frames() {
             let bytes = frame.bytes.strip_suffix(b"\n").unwrap_or(frame.bytes);
-            let mut opens_events = false;
-            let mut routing = Vec::new();
-            let mut lists_tools = false;
-            {
+            let (routing, opens_event_stream) = {
                 let mut session = self.shared.session.borrow_mut();
                 if session.modern {
-                    let (method, headers) =
-                        session::routing_headers(bytes, &self.shared.tool_headers.borrow());
-                    routing = headers;
-                    lists_tools = method.as_deref() == Some("tools/list");
-                } else if !session.initialized {
-                    match session::method_of(bytes).as_deref() {
-                        Some("initialize") => session.initialize = frame.request,
-                        Some("notifications/initialized") => {
-                            session.initialized = true;
-                            opens_events = true;
-                        }
-                        _ => {}
-                    }
+                    (session::routing_headers(frame.method, frame.routing), false)
+                } else {
+                    // The handshake is done once `notifications/initialized` goes out.
+                    let opens = self.event_stream
+                        && !session.event_stream_opened
+                        && frame.method == Some("notifications/initialized");
+                    session.event_stream_opened |= opens;
+                    (Vec::new(), opens)
                 }
-            }
-            let opens_event_stream = opens_events && self.event_stream;
-            let cancels = frame.cancels;
+            };
             post_or_hold(
                 &self.shared,
                 Outgoing {
                     frame: Bytes::copy_from_slice(bytes),
-                    request: frame.request,
+                    request: frame.request(),
                     routing,
-                    lists_tools,
                     opens_event_stream,
-                    cancels,
+                    cancels: frame.cancels(),
                 },
             );
             if opens_event_stream {
@@ -303,7 +292,7 @@ impl TransportIo for HttpIo {
                 self.shared.gate.borrow_mut().get_or_insert_with(Vec::new);
             }
         }
-        Flow::Ready
+        Sent::Taken(batch)
     }
 
     fn close(&mut self) -> Pin<Box<dyn Future<Output = ()>>> {
@@ -339,14 +328,30 @@ impl TransportIo for HttpIo {
         }
     }
 
-    /// 2026-07-28: no session, the version header on every POST, routing headers, and a cancel is
-    /// the abort of the request's POST. An older version keeps the 2025-11-25 shape.
-    fn protocol_chosen(&mut self, version: &str) {
+    /// The version header on every later POST. 2026-07-28: no session, routing headers, and a
+    /// cancel is the abort of the request's POST. An older version keeps the 2025-11-25 shape.
+    fn use_protocol_version(&mut self, version: Option<&str>) {
         let mut session = self.shared.session.borrow_mut();
-        session.modern = crate::protocol::discover::MODERN_PROTOCOL_VERSIONS.contains(&version);
+        session.modern = version.is_some_and(|v| MODERN_PROTOCOL_VERSIONS.contains(&v));
+        session.protocol_version = version.and_then(|v| HeaderValue::from_str(v).ok());
         if session.modern {
-            session.protocol_version = HeaderValue::from_str(version).ok();
             session.id = None;
+        }
+    }
+
+    fn resume(&mut self, request: RequestId, at: ResumePoint) {
+        let shared = self.shared.clone();
+        let handle = actix_rt::spawn(async move {
+            let shutdown = shared.shutdown.clone();
+            tokio::select! {
+                _ = shutdown.cancelled() => {}
+                _ = post::resume(shared.clone(), request, at) => {}
+            }
+            shared.posts.borrow_mut().remove(&request);
+        });
+        // Aborted with the request, like its POST.
+        if let Some(previous) = self.shared.posts.borrow_mut().insert(request, handle) {
+            previous.abort();
         }
     }
 

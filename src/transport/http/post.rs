@@ -1,10 +1,15 @@
 //! One POST per message, and the optional GET stream for what the server sends on its own.
 //!
-//! A POST reports its request's write-complete event (`Written`) once the request body was handed
-//! to the HTTP connection: the body is a one-chunk stream that notices when it is asked for more
-//! after its only chunk. (A response that comes first counts too.) Only then may the actor queue
-//! a cancel for that request, so a `notifications/cancelled` can never be sent for a request whose
-//! POST has not gone out.
+//! A POST reports its request's write-complete event (`RequestWritten`) once the request body was
+//! handed to the HTTP connection: the body is a one-chunk stream that notices when it is asked for
+//! more after its only chunk. (A response that comes first counts too.) Only then may the
+//! connection queue a cancel for that request, so a `notifications/cancelled` can never be sent
+//! for a request whose POST has not gone out.
+//!
+//! Nothing here reads the JSON: a JSON body answering a request goes to the connection as its
+//! `Reply`, an error status as `Refused`, events as `Received`, and the end of a request's event
+//! stream as `StreamEnded` (the connection, which has routed every frame before it, decides
+//! whether the request still needs resuming).
 
 use std::{
     cell::{Cell, RefCell},
@@ -27,17 +32,15 @@ use reqwest::{
 use tokio_util::sync::CancellationToken;
 
 use super::{
-    session::{answers, negotiated_version, Session},
+    session::Session,
     sse::{read_events, StreamEnd},
 };
 use crate::{
-    error::Error,
-    transport::{EventSender, Outbound, TransportEvent},
-    CloseReason, RequestId,
+    error::{CloseReason, Error},
+    protocol::jsonrpc::RequestId,
+    transport::{EventSender, ResumePoint, TransportEvent},
 };
 
-/// How much of an error response's body is kept for [`Error::Http`].
-const ERROR_BODY_LIMIT: usize = 1024;
 /// How many times a request's event stream is resumed (GET + `Last-Event-ID`) before giving up.
 const MAX_RESUMES: usize = 5;
 /// The wait before resuming when the server gave no `retry`.
@@ -59,8 +62,6 @@ pub(super) struct Shared {
     pub posts: RefCell<HashMap<RequestId, tokio::task::JoinHandle<()>>>,
     /// While the GET stream opens: the messages waiting to be POSTed, in order.
     pub gate: RefCell<Option<Vec<super::Outgoing>>>,
-    /// What the `tools/list` answers said about `x-mcp-header` arguments (2026-07-28).
-    pub tool_headers: RefCell<super::params::ToolHeaders>,
 }
 
 impl Shared {
@@ -80,9 +81,7 @@ impl Shared {
     }
 
     fn written(&self, request: RequestId) {
-        let mut marker = Outbound::default();
-        let _ = marker.push_with(Some(request), |_| Ok::<(), ()>(()));
-        self.events.send(TransportEvent::Written(marker));
+        self.events.send(TransportEvent::RequestWritten(request));
     }
 
     fn fail(&self, request: Option<RequestId>, error: Error) {
@@ -94,31 +93,26 @@ impl Shared {
         }
     }
 
-    /// Hands an incoming frame to the actor. A `tools/list` answer of the 2026-07-28 era is
-    /// screened for `x-mcp-header` annotations first.
-    fn deliver_answer(&self, frame: Bytes, lists_tools: bool) {
-        if lists_tools && self.session.borrow().modern {
-            let screened =
-                super::params::screen_tools_list(&frame, &mut self.tool_headers.borrow_mut());
-            if let Some(screened) = screened {
-                return self.deliver(Bytes::from(screened));
-            }
-        }
-        self.deliver(frame);
+    fn deliver(&self, frame: Bytes) {
+        self.events.send(TransportEvent::Received(vec![frame]));
     }
 
-    /// Hands an incoming frame to the actor, learning the protocol version from the answer to
-    /// `initialize` on the way.
-    fn deliver(&self, frame: Bytes) {
-        let initialize = self.session.borrow().initialize;
-        if let Some(id) = initialize {
-            if answers(&frame, id) {
-                let mut session = self.session.borrow_mut();
-                session.protocol_version = negotiated_version(&frame);
-                session.initialize = None;
-            }
-        }
-        self.events.send(TransportEvent::Received(vec![frame]));
+    /// The stream that should carry `request`'s answer ended: the connection decides whether
+    /// to resume it (`resume`) from where it ended.
+    fn stream_ended(&self, request: RequestId, end: StreamEnd, attempts: u32) {
+        let resume = end.last_event_id.map(|last_event_id| ResumePoint {
+            last_event_id,
+            retry: end.retry,
+            attempts,
+        });
+        let error = end.error.map(|error| {
+            Error::transport("the request's event stream broke", io::Error::other(error))
+        });
+        self.events.send(TransportEvent::StreamEnded {
+            request,
+            resume,
+            error,
+        });
     }
 
     fn transport_error(&self, what: &str, error: reqwest::Error) -> Error {
@@ -132,7 +126,6 @@ pub(super) async fn post(
     frame: Bytes,
     request: Option<RequestId>,
     routing: Vec<(HeaderName, HeaderValue)>,
-    lists_tools: bool,
 ) {
     let had_session = {
         let session = shared.session.borrow();
@@ -200,26 +193,21 @@ pub(super) async fn post(
         }
     }
     if !status.is_success() {
-        return answer_error_status(&shared, response, request).await;
+        return refused(&shared, response, request).await;
     }
-    let answered = Cell::new(false);
     match content_type(&response).as_str() {
         "text/event-stream" => {
-            let end = read_events(response, shared.max_frame, |frame| {
-                if request.is_some_and(|id| answers(&frame, id)) {
-                    answered.set(true);
-                    return shared.deliver_answer(frame, lists_tools);
-                }
-                shared.deliver(frame);
-            })
-            .await;
-            if let Some(id) = request.filter(|_| !answered.get()) {
-                resume(&shared, id, end, &answered).await;
+            let end = read_events(response, shared.max_frame, |frame| shared.deliver(frame)).await;
+            if let Some(id) = request {
+                shared.stream_ended(id, end, 0);
             }
         }
-        "application/json" => match read_capped(response, shared.max_frame).await {
-            Ok(body) => deliver_json(&shared, body, request, lists_tools),
-            Err(e) => shared.fail(request, e),
+        "application/json" => match (read_capped(response, shared.max_frame).await, request) {
+            (Ok(body), Some(request)) => {
+                shared.events.send(TransportEvent::Reply { request, body });
+            }
+            (Ok(body), None) => shared.deliver(body),
+            (Err(e), _) => shared.fail(request, e),
         },
         // 202 Accepted (a notification or a response of ours), or an empty answer.
         _ if status == StatusCode::ACCEPTED || response.content_length() == Some(0) => {}
@@ -259,48 +247,22 @@ fn content_type(response: &Response) -> String {
         .unwrap_or_default()
 }
 
-/// An error status: a JSON-RPC error in the body goes to the caller as the server's answer;
-/// anything else becomes [`Error::Http`].
-async fn answer_error_status(shared: &Shared, response: Response, request: Option<RequestId>) {
+/// An error status: the connection tells a JSON-RPC error in the body (the request's answer)
+/// from anything else ([`Error::Http`]).
+async fn refused(shared: &Shared, response: Response, request: Option<RequestId>) {
     let status = response.status().as_u16();
     let body = read_capped(response, shared.max_frame)
         .await
         .unwrap_or_default();
-    if let Some(id) = request {
-        if answers(&body, id) {
-            return shared.deliver(body);
+    match request {
+        Some(request) => {
+            shared.events.send(TransportEvent::Refused {
+                request,
+                status,
+                body,
+            });
         }
-    }
-    let end = body.len().min(ERROR_BODY_LIMIT);
-    let text = String::from_utf8_lossy(&body[..end]).into_owned();
-    shared.fail(request, Error::Http { status, body: text });
-}
-
-/// A JSON body: one message, or (2025-03-26 servers) an array of them. A body that is not JSON
-/// fails the request it answers.
-fn deliver_json(shared: &Shared, body: Bytes, request: Option<RequestId>, lists_tools: bool) {
-    let first = body.iter().find(|b| !b.is_ascii_whitespace());
-    if first.is_none() {
-        return;
-    }
-    let items = if first == Some(&b'[') {
-        serde_json::from_slice::<Vec<Box<serde_json::value::RawValue>>>(&body).map(|items| {
-            items
-                .into_iter()
-                .map(|i| Bytes::copy_from_slice(i.get().as_bytes()))
-                .collect()
-        })
-    } else {
-        serde_json::from_slice::<&serde_json::value::RawValue>(&body).map(|_| vec![body.clone()])
-    };
-    match items {
-        Ok(items) => items
-            .into_iter()
-            .for_each(|item| shared.deliver_answer(item, lists_tools)),
-        Err(e) => shared.fail(
-            request,
-            Error::Protocol(format!("the server's JSON answer does not parse: {e}")),
-        ),
+        None => tracing::warn!(status, "MCP HTTP message refused"),
     }
 }
 
@@ -339,64 +301,49 @@ fn backoff(times: Option<usize>) -> backon::ExponentialBackoff {
     .build()
 }
 
-/// The request's event stream ended before its answer. If the server numbered its events, wait
-/// as it advised and resume with GET + `Last-Event-ID` (2025-11-25). Otherwise the answer may
-/// still come on the GET stream; the request's timeout bounds the wait.
-async fn resume(shared: &Shared, id: RequestId, mut end: StreamEnd, answered: &Cell<bool>) {
-    let mut backoff = backoff(Some(MAX_RESUMES));
-    while !answered.get() {
-        let Some(last_event_id) = end.last_event_id.clone() else {
-            // Not resumable. A stream that broke fails the request now; one that ended cleanly
-            // may still see its answer on the GET stream, within the request's timeout.
-            if let Some(error) = end.error {
-                shared.fail(
-                    Some(id),
-                    Error::transport("the request's event stream broke", io::Error::other(error)),
-                );
-            }
-            return;
-        };
-        let Some(backoff_delay) = backoff.next() else {
+/// Resumes a request's event stream that ended before its answer (2025-11-25): after the
+/// server's `retry` or a growing back-off, GET with `Last-Event-ID`, deliver what comes, and
+/// report the end again. At most [`MAX_RESUMES`] times.
+pub(super) async fn resume(shared: Rc<Shared>, id: RequestId, at: ResumePoint) {
+    let attempts = at.attempts + 1;
+    let delay = usize::try_from(at.attempts)
+        .ok()
+        .and_then(|n| backoff(Some(MAX_RESUMES)).nth(n));
+    let Some(delay) = delay else {
+        return shared.fail(
+            Some(id),
+            Error::Protocol(format!(
+                "the server's event stream broke {MAX_RESUMES} times before the answer"
+            )),
+        );
+    };
+    tokio::time::sleep(at.retry.unwrap_or(delay)).await;
+    let response = shared
+        .request(Method::GET)
+        .header(ACCEPT, "text/event-stream")
+        .header("last-event-id", at.last_event_id.clone())
+        .send()
+        .await;
+    let response = match response {
+        Ok(r) if r.status().is_success() && content_type(&r) == "text/event-stream" => r,
+        Ok(r) => {
             return shared.fail(
                 Some(id),
-                Error::Protocol(format!(
-                    "the server's event stream broke {MAX_RESUMES} times before the answer"
-                )),
-            );
-        };
-        tokio::time::sleep(end.retry.unwrap_or(backoff_delay)).await;
-        let response = shared
-            .request(Method::GET)
-            .header(ACCEPT, "text/event-stream")
-            .header("last-event-id", last_event_id)
-            .send()
-            .await;
-        let response = match response {
-            Ok(r) if r.status().is_success() && content_type(&r) == "text/event-stream" => r,
-            Ok(r) => {
-                return shared.fail(
-                    Some(id),
-                    Error::Http {
-                        status: r.status().as_u16(),
-                        body: "resuming the event stream failed".into(),
-                    },
-                )
-            }
-            Err(e) => return shared.fail(Some(id), shared.transport_error("GET", e)),
-        };
-        let next = read_events(response, shared.max_frame, |frame| {
-            if answers(&frame, id) {
-                answered.set(true);
-            }
-            shared.deliver(frame);
-        })
-        .await;
-        end = StreamEnd {
-            last_event_id: next.last_event_id.or(end.last_event_id),
-            retry: next.retry.or(end.retry),
-            error: next.error,
-        };
-    }
+                Error::Http {
+                    status: r.status().as_u16(),
+                    body: "resuming the event stream failed".into(),
+                },
+            )
+        }
+        Err(e) => return shared.fail(Some(id), shared.transport_error("GET", e)),
+    };
+    let next = read_events(response, shared.max_frame, |frame| shared.deliver(frame)).await;
+    let end = StreamEnd {
+        last_event_id: next.last_event_id.or(Some(at.last_event_id)),
+        retry: next.retry.or(at.retry),
+        error: next.error,
+    };
+    shared.stream_ended(id, end, attempts);
 }
 
 /// The GET stream for messages the server sends outside any request (2025-11-25), opened once the

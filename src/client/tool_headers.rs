@@ -2,26 +2,27 @@
 //! property with `"x-mcp-header": "Name"`; a `tools/call` over HTTP then carries that argument as
 //! `Mcp-Param-Name` too, so intermediaries can route on it.
 //!
-//! The transport learns the annotations from the `tools/list` answers it carries. A tool whose
-//! annotations are invalid (empty, not a token, on a non-primitive or a `number` property, or
-//! repeated regardless of case) is dropped from the answer before the client sees it, as the spec
-//! requires, with a warning.
+//! The client learns the annotations from the `tools/list` results it receives in that era. A
+//! tool whose annotations are invalid (empty, not a token, on a non-primitive or a `number`
+//! property, or repeated regardless of case) is dropped from the result before the caller sees
+//! it, as the spec requires, with a warning. The transport only turns the (name, text) pairs
+//! into headers.
 
 use std::collections::HashMap;
 
-use reqwest::header::{HeaderName, HeaderValue};
-use serde_json::{Map, Value};
+use serde_json::{value::RawValue, Map, Value};
 
-use super::session::header_value;
+/// Per tool: (argument, header name after `Mcp-Param-`) pairs.
+pub(crate) type ToolHeaders = HashMap<String, Vec<(String, String)>>;
 
-/// Per tool: (argument, header name) pairs.
-pub(super) type ToolHeaders = HashMap<String, Vec<(String, HeaderName)>>;
-
-/// Screens a `tools/list` answer: learns the valid tools' annotations into `known` and returns
-/// the answer without the invalid tools (`None`: unchanged).
-pub(super) fn screen_tools_list(frame: &[u8], known: &mut ToolHeaders) -> Option<Vec<u8>> {
-    let mut answer: Value = serde_json::from_slice(frame).ok()?;
-    let tools = answer.pointer_mut("/result/tools")?.as_array_mut()?;
+/// Screens a `tools/list` result: learns the valid tools' annotations into `known` and returns
+/// the result without the invalid tools (`None`: unchanged).
+pub(crate) fn screen_tools_list(
+    result: &RawValue,
+    known: &mut ToolHeaders,
+) -> Option<Box<RawValue>> {
+    let mut result: Value = serde_json::from_str(result.get()).ok()?;
+    let tools = result.get_mut("tools")?.as_array_mut()?;
     let before = tools.len();
     tools.retain(|tool| {
         let name = tool.get("name").and_then(Value::as_str).unwrap_or_default();
@@ -41,17 +42,20 @@ pub(super) fn screen_tools_list(frame: &[u8], known: &mut ToolHeaders) -> Option
             }
         }
     });
-    (tools.len() != before).then(|| answer.to_string().into_bytes())
+    if tools.len() == before {
+        return None;
+    }
+    serde_json::value::to_raw_value(&result).ok()
 }
 
-fn annotations(tool: &Value) -> Result<Vec<(String, HeaderName)>, &'static str> {
+fn annotations(tool: &Value) -> Result<Vec<(String, String)>, &'static str> {
     let Some(properties) = tool
         .pointer("/inputSchema/properties")
         .and_then(Value::as_object)
     else {
         return Ok(Vec::new());
     };
-    let mut headers: Vec<(String, HeaderName)> = Vec::new();
+    let mut headers: Vec<(String, String)> = Vec::new();
     for (argument, schema) in properties {
         let Some(annotation) = schema.get("x-mcp-header") else {
             continue;
@@ -67,12 +71,10 @@ fn annotations(tool: &Value) -> Result<Vec<(String, HeaderName)>, &'static str> 
             Some("string" | "integer" | "boolean") => {}
             _ => return Err("only on string, integer or boolean properties"),
         }
-        let header = HeaderName::from_bytes(format!("mcp-param-{name}").as_bytes())
-            .map_err(|_| "not a header name")?;
-        if headers.iter().any(|(_, h)| *h == header) {
+        if headers.iter().any(|(_, h)| h.eq_ignore_ascii_case(name)) {
             return Err("repeated");
         }
-        headers.push((argument.clone(), header));
+        headers.push((argument.clone(), name.to_owned()));
     }
     Ok(headers)
 }
@@ -82,12 +84,12 @@ fn is_token_char(b: u8) -> bool {
     b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b)
 }
 
-/// The `Mcp-Param-*` headers of a `tools/call` to a tool with annotations. A null or absent
-/// argument sends no header.
-pub(super) fn param_headers(
+/// The `Mcp-Param-*` values of a `tools/call` to a tool with annotations, as text. A null or
+/// absent argument sends nothing.
+pub(crate) fn param_values(
     arguments: Option<&Map<String, Value>>,
-    mapped: &[(String, HeaderName)],
-) -> Vec<(HeaderName, HeaderValue)> {
+    mapped: &[(String, String)],
+) -> Vec<(String, String)> {
     let Some(arguments) = arguments else {
         return Vec::new();
     };
@@ -95,11 +97,9 @@ pub(super) fn param_headers(
         .iter()
         .filter_map(|(argument, header)| {
             let value = match arguments.get(argument)? {
-                Value::String(text) => header_value(text)?,
-                Value::Bool(flag) => HeaderValue::from_static(if *flag { "true" } else { "false" }),
-                Value::Number(n) if n.is_i64() || n.is_u64() => {
-                    HeaderValue::from_str(&n.to_string()).ok()?
-                }
+                Value::String(text) => text.clone(),
+                Value::Bool(flag) => flag.to_string(),
+                Value::Number(n) if n.is_i64() || n.is_u64() => n.to_string(),
                 _ => return None,
             };
             Some((header.clone(), value))
@@ -114,7 +114,7 @@ mod tests {
 
     #[test]
     fn invalid_annotations_drop_the_tool_and_valid_ones_are_mirrored() {
-        let list = json!({"jsonrpc": "2.0", "id": 1, "result": {"tools": [
+        let list = json!({"tools": [
             {"name": "ok", "inputSchema": {"properties": {
                 "region": {"type": "string", "x-mcp-header": "Region"},
                 "n": {"type": "integer", "x-mcp-header": "N"},
@@ -130,11 +130,12 @@ mod tests {
                 "a": {"type": "string", "x-mcp-header": "Same"},
                 "b": {"type": "string", "x-mcp-header": "same"}}}},
             {"name": "none"}
-        ]}});
+        ]});
+        let raw = serde_json::value::to_raw_value(&list).unwrap();
         let mut known = ToolHeaders::new();
-        let screened = screen_tools_list(list.to_string().as_bytes(), &mut known).unwrap();
-        let screened: Value = serde_json::from_slice(&screened).unwrap();
-        let names: Vec<&str> = screened["result"]["tools"]
+        let screened = screen_tools_list(&raw, &mut known).unwrap();
+        let screened: Value = serde_json::from_str(screened.get()).unwrap();
+        let names: Vec<&str> = screened["tools"]
             .as_array()
             .unwrap()
             .iter()
@@ -143,18 +144,24 @@ mod tests {
         assert_eq!(names, ["ok", "none"]);
 
         let arguments = json!({"region": " us-west1", "n": 42, "flag": false, "plain": "x"});
-        let headers = param_headers(arguments.as_object(), &known["ok"]);
-        let find = |name: &str| {
-            headers
-                .iter()
-                .find(|(h, _)| h.as_str() == name)
-                .map(|(_, v)| v.to_str().unwrap().to_owned())
-        };
-        assert_eq!(find("mcp-param-region").unwrap(), "=?base64?IHVzLXdlc3Qx?=");
-        assert_eq!(find("mcp-param-n").unwrap(), "42");
-        assert_eq!(find("mcp-param-flag").unwrap(), "false");
-        assert_eq!(headers.len(), 3, "unannotated arguments are not mirrored");
+        let mut values = param_values(arguments.as_object(), &known["ok"]);
+        values.sort();
+        assert_eq!(
+            values,
+            [
+                ("Flag".to_owned(), "false".to_owned()),
+                ("N".to_owned(), "42".to_owned()),
+                ("Region".to_owned(), " us-west1".to_owned()),
+            ],
+            "annotated arguments only"
+        );
         let nulls = json!({"region": null});
-        assert!(param_headers(nulls.as_object(), &known["ok"]).is_empty());
+        assert!(param_values(nulls.as_object(), &known["ok"]).is_empty());
+        let valid_only =
+            serde_json::value::to_raw_value(&json!({"tools": [{"name": "none"}]})).unwrap();
+        assert!(
+            screen_tools_list(&valid_only, &mut known).is_none(),
+            "unchanged"
+        );
     }
 }

@@ -9,7 +9,7 @@ use std::{collections::HashMap, future::Future, pin::Pin, sync::Arc};
 
 use serde_json::{json, Map, Value};
 
-use crate::Cancellation;
+use crate::cancellation::Cancellation;
 
 /// An error a handler answers with. The default code is -32603 (internal error).
 #[derive(Debug, Clone)]

@@ -1,0 +1,118 @@
+//! What a [`Client`](super::Client) and each of its calls share, in one allocation: a call
+//! carries 8 bytes and bumps one reference count.
+
+use std::sync::{
+    atomic::{AtomicBool, Ordering},
+    Mutex, PoisonError,
+};
+
+use actix::Addr;
+use serde_json::Value;
+
+use super::tool_headers::{param_values, screen_tools_list, ToolHeaders};
+use crate::{
+    connection::{Connection, Entry, Handlers, Link, Outcome, Request},
+    protocol::{
+        jsonrpc::{RawResult, RequestId},
+        routing::Routing,
+    },
+};
+
+pub(crate) struct Shared {
+    link: Link,
+    /// The handlers of the server's requests; in the 2026-07-28 era they fulfil `input_required`
+    /// results inside the call.
+    pub handlers: Handlers,
+    /// Whether the connection speaks the 2026-07-28 era (set once, at connect).
+    modern: AtomicBool,
+    /// What the 2026-07-28 `tools/list` results said about `x-mcp-header` arguments.
+    tool_headers: Mutex<ToolHeaders>,
+}
+
+impl Shared {
+    pub fn new(link: Link, handlers: Handlers) -> Self {
+        Self {
+            link,
+            handlers,
+            modern: AtomicBool::new(false),
+            tool_headers: Mutex::default(),
+        }
+    }
+
+    pub fn addr(&self) -> &Addr<Connection> {
+        &self.link.addr
+    }
+
+    pub fn submit(&self, request: Box<Request>, reply: oneshot::Sender<Outcome>) {
+        self.link.push(Entry::Call(request, reply));
+    }
+
+    pub fn cancel(&self, id: RequestId, reason: Option<String>) {
+        self.link.cancel(id, reason);
+    }
+
+    /// Whether every call would fail: the connection ended.
+    pub fn has_ended(&self) -> bool {
+        self.link.inbox.has_ended() || !self.link.addr.connected()
+    }
+
+    pub fn is_modern(&self) -> bool {
+        self.modern.load(Ordering::Relaxed)
+    }
+
+    pub fn set_modern(&self) {
+        self.modern.store(true, Ordering::Relaxed);
+    }
+
+    /// The routing values of a `tools/call` (2026-07-28 only): the tool's name and its annotated
+    /// arguments.
+    pub fn tool_call_routing(&self, tool: &str, arguments: &Value) -> Option<Routing> {
+        if !self.is_modern() {
+            return None;
+        }
+        let known = self.lock_tool_headers();
+        let params = known
+            .get(tool)
+            .map(|mapped| param_values(arguments.as_object(), mapped))
+            .unwrap_or_default();
+        Some(Routing {
+            name: Some(tool.to_owned()),
+            params,
+        })
+    }
+
+    /// The routing value of a call that names its target (2026-07-28 only).
+    pub fn named_routing(&self, name: &str) -> Option<Routing> {
+        self.is_modern().then(|| Routing {
+            name: Some(name.to_owned()),
+            params: Vec::new(),
+        })
+    }
+
+    /// The routing values of a `tools/call` given as a JSON tree (a raw request), if any.
+    pub fn raw_tool_call_routing(&self, method: &str, params: Option<&Value>) -> Option<Routing> {
+        if method != "tools/call" || !self.is_modern() {
+            return None;
+        }
+        let params = params?;
+        let tool = params.get("name")?.as_str()?;
+        let arguments = params.get("arguments").unwrap_or(&Value::Null);
+        self.tool_call_routing(tool, arguments)
+    }
+
+    /// A 2026-07-28 `tools/list` result: learns the tools' `x-mcp-header` annotations and drops
+    /// the tools whose annotations are invalid.
+    pub fn screen_tools(&self, result: &mut RawResult) {
+        let mut known = self.lock_tool_headers();
+        if let Some(screened) = screen_tools_list(result, &mut known) {
+            *result = screened;
+        }
+    }
+
+    fn lock_tool_headers(&self) -> std::sync::MutexGuard<'_, ToolHeaders> {
+        // Nothing panics while holding the lock; a poisoned map is still consistent.
+        self.tool_headers
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+}

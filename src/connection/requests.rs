@@ -1,0 +1,430 @@
+//! The request state machine: everything about our requests in flight, as a plain struct.
+//!
+//! It owns the in-flight table (a 16-byte record per request), the cancel reasons waiting for a
+//! write-complete event, the progress listeners, the deadlines and the outbox, and has one method
+//! per event: [`accept`](Requests::accept), [`cancel`](Requests::cancel),
+//! [`next_batch`](Requests::next_batch), [`written`](Requests::written),
+//! [`answered`](Requests::answered), [`expire`](Requests::expire), [`close`](Requests::close).
+//! No actix, no I/O, no clock: time is passed in. The connection actor is the glue between this
+//! and the transport.
+//!
+//! ```text
+//!            accept                next_batch               written
+//!  (caller) ───────► Queued ───────────────────► Writing ───────────────► Written
+//!                      │ cancel: answered,          │ cancel: answered,      │ cancel: answered,
+//!                      │ never written              ▼                        │ cancel on the wire now
+//!                      ▼                     CancelAfterWrite ──written──►  (gone)
+//!                    (gone)                  (cancel on the wire then)
+//! ```
+//! An answer, a transport failure, or a close ends a request in any state; a timeout is a
+//! cancel with a reason.
+
+use std::{
+    borrow::Cow,
+    collections::HashMap,
+    time::{Duration, Instant},
+};
+
+use super::{
+    deadlines::Deadlines,
+    in_flight::{InFlight, InFlightTable, Phase, Reply},
+    outbox::{Outbox, Outgoing},
+    Request,
+};
+use crate::{
+    error::Error,
+    protocol::{
+        jsonrpc::{write_cancelled, write_request, RawResult, RequestId},
+        notifications::{Progress, ProgressCallback},
+    },
+    timeout::Timeout,
+    transport::{CancelStyle, FrameKind, Outbound},
+};
+
+/// What the request states have counted. Counters only grow.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct RequestCounters {
+    pub requests_written: u64,
+    pub responses_delivered: u64,
+    pub cancelled_before_write: u64,
+    pub cancels_sent: u64,
+    pub late_responses: u64,
+    pub progress_dropped: u64,
+}
+
+pub(crate) struct Requests {
+    table: InFlightTable,
+    /// Reasons of cancels waiting for their request's write-complete event (rare, so kept out of
+    /// the records).
+    deferred_cancels: HashMap<RequestId, Option<String>>,
+    /// Progress listeners of requests in flight, by id (= progress token).
+    progress: HashMap<RequestId, ProgressCallback>,
+    deadlines: Deadlines,
+    outbox: Outbox,
+    cancel_style: CancelStyle,
+    /// Written requests to abandon ([`CancelStyle::Abort`]): the actor hands them to the transport.
+    aborts: Vec<RequestId>,
+    /// The 2026-07-28 era's `_meta` entries, spliced into every request's params.
+    request_meta: Option<Box<str>>,
+    /// Set once the connection can carry nothing more: every request then fails with it.
+    ended: Option<Error>,
+    counters: RequestCounters,
+}
+
+impl Requests {
+    /// `epoch`: where deadline ticks count from (any instant not after the first `accept`).
+    pub fn new(epoch: Instant) -> Self {
+        Self {
+            table: InFlightTable::default(),
+            deferred_cancels: HashMap::new(),
+            progress: HashMap::new(),
+            deadlines: Deadlines::new(epoch),
+            outbox: Outbox::default(),
+            cancel_style: CancelStyle::Notification,
+            aborts: Vec::new(),
+            request_meta: None,
+            ended: None,
+            counters: RequestCounters::default(),
+        }
+    }
+
+    pub fn set_cancel_style(&mut self, style: CancelStyle) {
+        self.cancel_style = style;
+    }
+
+    pub fn set_request_meta(&mut self, meta: Option<Box<str>>) {
+        self.request_meta = meta;
+    }
+
+    /// Requests in the table (including cancels waiting for a write-complete event).
+    pub fn len(&self) -> usize {
+        self.table.len()
+    }
+
+    pub fn counters(&self) -> RequestCounters {
+        self.counters
+    }
+
+    /// Whether nothing is queued or waiting for a write-complete event.
+    pub fn is_idle(&self) -> bool {
+        self.outbox.is_empty() && self.table.is_empty()
+    }
+
+    /// Whether `id`'s caller still waits for its answer.
+    pub fn is_waiting(&self, id: RequestId) -> bool {
+        self.table.get(&id).is_some_and(|e| e.reply.is_some())
+    }
+
+    /// Event: a caller submitted a request. It is recorded as `Queued` and queued for the wire,
+    /// or answered at once (the connection ended, its params failed to serialize).
+    pub fn accept(&mut self, mut request: Box<Request>, reply: Reply, now: Instant) {
+        if let Some(error) = &self.ended {
+            let _ = reply.send(Err(Box::new(error.clone())));
+            return;
+        }
+        if let Err(e) = &request.params {
+            let error = Error::Protocol(format!("cannot serialize {} params: {e}", request.method));
+            let _ = reply.send(Err(Box::new(error)));
+            return;
+        }
+        let id = request.id;
+        let mut entry = InFlight::queued(reply, request.options.cancel_on_wire);
+        if let Some(timeout) = request.options.timeout {
+            entry.expires = self.deadlines.add(timeout.duration(), now);
+            entry.set_timeout(Some(timeout));
+        }
+        self.table.insert(id, entry);
+        if let Some(progress) = request.options.progress.take() {
+            self.progress.insert(id, *progress);
+        }
+        self.outbox.push(Outgoing::Request(request));
+    }
+
+    /// Event: a caller cancelled (or its timeout fired). Its caller gets `error` at once; the
+    /// wire gets what the request's phase calls for.
+    pub fn cancel(&mut self, id: RequestId, reason: Option<String>, error: Error) {
+        let Some(entry) = self.table.get_mut(&id) else {
+            return; // answered, cancelled before, or never ours
+        };
+        match entry.phase() {
+            Phase::Queued => {
+                // Never written: drop it; the outbox skips it. Nothing goes on the wire.
+                if let Some(mut entry) = self.forget(id) {
+                    entry.answer(Err(error));
+                }
+                self.counters.cancelled_before_write += 1;
+            }
+            Phase::Writing => {
+                // Wake the caller now; the cancel waits for the write-complete event.
+                entry.answer(Err(error));
+                entry.set_phase(Phase::CancelAfterWrite);
+                let expires = std::mem::take(&mut entry.expires);
+                if expires != 0 {
+                    self.deadlines.remove(expires);
+                }
+                self.progress.remove(&id);
+                self.deferred_cancels.insert(id, reason);
+            }
+            Phase::CancelAfterWrite => {} // a second cancel: the first one is already waiting
+            Phase::Written => {
+                if let Some(mut entry) = self.forget(id) {
+                    entry.answer(Err(error));
+                    self.cancel_on_wire(id, reason, entry.wire_cancellable());
+                }
+            }
+        }
+    }
+
+    fn cancel_on_wire(&mut self, id: RequestId, reason: Option<String>, wire_cancellable: bool) {
+        if !wire_cancellable {
+            return;
+        }
+        match self.cancel_style {
+            CancelStyle::Notification => {
+                self.outbox.push(Outgoing::cancelled(id, reason));
+                self.counters.cancels_sent += 1;
+            }
+            CancelStyle::Abort => self.aborts.push(id),
+        }
+    }
+
+    /// Event: a notification or a response to the server to send, in order with the requests.
+    pub fn send_frame(
+        &mut self,
+        kind: FrameKind,
+        method: Option<Cow<'static, str>>,
+        frame: Vec<u8>,
+    ) -> Result<(), Error> {
+        if let Some(error) = &self.ended {
+            return Err(error.clone());
+        }
+        self.outbox.push(Outgoing::frame(kind, method, frame));
+        Ok(())
+    }
+
+    /// Event: the transport can take a batch. Moves what is queued into one batch; a request
+    /// cancelled while queued, or whose caller is gone, is skipped here (checked at dequeue,
+    /// hyper's rule) and never written. Taken requests become `Writing`.
+    pub fn next_batch(&mut self) -> Option<Outbound> {
+        if self.outbox.is_empty() {
+            return None;
+        }
+        let table = &mut self.table;
+        let counters = &mut self.counters;
+        let request_meta = self.request_meta.as_deref();
+        let mut dropped = Vec::new();
+        let batch = self.outbox.fill(|item, batch| match item {
+            Outgoing::Frame(frame) => {
+                let frame = *frame;
+                batch.push(frame.kind, frame.method, &frame.bytes);
+            }
+            Outgoing::Cancelled(id) => batch.push_cancel(id, |buf| write_cancelled(buf, id, None)),
+            Outgoing::CancelledWithReason(cancel) => {
+                let (id, reason) = *cancel;
+                batch.push_cancel(id, |buf| write_cancelled(buf, id, Some(&reason)));
+            }
+            Outgoing::Request(request) => {
+                let Request {
+                    id,
+                    method,
+                    params,
+                    routing,
+                    ..
+                } = *request;
+                let Some(entry) = table.get_mut(&id) else {
+                    return; // cancelled while queued
+                };
+                if entry.reply.as_ref().is_none_or(|r| r.is_closed()) {
+                    // The caller went away without a cancel reaching us yet; same outcome.
+                    dropped.push((id, None));
+                    counters.cancelled_before_write += 1;
+                    return;
+                }
+                // `accept` answered requests whose params failed to serialize: these are `Ok`.
+                let params = params.as_ref().ok().and_then(Option::as_deref);
+                let written = batch.push_request(id, method, routing, |buf, method| {
+                    write_request(buf, id, method, params, request_meta)
+                        .map_err(|e| format!("cannot serialize {method} request: {e}"))
+                });
+                match written {
+                    Ok(()) => {
+                        entry.set_phase(Phase::Writing);
+                        counters.requests_written += 1;
+                    }
+                    Err(why) => dropped.push((id, Some(Error::Protocol(why)))),
+                }
+            }
+        });
+        for (id, error) in dropped {
+            if let (Some(mut entry), Some(error)) = (self.forget(id), error) {
+                entry.answer(Err(error));
+            }
+        }
+        if batch.is_empty() {
+            self.outbox.recycle(batch);
+            return None;
+        }
+        Some(batch)
+    }
+
+    /// Takes back a batch the transport is done with, so its buffers serve the next one.
+    pub fn recycle(&mut self, batch: Outbound) {
+        self.outbox.recycle(batch);
+    }
+
+    /// Event: a stream transport wrote every frame of `batch`.
+    pub fn batch_written(&mut self, batch: Outbound) {
+        for id in batch.requests() {
+            self.written(id);
+        }
+        self.recycle(batch);
+    }
+
+    /// Event: the request's frame is on the wire. A cancel that waited for this goes out now,
+    /// after the request.
+    pub fn written(&mut self, id: RequestId) {
+        let Some(entry) = self.table.get_mut(&id) else {
+            return; // answered while being written
+        };
+        match entry.phase() {
+            Phase::Writing => entry.set_phase(Phase::Written),
+            Phase::CancelAfterWrite => {
+                let wire = entry.wire_cancellable();
+                let reason = self.deferred_cancels.remove(&id).flatten();
+                self.forget(id);
+                self.cancel_on_wire(id, reason, wire);
+            }
+            Phase::Queued | Phase::Written => {}
+        }
+    }
+
+    /// Event: an answer arrived for `id` (`None`: an id that cannot be ours). Returns whether a
+    /// caller got it; an answer nobody waits for is dropped and counted.
+    pub fn answered(&mut self, id: Option<RequestId>, outcome: Result<RawResult, Error>) -> bool {
+        // A request cancelled while being written and answered before the write completed:
+        // `forget` drops its waiting cancel too, which the answer made moot.
+        match id.and_then(|id| self.forget(id)) {
+            Some(mut entry) if entry.reply.is_some() => {
+                self.counters.responses_delivered += 1;
+                entry.answer(outcome);
+                true
+            }
+            _ => {
+                self.counters.late_responses += 1;
+                false
+            }
+        }
+    }
+
+    /// Event: the transport could not deliver the request or its answer.
+    pub fn failed(&mut self, id: RequestId, error: Error) {
+        if let Some(mut entry) = self.forget(id) {
+            entry.answer(Err(error));
+        }
+    }
+
+    /// Event: progress for the request whose id is the token. Dropped (and counted) unless that
+    /// request is in flight with a listener.
+    pub fn progress(&mut self, token: Option<RequestId>, progress: Progress) {
+        match token.and_then(|id| self.progress.get_mut(&id)) {
+            Some(listener) => listener(progress),
+            None => self.counters.progress_dropped += 1,
+        }
+    }
+
+    /// When [`expire`](Self::expire) has something to do next.
+    pub fn next_deadline(&self) -> Option<Instant> {
+        self.deadlines.next()
+    }
+
+    /// Event: the time is `now`. Every request whose timeout passed fails with
+    /// [`Error::Timeout`] and is cancelled like an explicit cancel.
+    pub fn expire(&mut self, now: Instant) {
+        let tick = self.deadlines.tick(now);
+        if !self.deadlines.take_due(tick) {
+            return;
+        }
+        // Rare (a timeout happened): only then is the table looked through.
+        let expired: Vec<(RequestId, Timeout)> = self
+            .table
+            .iter_mut()
+            .filter(|(_, e)| e.expires != 0 && e.expires <= tick)
+            .map(|(id, e)| {
+                e.expires = 0; // its count was taken with the tick
+                let timeout = e.timeout().unwrap_or_else(|| Timeout::new(Duration::ZERO));
+                (*id, timeout)
+            })
+            .collect();
+        for (id, timeout) in expired {
+            self.cancel(id, Some(timeout.reason()), timeout.error());
+        }
+    }
+
+    /// Event: the connection can carry nothing more. Every waiting caller gets `error`, now and
+    /// later. With `drain`, what is already queued for the wire (cancels, notifications, cancels
+    /// waiting for their request's write-complete event) is kept to be written; without, it is
+    /// dropped.
+    pub fn close(&mut self, error: Error, drain: bool) {
+        if self.ended.is_some() {
+            if !drain {
+                self.discard_wire();
+            }
+            return;
+        }
+        for entry in self.table.values_mut() {
+            entry.answer(Err(error.clone()));
+        }
+        self.deadlines.clear();
+        self.progress.clear();
+        self.ended = Some(error);
+        if drain {
+            self.table
+                .retain(|_, entry| entry.phase() == Phase::CancelAfterWrite);
+            for entry in self.table.values_mut() {
+                entry.expires = 0;
+            }
+        } else {
+            self.discard_wire();
+        }
+    }
+
+    /// Event: the transport is gone: nothing more will be written.
+    pub fn discard_wire(&mut self) {
+        self.table.clear();
+        self.deferred_cancels.clear();
+        self.outbox.clear();
+        self.aborts.clear();
+    }
+
+    /// The written requests to abandon on a [`CancelStyle::Abort`] transport, oldest first.
+    pub fn take_aborts(&mut self) -> Vec<RequestId> {
+        std::mem::take(&mut self.aborts)
+    }
+
+    /// Removes a request with everything kept for it.
+    fn forget(&mut self, id: RequestId) -> Option<InFlight> {
+        // Both side tables are usually empty: skip hashing then (this runs per response).
+        if !self.progress.is_empty() {
+            self.progress.remove(&id);
+        }
+        if !self.deferred_cancels.is_empty() {
+            self.deferred_cancels.remove(&id);
+        }
+        let entry = self.table.remove(&id)?;
+        if entry.expires != 0 {
+            self.deadlines.remove(entry.expires);
+        }
+        Some(entry)
+    }
+
+    /// Whether every table is empty (for tests: nothing is left behind).
+    #[cfg(test)]
+    pub fn is_empty(&self) -> bool {
+        self.table.is_empty()
+            && self.deferred_cancels.is_empty()
+            && self.progress.is_empty()
+            && self.deadlines.is_empty()
+            && self.outbox.is_empty()
+            && self.aborts.is_empty()
+    }
+}
