@@ -20,8 +20,10 @@ use futures::{
 use serde_json::Value;
 
 use crate::{
+    client::{Client, ConnectOptions},
+    error::Error,
     protocol::tools::{CallToolResult, Tool},
-    Client, ConnectOptions, Error, Transport,
+    transport::Transport,
 };
 
 type MakeTransport = Arc<dyn Fn() -> Box<dyn Transport> + Send + Sync>;

@@ -66,7 +66,7 @@ impl Client {
     ///
     /// Inside an actix System (`#[actix::main]`, `#[actix_web::main]`, `#[actix::test]`) the actor
     /// runs on the current arbiter; anywhere else (e.g. `#[tokio::main]`) on a thread of its own.
-    pub async fn connect(transport: impl crate::Transport) -> Result<Client, Error> {
+    pub async fn connect(transport: impl crate::transport::Transport) -> Result<Client, Error> {
         ConnectOptions::default().connect(transport).await
     }
 

@@ -13,6 +13,7 @@ use serde_json::json;
 
 use super::Client;
 use crate::{
+    cancellation::Cancellation,
     connection::Request,
     error::Error,
     protocol::{
@@ -20,7 +21,6 @@ use crate::{
         resources::{ListResourceTemplatesResult, ListResourcesResult, Resource, ResourceTemplate},
         tools::{ListToolsResult, Tool},
     },
-    Cancellation,
 };
 
 /// Default cap on the pages one all-pages request follows.

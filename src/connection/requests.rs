@@ -428,3 +428,173 @@ impl Requests {
             && self.aborts.is_empty()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::connection::RequestOptions;
+
+    fn submit(
+        requests: &mut Requests,
+        timeout: Option<Duration>,
+        now: Instant,
+    ) -> (RequestId, oneshot::Receiver<super::super::Outcome>) {
+        let request = Request::new("ping", None).with_options(RequestOptions {
+            timeout,
+            ..RequestOptions::default()
+        });
+        let id = request.id();
+        let (reply, rx) = oneshot::channel();
+        requests.accept(Box::new(request), reply, now);
+        (id, rx)
+    }
+
+    fn kinds(batch: &Outbound) -> Vec<FrameKind> {
+        batch.frames().map(|f| f.kind).collect()
+    }
+
+    fn result() -> RawResult {
+        serde_json::value::to_raw_value(&serde_json::json!({})).unwrap()
+    }
+
+    #[test]
+    fn a_request_goes_queued_writing_written_answered() {
+        let now = Instant::now();
+        let mut requests = Requests::new(now);
+        let (id, rx) = submit(&mut requests, None, now);
+        let batch = requests.next_batch().unwrap();
+        assert_eq!(kinds(&batch), [FrameKind::Request(id)]);
+        requests.batch_written(batch);
+        assert!(requests.is_waiting(id));
+        assert!(requests.answered(Some(id), Ok(result())));
+        assert!(rx.try_recv().unwrap().is_ok());
+        assert!(requests.is_empty());
+        assert_eq!(requests.counters().responses_delivered, 1);
+    }
+
+    #[test]
+    fn cancelled_while_queued_it_is_never_written() {
+        let now = Instant::now();
+        let mut requests = Requests::new(now);
+        let (id, rx) = submit(&mut requests, None, now);
+        requests.cancel(id, None, Error::cancelled(None));
+        assert!(matches!(
+            *rx.try_recv().unwrap().unwrap_err(),
+            Error::Cancelled { .. }
+        ));
+        assert!(requests.next_batch().is_none(), "nothing goes on the wire");
+        assert!(requests.is_empty());
+    }
+
+    #[test]
+    fn cancelled_while_writing_the_cancel_waits_for_the_write() {
+        let now = Instant::now();
+        let mut requests = Requests::new(now);
+        let (id, rx) = submit(&mut requests, None, now);
+        let batch = requests.next_batch().unwrap();
+        requests.cancel(
+            id,
+            Some("stop".into()),
+            Error::cancelled(Some("stop".into())),
+        );
+        assert!(
+            rx.try_recv().unwrap().is_err(),
+            "the caller is answered at once"
+        );
+        assert!(
+            requests.next_batch().is_none(),
+            "no cancel before the write-complete event"
+        );
+        requests.batch_written(batch);
+        let cancel = requests.next_batch().unwrap();
+        assert_eq!(kinds(&cancel), [FrameKind::Cancel(id)]);
+        assert!(String::from_utf8_lossy(cancel.bytes()).contains(r#""reason":"stop""#));
+        requests.batch_written(cancel);
+        assert!(
+            !requests.answered(Some(id), Ok(result())),
+            "a late answer is dropped"
+        );
+        assert!(requests.is_empty());
+    }
+
+    #[test]
+    fn an_answer_before_the_write_completes_drops_the_waiting_cancel() {
+        let now = Instant::now();
+        let mut requests = Requests::new(now);
+        let (id, _rx) = submit(&mut requests, None, now);
+        let batch = requests.next_batch().unwrap();
+        requests.cancel(id, None, Error::cancelled(None));
+        assert!(!requests.answered(Some(id), Ok(result())));
+        requests.batch_written(batch);
+        assert!(
+            requests.next_batch().is_none(),
+            "the answer made the cancel moot"
+        );
+        assert!(requests.is_empty());
+    }
+
+    #[test]
+    fn cancelled_once_written_the_abort_style_aborts_instead_of_notifying() {
+        let now = Instant::now();
+        let mut requests = Requests::new(now);
+        requests.set_cancel_style(CancelStyle::Abort);
+        let (id, _rx) = submit(&mut requests, None, now);
+        let batch = requests.next_batch().unwrap();
+        requests.recycle(batch);
+        requests.written(id);
+        requests.cancel(id, None, Error::cancelled(None));
+        assert_eq!(requests.take_aborts(), [id]);
+        assert!(
+            requests.next_batch().is_none(),
+            "no notification in this style"
+        );
+    }
+
+    #[test]
+    fn a_timeout_cancels_with_its_reason_when_its_time_comes() {
+        let now = Instant::now();
+        let mut requests = Requests::new(now);
+        let (id, rx) = submit(&mut requests, Some(Duration::from_millis(300)), now);
+        requests.batch_written(requests.next_batch().unwrap());
+        let due = requests.next_deadline().unwrap();
+        assert!(due >= now + Duration::from_millis(300));
+        requests.expire(now + Duration::from_millis(299));
+        assert!(rx.try_recv().is_err(), "not before its time");
+        requests.expire(due);
+        match *rx.try_recv().unwrap().unwrap_err() {
+            Error::Timeout { after } => assert_eq!(after, Duration::from_millis(300)),
+            other => panic!("{other:?}"),
+        }
+        let cancel = requests.next_batch().unwrap();
+        assert_eq!(kinds(&cancel), [FrameKind::Cancel(id)]);
+        assert!(String::from_utf8_lossy(cancel.bytes()).contains("timed out after 300 ms"));
+    }
+
+    #[test]
+    fn a_drained_close_still_writes_the_cancels_waiting_for_their_write() {
+        let now = Instant::now();
+        let mut requests = Requests::new(now);
+        let (a, _ra) = submit(&mut requests, None, now);
+        let batch = requests.next_batch().unwrap();
+        requests.cancel(a, None, Error::cancelled(None));
+        let (_b, rb) = submit(&mut requests, None, now);
+        let closed = Error::Closed {
+            reason: crate::error::CloseReason::ClosedByClient,
+        };
+        requests.close(closed, true);
+        assert!(matches!(
+            *rb.try_recv().unwrap().unwrap_err(),
+            Error::Closed { .. }
+        ));
+        requests.batch_written(batch);
+        let cancel = requests.next_batch().unwrap();
+        assert_eq!(kinds(&cancel), [FrameKind::Cancel(a)], "b is never written");
+        requests.batch_written(cancel);
+        assert!(requests.is_idle());
+        let (_c, rc) = submit(&mut requests, None, now);
+        assert!(
+            rc.try_recv().unwrap().is_err(),
+            "a call after close fails at once"
+        );
+    }
+}
