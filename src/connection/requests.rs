@@ -555,7 +555,8 @@ mod tests {
         let now = Instant::now();
         let mut requests = Requests::new(now);
         let (id, rx) = submit(&mut requests, Some(Duration::from_millis(300)), now);
-        requests.batch_written(requests.next_batch().unwrap());
+        let batch = requests.next_batch().unwrap();
+        requests.batch_written(batch);
         let due = requests.next_deadline().unwrap();
         assert!(due >= now + Duration::from_millis(300));
         requests.expire(now + Duration::from_millis(299));
