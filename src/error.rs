@@ -65,6 +65,47 @@ pub enum Error {
     /// The peer broke the protocol (bad handshake, unsupported version, malformed result).
     #[error("protocol error: {0}")]
     Protocol(String),
+
+    /// The server wants authorization and it could not be obtained (or it was refused). The
+    /// message says what the server or the authorization server said; it never holds a token,
+    /// a secret or a code.
+    #[error("unauthorized ({kind:?}): {message}")]
+    Unauthorized {
+        kind: AuthErrorKind,
+        message: String,
+    },
+}
+
+/// Why authorization failed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum AuthErrorKind {
+    /// The server answered `401` and no authorization is configured for it.
+    NotConfigured,
+    /// No protected resource or authorization server metadata could be found or read.
+    Discovery,
+    /// The protected resource metadata names another resource than this server.
+    ResourceMismatch,
+    /// The authorization server metadata names another issuer than the one asked.
+    IssuerMismatch,
+    /// A metadata or OAuth endpoint is neither `https` nor loopback.
+    InsecureEndpoint,
+    /// The authorization server does not support PKCE with S256.
+    PkceUnsupported,
+    /// No way to identify this client (no pre-registration, no CIMD, no registration endpoint).
+    NoClientIdentity,
+    /// Dynamic client registration failed.
+    Registration,
+    /// The authorization response was refused, or carried an error.
+    Denied,
+    /// The authorization response's `state` or `iss` (RFC 9207) was wrong or missing.
+    ResponseMismatch,
+    /// The token endpoint refused the grant.
+    Token,
+    /// The server keeps asking for scopes that re-authorizing does not bring.
+    InsufficientScope,
+    /// The flow needs a user (a web service must run `OAuth::begin`/`complete`).
+    InteractionRequired,
 }
 
 impl Error {

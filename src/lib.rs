@@ -61,6 +61,8 @@
 //! `#[tokio::main]`) it starts it on a thread of its own running an actix System, stopped when
 //! the connection ends. [`Placement`] chooses explicitly.
 
+#[cfg(feature = "auth")]
+pub mod auth;
 pub mod cancellation;
 pub mod client;
 pub mod connection;
@@ -81,7 +83,7 @@ pub use connection::{
     Cancel, Close, Connection, ConnectionStats, GetStats, Notify, PendingReply, Request,
     RequestOptions, Subscribe,
 };
-pub use error::{CloseReason, Error};
+pub use error::{AuthErrorKind, CloseReason, Error};
 pub use protocol::{
     completion::{CompleteResult, Completion, CompletionReference},
     content::ContentBlock,

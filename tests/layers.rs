@@ -3,13 +3,14 @@
 //! and on a use of a crate-root re-export inside the library (which would hide the real module).
 //!
 //! Layers, bottom to top (ARCHITECTURE.md draws them):
-//! error, cancellation, timeout → protocol → transport → connection → client → servers, web
+//! error, cancellation, timeout → protocol → auth → transport → connection → client → servers, web
 
 use std::{collections::BTreeSet, fs, path::Path};
 
 const LAYERS: &[&[&str]] = &[
     &["error", "cancellation", "timeout"],
     &["protocol"],
+    &["auth"],
     &["transport"],
     &["connection"],
     &["client"],

@@ -6,7 +6,10 @@
 
 use std::{process::ExitCode, time::Duration};
 
-use actix_mcp::{Client, Error, HttpTransport, ProtocolEra};
+use actix_mcp::{
+    auth::{Headless, OAuth, OAuthConfig},
+    Client, Error, HttpTransport, ProtocolEra,
+};
 use serde_json::json;
 
 #[actix::main]
@@ -42,7 +45,24 @@ async fn run(scenario: &str, url: &str) -> Result<(), Error> {
         .era(era)
         // Accept every form, filled from the schema's defaults (SEP-1034).
         .on_elicitation(|_, _| async { Ok(json!({"action": "accept", "content": {}})) });
-    let client = builder.connect(HttpTransport::new(url)).await?;
+    let context: serde_json::Value = std::env::var("MCP_CONFORMANCE_CONTEXT")
+        .ok()
+        .and_then(|c| serde_json::from_str(&c).ok())
+        .unwrap_or_default();
+    // Authorization when the server asks: the suite's authorization servers approve by
+    // themselves, so the headless agent reads the code from the redirect. The client is
+    // pre-registered when the context says so, else known by its metadata document URL (CIMD)
+    // where supported, else registered.
+    let mut config = OAuthConfig::default()
+        .client_metadata_url("https://conformance-test.local/client-metadata.json");
+    if let Some(id) = context["client_id"].as_str() {
+        config = config.client_id(id);
+    }
+    if let Some(secret) = context["client_secret"].as_str() {
+        config = config.client_secret(secret);
+    }
+    let oauth = OAuth::new(Headless::new("http://localhost:3000/callback"), config);
+    let client = builder.connect(HttpTransport::new(url).auth(oauth)).await?;
     match scenario {
         "tools_call" => {
             client.tools().await?;
@@ -64,10 +84,6 @@ async fn run(scenario: &str, url: &str) -> Result<(), Error> {
         // its business; the scenario's checks say what mattered.
         _ => {
             let tools = client.tools().await?;
-            let context: serde_json::Value = std::env::var("MCP_CONFORMANCE_CONTEXT")
-                .ok()
-                .and_then(|c| serde_json::from_str(&c).ok())
-                .unwrap_or_default();
             if let Some(calls) = context["toolCalls"].as_array() {
                 for call in calls {
                     let name = call["name"].as_str().unwrap_or_default();

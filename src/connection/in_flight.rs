@@ -34,6 +34,9 @@ pub(crate) enum Phase {
     /// Cancelled while `Writing`: the caller was answered; the cancel goes on the wire when the
     /// write-complete event arrives (its reason waits in `Requests::deferred_cancels`).
     CancelAfterWrite,
+    /// A message transport took it back before the server read it (HTTP `401`: waiting for
+    /// authorization); it will be written again. A cancel now writes nothing.
+    Held,
 }
 
 /// Kept small (16 bytes): one of these lives per request in flight.
@@ -43,14 +46,14 @@ pub(crate) struct InFlight {
     pub reply: Option<Reply>,
     /// The tick its timeout expires at (see `deadlines.rs`); 0: no timeout.
     pub expires: u32,
-    /// Bits 0–1: the phase; bit 2: cancellable on the wire; bits 3–31: the timeout in ms.
+    /// Bits 0–2: the phase; bit 3: cancellable on the wire; bits 4–31: the timeout in ms.
     packed: u32,
 }
 
-const PHASE_BITS: u32 = 0b11;
-const WIRE_CANCELLABLE: u32 = 0b100;
-const TIMEOUT_SHIFT: u32 = 3;
-/// The largest timeout the record can report (about 6.2 days). A longer timeout still expires
+const PHASE_BITS: u32 = 0b111;
+const WIRE_CANCELLABLE: u32 = 0b1000;
+const TIMEOUT_SHIFT: u32 = 4;
+/// The largest timeout the record can report (about 74 hours). A longer timeout still expires
 /// on time (its tick is exact); only the figure in its error is capped.
 const MAX_TIMEOUT_MS: u32 = u32::MAX >> TIMEOUT_SHIFT;
 
@@ -73,7 +76,8 @@ impl InFlight {
             0 => Phase::Queued,
             1 => Phase::Writing,
             2 => Phase::Written,
-            _ => Phase::CancelAfterWrite,
+            3 => Phase::CancelAfterWrite,
+            _ => Phase::Held,
         }
     }
 
@@ -83,6 +87,7 @@ impl InFlight {
             Phase::Writing => 1,
             Phase::Written => 2,
             Phase::CancelAfterWrite => 3,
+            Phase::Held => 4,
         };
         self.packed = (self.packed & !PHASE_BITS) | bits;
     }
@@ -146,6 +151,7 @@ mod tests {
             Phase::Writing,
             Phase::Written,
             Phase::CancelAfterWrite,
+            Phase::Held,
             Phase::Queued,
         ] {
             entry.set_phase(phase);

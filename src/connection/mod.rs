@@ -469,6 +469,7 @@ impl Handler<Event> for Connection {
                 }
             }
             TransportEvent::RequestWritten(id) => self.requests.get().written(id),
+            TransportEvent::RequestHeld(id) => self.requests.get().held(id),
             TransportEvent::Received(frames) => {
                 for frame in &frames {
                     self.on_frame(frame);

@@ -166,6 +166,14 @@ impl Requests {
                 self.deferred_cancels.insert(id, reason);
             }
             Phase::CancelAfterWrite => {} // a second cancel: the first one is already waiting
+            Phase::Held => {
+                // Nothing of it is at the server: drop it where it waits; no cancel is written.
+                if let Some(mut entry) = self.forget(id) {
+                    entry.answer(Err(error));
+                }
+                self.aborts.push(id);
+                self.counters.cancelled_before_write += 1;
+            }
             Phase::Written => {
                 if let Some(mut entry) = self.forget(id) {
                     entry.answer(Err(error));
@@ -287,7 +295,7 @@ impl Requests {
             return; // answered while being written
         };
         match entry.phase() {
-            Phase::Writing => entry.set_phase(Phase::Written),
+            Phase::Writing | Phase::Held => entry.set_phase(Phase::Written),
             Phase::CancelAfterWrite => {
                 let wire = entry.wire_cancellable();
                 let reason = self.deferred_cancels.remove(&id).flatten();
@@ -295,6 +303,29 @@ impl Requests {
                 self.cancel_on_wire(id, reason, wire);
             }
             Phase::Queued | Phase::Written => {}
+        }
+    }
+
+    /// Event: a message transport took the request back before the server read it (HTTP `401`,
+    /// waiting for authorization); it will be written again. A cancel waiting for its write is
+    /// done now: the request is abandoned where it waits, and nothing is written.
+    pub fn held(&mut self, id: RequestId) {
+        let Some(entry) = self.table.get_mut(&id) else {
+            // Cancelled once written, then refused: it must not be sent again, and a cancel not
+            // yet written is for a request the server never read.
+            if self.outbox.remove_cancel(id) {
+                self.counters.cancels_sent -= 1;
+            }
+            self.aborts.push(id);
+            return;
+        };
+        match entry.phase() {
+            Phase::Writing | Phase::Written => entry.set_phase(Phase::Held),
+            Phase::CancelAfterWrite => {
+                self.forget(id);
+                self.aborts.push(id);
+            }
+            Phase::Queued | Phase::Held => {}
         }
     }
 
@@ -396,7 +427,8 @@ impl Requests {
         self.aborts.clear();
     }
 
-    /// The written requests to abandon on a [`CancelStyle::Abort`] transport, oldest first.
+    /// The requests to abandon where the transport holds them, oldest first: written ones on a
+    /// [`CancelStyle::Abort`] transport, and held ones (never at the server) on any.
     pub fn take_aborts(&mut self) -> Vec<RequestId> {
         std::mem::take(&mut self.aborts)
     }

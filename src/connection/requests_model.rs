@@ -39,6 +39,9 @@ enum Op {
     TakeBatch,
     /// Stream: the oldest batch being written completes. Message: one request's POST went out.
     WriteComplete(usize),
+    /// Message: one request taken or written is refused before the server read it (HTTP 401)
+    /// and held, to be written again.
+    Hold(usize),
     Respond(usize),
     RespondUnknown,
     Progress(usize),
@@ -61,6 +64,7 @@ fn op() -> impl Strategy<Value = Op> {
         1 => any::<usize>().prop_map(Op::DropCaller),
         3 => Just(Op::TakeBatch),
         3 => any::<usize>().prop_map(Op::WriteComplete),
+        1 => any::<usize>().prop_map(Op::Hold),
         3 => any::<usize>().prop_map(Op::Respond),
         1 => Just(Op::RespondUnknown),
         1 => any::<usize>().prop_map(Op::Progress),
@@ -79,6 +83,10 @@ struct Caller {
 /// The wire as the model sees it, and the checks on it.
 struct Wire {
     style: CancelStyle,
+    /// A message transport (each request written on its own; may hold requests).
+    message: bool,
+    /// Requests held (not at the server) until written again.
+    held: HashSet<RequestId>,
     /// Requests whose frame was in some batch.
     emitted: HashSet<RequestId>,
     /// Requests reported written (their batch completed, or their own write event).
@@ -120,7 +128,7 @@ impl Wire {
     }
 }
 
-fn run(ops: Vec<Op>, style: CancelStyle) {
+fn run(ops: Vec<Op>, style: CancelStyle, message: bool) {
     let epoch = Instant::now();
     let mut now = epoch;
     let mut requests = Requests::new(epoch);
@@ -128,6 +136,8 @@ fn run(ops: Vec<Op>, style: CancelStyle) {
     let mut callers: Vec<Caller> = Vec::new();
     let mut wire = Wire {
         style,
+        message,
+        held: HashSet::new(),
         emitted: HashSet::new(),
         written: HashSet::new(),
         writing: Vec::new(),
@@ -198,36 +208,53 @@ fn run(ops: Vec<Op>, style: CancelStyle) {
                 }
             }
             Op::TakeBatch => {
-                let idle = wire.style == CancelStyle::Abort || wire.writing.is_empty();
+                let idle = wire.message || wire.writing.is_empty();
                 if idle {
                     if let Some(batch) = requests.next_batch() {
                         wire.check_batch(&batch);
-                        match wire.style {
-                            CancelStyle::Notification => wire.writing.push(batch),
-                            CancelStyle::Abort => {
-                                wire.unwritten.extend(batch.requests());
-                                requests.recycle(batch);
-                            }
+                        if wire.message {
+                            wire.unwritten.extend(batch.requests());
+                            requests.recycle(batch);
+                        } else {
+                            wire.writing.push(batch);
                         }
                     }
                 }
             }
-            Op::WriteComplete(pick_one) => match wire.style {
-                CancelStyle::Notification => {
+            Op::WriteComplete(pick_one) => {
+                if !wire.message {
                     if !wire.writing.is_empty() {
                         let batch = wire.writing.remove(0);
                         wire.written.extend(batch.requests());
                         requests.batch_written(batch);
                     }
+                } else if !wire.unwritten.is_empty() {
+                    let id = wire.unwritten.remove(pick_one % wire.unwritten.len());
+                    wire.held.remove(&id);
+                    wire.written.insert(id);
+                    requests.written(id);
                 }
-                CancelStyle::Abort => {
-                    if !wire.unwritten.is_empty() {
-                        let id = wire.unwritten.remove(pick_one % wire.unwritten.len());
-                        wire.written.insert(id);
-                        requests.written(id);
+            }
+            Op::Hold(pick_one) => {
+                // Only a request the transport has (taken, written, not cancelled on the wire).
+                let candidates: Vec<RequestId> = wire
+                    .emitted
+                    .iter()
+                    .filter(|id| !wire.cancelled_on_wire.contains(id) && !wire.held.contains(id))
+                    .copied()
+                    .collect();
+                if wire.message && !candidates.is_empty() {
+                    let mut candidates = candidates;
+                    candidates.sort();
+                    let id = candidates[pick_one % candidates.len()];
+                    wire.written.remove(&id);
+                    wire.held.insert(id);
+                    if !wire.unwritten.contains(&id) {
+                        wire.unwritten.push(id);
                     }
+                    requests.held(id);
                 }
-            },
+            }
             Op::Respond(caller) => {
                 let Some(caller) = pick(&mut callers, caller) else {
                     continue;
@@ -266,8 +293,7 @@ fn run(ops: Vec<Op>, style: CancelStyle) {
             poll(caller);
         }
         for id in requests.take_aborts() {
-            assert_eq!(wire.style, CancelStyle::Abort);
-            wire.check_cancel(id);
+            abort(&mut wire, id);
         }
         // A request answered with a result got its own.
         for caller in &callers {
@@ -294,6 +320,9 @@ fn run(ops: Vec<Op>, style: CancelStyle) {
         requests.batch_written(batch);
     }
     for id in std::mem::take(&mut wire.unwritten) {
+        if wire.held.remove(&id) {
+            continue; // a held request the transport drops with the connection
+        }
         wire.written.insert(id);
         requests.written(id);
     }
@@ -303,7 +332,7 @@ fn run(ops: Vec<Op>, style: CancelStyle) {
         requests.batch_written(batch);
     }
     for id in requests.take_aborts() {
-        wire.check_cancel(id);
+        abort(&mut wire, id);
     }
     requests.discard_wire();
     assert!(requests.is_empty(), "something was left in a table");
@@ -320,6 +349,21 @@ fn run(ops: Vec<Op>, style: CancelStyle) {
             assert!(!wire.cancelled_on_wire.contains(&caller.id));
         }
     }
+}
+
+/// An abort: of a held request (nothing at the server, nothing written), or the cancel of a
+/// written one on an abort-style transport.
+fn abort(wire: &mut Wire, id: RequestId) {
+    if wire.held.remove(&id) {
+        wire.unwritten.retain(|u| *u != id);
+        return;
+    }
+    assert_eq!(
+        wire.style,
+        CancelStyle::Abort,
+        "only held requests are aborted here"
+    );
+    wire.check_cancel(id);
 }
 
 fn pick(callers: &mut [Caller], n: usize) -> Option<&mut Caller> {
@@ -348,11 +392,20 @@ proptest! {
 
     #[test]
     fn stream_transport_interleavings_keep_every_promise(ops in prop::collection::vec(op(), 1..80)) {
-        run(ops, CancelStyle::Notification);
+        run(ops, CancelStyle::Notification, false);
     }
 
+    /// Streamable HTTP, 2026-07-28: each POST on its own, cancel = abort, requests held for
+    /// authorization.
     #[test]
-    fn message_transport_interleavings_keep_every_promise(ops in prop::collection::vec(op(), 1..80)) {
-        run(ops, CancelStyle::Abort);
+    fn aborting_message_transport_interleavings_keep_every_promise(ops in prop::collection::vec(op(), 1..80)) {
+        run(ops, CancelStyle::Abort, true);
+    }
+
+    /// Streamable HTTP, 2025-11-25: each POST on its own, cancel = a notification, requests held
+    /// for authorization.
+    #[test]
+    fn notifying_message_transport_interleavings_keep_every_promise(ops in prop::collection::vec(op(), 1..80)) {
+        run(ops, CancelStyle::Notification, true);
     }
 }

@@ -127,6 +127,10 @@ pub enum TransportEvent {
     Written(Outbound),
     /// Message transports: this request's message went out.
     RequestWritten(RequestId),
+    /// Message transports: this request was refused before the server read it (HTTP `401`) and
+    /// waits (for authorization) to be sent again. Until its next `RequestWritten`, nothing of
+    /// it is at the server: a cancel then aborts it ([`TransportIo::abort`]) and writes nothing.
+    RequestHeld(RequestId),
     /// Complete incoming frames (one JSON text each, without the newline), in wire order.
     Received(Vec<Bytes>),
     /// Message transports: the body that answers `request` (JSON, an object or an array). If it

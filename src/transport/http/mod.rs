@@ -64,6 +64,8 @@ pub struct HttpTransport {
     event_stream: bool,
     max_frame: usize,
     http2_prior_knowledge: bool,
+    #[cfg(feature = "auth")]
+    auth: Option<crate::auth::OAuth>,
 }
 
 impl HttpTransport {
@@ -75,7 +77,17 @@ impl HttpTransport {
             event_stream: true,
             max_frame: DEFAULT_MAX_FRAME_BYTES,
             http2_prior_knowledge: false,
+            #[cfg(feature = "auth")]
+            auth: None,
         }
+    }
+
+    /// Authorize with OAuth when the server answers `401` (feature `auth`): every request,
+    /// the GET stream and `DELETE` carry the token; see [`crate::auth`].
+    #[cfg(feature = "auth")]
+    pub fn auth(mut self, auth: crate::auth::OAuth) -> Self {
+        self.auth = Some(auth);
+        self
     }
 
     /// A header sent with every request (e.g. `authorization`). Invalid names or values make
@@ -164,6 +176,8 @@ impl Transport for HttpTransport {
             max_frame: self.max_frame,
             posts: RefCell::new(HashMap::new()),
             gate: RefCell::new(None),
+            #[cfg(feature = "auth")]
+            auth: self.auth,
         });
         Ok(Box::new(HttpIo {
             shared,

@@ -26,7 +26,9 @@ use backon::BackoffBuilder;
 use bytes::Bytes;
 use futures::channel::oneshot;
 use reqwest::{
-    header::{HeaderMap, HeaderName, HeaderValue, ACCEPT, CONTENT_LENGTH, CONTENT_TYPE},
+    header::{
+        HeaderMap, HeaderName, HeaderValue, ACCEPT, CONTENT_LENGTH, CONTENT_TYPE, WWW_AUTHENTICATE,
+    },
     Method, Response, StatusCode,
 };
 use tokio_util::sync::CancellationToken;
@@ -41,6 +43,9 @@ use crate::{
     transport::{EventSender, ResumePoint, TransportEvent},
 };
 
+/// How many times one request may wait for an authorization flow and be sent again.
+#[cfg(feature = "auth")]
+const MAX_AUTH_ROUNDS: u32 = 3;
 /// How many times a request's event stream is resumed (GET + `Last-Event-ID`) before giving up.
 const MAX_RESUMES: usize = 5;
 /// The wait before resuming when the server gave no `retry`.
@@ -62,6 +67,9 @@ pub(super) struct Shared {
     pub posts: RefCell<HashMap<RequestId, tokio::task::JoinHandle<()>>>,
     /// While the GET stream opens: the messages waiting to be POSTed, in order.
     pub gate: RefCell<Option<Vec<super::Outgoing>>>,
+    /// The authorization every request carries (feature `auth`).
+    #[cfg(feature = "auth")]
+    pub auth: Option<crate::auth::OAuth>,
 }
 
 impl Shared {
@@ -76,6 +84,16 @@ impl Shared {
         }
         if let Some(version) = &session.protocol_version {
             builder = builder.header("mcp-protocol-version", version.clone());
+        }
+        #[cfg(feature = "auth")]
+        if let Some(header) = self.auth.as_ref().and_then(|auth| auth.authorization().0) {
+            match HeaderValue::from_str(&header) {
+                Ok(mut value) => {
+                    value.set_sensitive(true);
+                    builder = builder.header(reqwest::header::AUTHORIZATION, value);
+                }
+                Err(_) => tracing::warn!("the access token is not a valid header value"),
+            }
         }
         builder
     }
@@ -120,7 +138,9 @@ impl Shared {
     }
 }
 
-/// POSTs one message (with the era's routing headers) and delivers whatever comes back.
+/// POSTs one message (with the era's routing headers) and delivers whatever comes back. With
+/// authorization, a `401` (or `403 insufficient_scope`) holds the request until the one
+/// authorization flow of the connection ends, then sends it again.
 pub(super) async fn post(
     shared: Rc<Shared>,
     frame: Bytes,
@@ -131,46 +151,50 @@ pub(super) async fn post(
         let session = shared.session.borrow();
         session.id.is_some() && !session.modern
     };
-    let (sent_tx, sent_rx) = oneshot::channel::<()>();
-    let length = frame.len();
-    let mut builder = shared
-        .request(Method::POST)
-        .header(CONTENT_TYPE, "application/json")
-        .header(ACCEPT, "application/json, text/event-stream")
-        .header(CONTENT_LENGTH, length);
-    for (name, value) in routing {
-        builder = builder.header(name, value);
-    }
-    let send = builder
-        .body(reqwest::Body::wrap_stream(one_chunk(frame, sent_tx)))
-        .send();
-
-    let reported = Cell::new(false);
-    let report_written = || {
-        if let Some(id) = request {
-            if !reported.replace(true) {
-                shared.written(id);
+    #[cfg(feature = "auth")]
+    let mut rounds = 0;
+    let response = loop {
+        #[cfg(feature = "auth")]
+        let seen = match &shared.auth {
+            Some(auth) => {
+                let (_, seen) = auth.authorization();
+                auth.refresh_if_expiring(seen).await;
+                Some(auth.authorization().1)
+            }
+            None => None,
+        };
+        let Some(response) = send_once(&shared, frame.clone(), request, &routing).await else {
+            return;
+        };
+        #[cfg(feature = "auth")]
+        if let (Some(auth), Some(seen)) = (&shared.auth, seen) {
+            let status = response.status().as_u16();
+            let challenge = response
+                .headers()
+                .get(WWW_AUTHENTICATE)
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_owned);
+            let insufficient = status == 403
+                && challenge
+                    .as_deref()
+                    .is_some_and(|c| c.contains("insufficient_scope"));
+            if (status == 401 || insufficient) && rounds < MAX_AUTH_ROUNDS {
+                rounds += 1;
+                // Refused before the server read it: nothing of it reached the server.
+                if let Some(id) = request {
+                    shared.events.send(TransportEvent::RequestHeld(id));
+                }
+                let refusal = crate::auth::Refusal {
+                    status,
+                    challenge: challenge.as_deref(),
+                };
+                match auth.recover(&shared.url, refusal, seen).await {
+                    Ok(()) => continue,
+                    Err(e) => return shared.fail(request, e),
+                }
             }
         }
-    };
-    let mut watch_sent = pin!(async {
-        if sent_rx.await.is_ok() {
-            report_written();
-        }
-        std::future::pending::<()>().await
-    });
-    let mut send = pin!(send);
-    let response = std::future::poll_fn(|cx| {
-        let _ = watch_sent.as_mut().poll(cx);
-        send.as_mut().poll(cx)
-    })
-    .await;
-    let response = match response {
-        Ok(response) => {
-            report_written();
-            response
-        }
-        Err(e) => return shared.fail(request, shared.transport_error("POST", e)),
+        break response;
     };
 
     let status = response.status();
@@ -215,6 +239,60 @@ pub(super) async fn post(
             request,
             Error::Protocol(format!("unexpected HTTP content type {other:?}")),
         ),
+    }
+}
+
+/// One POST of `frame`: reports the request written once its body went out (or the answer came
+/// first). `None` when it failed before any answer (the request was failed).
+async fn send_once(
+    shared: &Shared,
+    frame: Bytes,
+    request: Option<RequestId>,
+    routing: &[(HeaderName, HeaderValue)],
+) -> Option<Response> {
+    let (sent_tx, sent_rx) = oneshot::channel::<()>();
+    let length = frame.len();
+    let mut builder = shared
+        .request(Method::POST)
+        .header(CONTENT_TYPE, "application/json")
+        .header(ACCEPT, "application/json, text/event-stream")
+        .header(CONTENT_LENGTH, length);
+    for (name, value) in routing {
+        builder = builder.header(name.clone(), value.clone());
+    }
+    let send = builder
+        .body(reqwest::Body::wrap_stream(one_chunk(frame, sent_tx)))
+        .send();
+
+    let reported = Cell::new(false);
+    let report_written = || {
+        if let Some(id) = request {
+            if !reported.replace(true) {
+                shared.written(id);
+            }
+        }
+    };
+    let mut watch_sent = pin!(async {
+        if sent_rx.await.is_ok() {
+            report_written();
+        }
+        std::future::pending::<()>().await
+    });
+    let mut send = pin!(send);
+    let response = std::future::poll_fn(|cx| {
+        let _ = watch_sent.as_mut().poll(cx);
+        send.as_mut().poll(cx)
+    })
+    .await;
+    match response {
+        Ok(response) => {
+            report_written();
+            Some(response)
+        }
+        Err(e) => {
+            shared.fail(request, shared.transport_error("POST", e));
+            None
+        }
     }
 }
 

@@ -1,0 +1,272 @@
+//! Who approves an authorization request: the user's browser (with a loopback redirect listener,
+//! for CLIs and desktop programs), or nobody interactive (an authorization server that approves
+//! by itself, as test servers do), or the application itself (a web service: see
+//! [`OAuth::begin`](super::OAuth::begin)).
+
+use std::{future::Future, pin::Pin};
+
+use url::Url;
+
+use super::{fetch::Fetcher, AuthErrorKind};
+use crate::error::Error;
+
+/// What the authorization server sent back to the redirect URI.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Callback {
+    pub code: String,
+    pub state: Option<String>,
+    /// RFC 9207: who issued the response.
+    pub iss: Option<String>,
+}
+
+impl std::fmt::Debug for Callback {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Callback")
+            .field("code", &"<redacted>")
+            .field("state", &self.state.as_ref().map(|_| "<redacted>"))
+            .field("iss", &self.iss)
+            .finish()
+    }
+}
+
+impl Callback {
+    /// Reads `code`, `state` and `iss` from a redirect URL's query; an `error` there fails.
+    pub fn from_redirect(url: &Url) -> Result<Self, Error> {
+        let mut code = None;
+        let mut state = None;
+        let mut iss = None;
+        let mut error = None;
+        for (name, value) in url.query_pairs() {
+            match name.as_ref() {
+                "code" => code = Some(value.into_owned()),
+                "state" => state = Some(value.into_owned()),
+                "iss" => iss = Some(value.into_owned()),
+                "error" => error = Some(value.into_owned()),
+                _ => {}
+            }
+        }
+        if let Some(error) = error {
+            return Err(super::failure(
+                AuthErrorKind::Denied,
+                format!("the authorization server answered {error}"),
+            ));
+        }
+        let code = code.ok_or_else(|| {
+            super::failure(AuthErrorKind::Denied, "the redirect carries no code".into())
+        })?;
+        Ok(Self { code, state, iss })
+    }
+}
+
+pub type AgentFuture = Pin<Box<dyn Future<Output = Result<Callback, Error>> + Send>>;
+
+/// Takes the user (or nobody) through the authorization URL and returns what came back to the
+/// redirect URI.
+pub trait UserAgent: Send + Sync + 'static {
+    /// The redirect URI registered for this client.
+    fn redirect_uri(&self) -> String;
+
+    /// Runs the authorization request at `url`.
+    fn authorize(&self, url: Url) -> AgentFuture;
+}
+
+/// For authorization servers that approve without a user (test servers, trusted automation): GETs
+/// the authorization URL without following the redirect and reads the answer from `Location`.
+#[derive(Debug, Clone)]
+pub struct Headless {
+    redirect_uri: String,
+}
+
+impl Headless {
+    pub fn new(redirect_uri: impl Into<String>) -> Self {
+        Self {
+            redirect_uri: redirect_uri.into(),
+        }
+    }
+}
+
+impl Default for Headless {
+    fn default() -> Self {
+        Self::new("http://127.0.0.1:33418/callback")
+    }
+}
+
+impl UserAgent for Headless {
+    fn redirect_uri(&self) -> String {
+        self.redirect_uri.clone()
+    }
+
+    fn authorize(&self, url: Url) -> AgentFuture {
+        Box::pin(async move {
+            let fetcher = Fetcher::new()?;
+            let response = fetcher
+                .client()
+                .get(url.clone())
+                .send()
+                .await
+                .map_err(|e| {
+                    super::failure(
+                        AuthErrorKind::Denied,
+                        format!(
+                            "authorization request to {}: {e}",
+                            url.origin().ascii_serialization()
+                        ),
+                    )
+                })?;
+            let location = response
+                .headers()
+                .get("location")
+                .and_then(|v| v.to_str().ok())
+                .ok_or_else(|| {
+                    super::failure(
+                        AuthErrorKind::Denied,
+                        format!(
+                            "the authorization server did not redirect (HTTP {})",
+                            response.status()
+                        ),
+                    )
+                })?;
+            let location = url
+                .join(location)
+                .map_err(|e| super::failure(AuthErrorKind::Denied, format!("bad redirect: {e}")))?;
+            Callback::from_redirect(&location)
+        })
+    }
+}
+
+/// For CLIs and desktop programs: prints the authorization URL (and opens it in a browser when
+/// one is available), then waits for the browser's redirect on a loopback listener
+/// (`http://127.0.0.1:PORT/callback`).
+#[derive(Debug, Clone)]
+pub struct Loopback {
+    port: u16,
+}
+
+impl Loopback {
+    /// `port` 0 is not allowed by most authorization servers' redirect rules; pick a fixed one.
+    pub fn new(port: u16) -> Self {
+        Self { port }
+    }
+}
+
+impl UserAgent for Loopback {
+    fn redirect_uri(&self) -> String {
+        format!("http://127.0.0.1:{}/callback", self.port)
+    }
+
+    fn authorize(&self, url: Url) -> AgentFuture {
+        let port = self.port;
+        Box::pin(async move {
+            let listener = tokio::net::TcpListener::bind(("127.0.0.1", port))
+                .await
+                .map_err(|e| {
+                    super::failure(
+                        AuthErrorKind::Denied,
+                        format!("cannot listen on 127.0.0.1:{port}: {e}"),
+                    )
+                })?;
+            eprintln!("Open this URL to authorize:\n\n  {url}\n");
+            open_browser(url.as_str());
+            loop {
+                let (stream, _) = listener.accept().await.map_err(|e| {
+                    super::failure(AuthErrorKind::Denied, format!("callback listener: {e}"))
+                })?;
+                if let Some(callback) = serve_callback(stream, port).await {
+                    return callback;
+                }
+            }
+        })
+    }
+}
+
+/// Reads one request on the callback listener; `None` for anything but `GET /callback?…`.
+async fn serve_callback(
+    mut stream: tokio::net::TcpStream,
+    port: u16,
+) -> Option<Result<Callback, Error>> {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut buffer = vec![0u8; 8192];
+    let mut read = 0;
+    while read < buffer.len() {
+        let n = stream.read(&mut buffer[read..]).await.ok()?;
+        if n == 0 {
+            break;
+        }
+        read += n;
+        if buffer[..read].windows(4).any(|w| w == b"\r\n\r\n") {
+            break;
+        }
+    }
+    let head = String::from_utf8_lossy(&buffer[..read]);
+    let target = head
+        .lines()
+        .next()?
+        .strip_prefix("GET ")?
+        .split(' ')
+        .next()?;
+    if !target.starts_with("/callback") {
+        let _ = stream
+            .write_all(b"HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\n\r\n")
+            .await;
+        return None;
+    }
+    let url = Url::parse(&format!("http://127.0.0.1:{port}{target}")).ok()?;
+    let callback = Callback::from_redirect(&url);
+    let page = if callback.is_ok() {
+        "Authorized. You can close this window."
+    } else {
+        "Authorization failed. You can close this window."
+    };
+    let response = format!(
+        "HTTP/1.1 200 OK\r\ncontent-type: text/plain; charset=utf-8\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{page}",
+        page.len()
+    );
+    let _ = stream.write_all(response.as_bytes()).await;
+    Some(callback)
+}
+
+/// Best effort: a browser may not exist (a server, CI); the URL was printed anyway.
+fn open_browser(url: &str) {
+    #[cfg(target_os = "macos")]
+    let opener = "open";
+    #[cfg(not(target_os = "macos"))]
+    let opener = "xdg-open";
+    let _ = std::process::Command::new(opener)
+        .arg(url)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn();
+}
+
+/// No interactive step here: the application runs it itself ([`OAuth::begin`] and
+/// [`OAuth::complete`]); a connection that needs it fails with [`Error::Unauthorized`].
+///
+/// [`OAuth::begin`]: super::OAuth::begin
+/// [`OAuth::complete`]: super::OAuth::complete
+#[derive(Debug, Clone)]
+pub struct Application {
+    redirect_uri: String,
+}
+
+impl Application {
+    pub fn new(redirect_uri: impl Into<String>) -> Self {
+        Self {
+            redirect_uri: redirect_uri.into(),
+        }
+    }
+}
+
+impl UserAgent for Application {
+    fn redirect_uri(&self) -> String {
+        self.redirect_uri.clone()
+    }
+
+    fn authorize(&self, _url: Url) -> AgentFuture {
+        Box::pin(async {
+            Err(super::failure(
+                AuthErrorKind::InteractionRequired,
+                "this connection needs the user to authorize it (OAuth::begin)".into(),
+            ))
+        })
+    }
+}

@@ -1,0 +1,185 @@
+//! Where credentials live between connections (and, with [`FileStore`], between runs): the client
+//! registration and the tokens, keyed by authorization server (issuer) and resource.
+
+use std::{
+    collections::HashMap,
+    path::PathBuf,
+    sync::{Mutex, PoisonError},
+};
+
+use serde::{Deserialize, Serialize};
+
+/// What one authorization server granted this client for one resource.
+#[derive(Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Credentials {
+    pub client_id: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_secret: Option<String>,
+    /// `client_secret_basic`, `client_secret_post` or `none`.
+    pub auth_method: String,
+    /// Whether this client was registered by us (DCR), so it may be discarded and registered
+    /// again.
+    #[serde(default)]
+    pub registered: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub access_token: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub token_type: Option<String>,
+    /// Unix seconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expires_at: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub refresh_token: Option<String>,
+    /// The scopes asked for when the token was obtained.
+    #[serde(default)]
+    pub scopes: Vec<String>,
+}
+
+/// Secrets never appear in `Debug`.
+impl std::fmt::Debug for Credentials {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let hidden = |v: &Option<String>| v.as_ref().map(|_| "<redacted>");
+        f.debug_struct("Credentials")
+            .field("client_id", &self.client_id)
+            .field("client_secret", &hidden(&self.client_secret))
+            .field("auth_method", &self.auth_method)
+            .field("access_token", &hidden(&self.access_token))
+            .field("refresh_token", &hidden(&self.refresh_token))
+            .field("expires_at", &self.expires_at)
+            .field("scopes", &self.scopes)
+            .finish()
+    }
+}
+
+/// Keeps credentials by key (`issuer` and resource).
+pub trait CredentialStore: Send + Sync + 'static {
+    fn load(&self, key: &str) -> Option<Credentials>;
+    fn save(&self, key: &str, credentials: &Credentials);
+    fn remove(&self, key: &str);
+}
+
+/// In memory: lost when the program exits.
+#[derive(Debug, Default)]
+pub struct MemoryStore {
+    entries: Mutex<HashMap<String, Credentials>>,
+}
+
+impl CredentialStore for MemoryStore {
+    fn load(&self, key: &str) -> Option<Credentials> {
+        let entries = self.entries.lock().unwrap_or_else(PoisonError::into_inner);
+        entries.get(key).cloned()
+    }
+
+    fn save(&self, key: &str, credentials: &Credentials) {
+        let mut entries = self.entries.lock().unwrap_or_else(PoisonError::into_inner);
+        entries.insert(key.to_owned(), credentials.clone());
+    }
+
+    fn remove(&self, key: &str) {
+        let mut entries = self.entries.lock().unwrap_or_else(PoisonError::into_inner);
+        entries.remove(key);
+    }
+}
+
+/// A JSON file readable by its owner only (mode 0600 on unix), for programs that restart (the
+/// CLI keeps its tokens here). A file that cannot be read is treated as empty, with a warning.
+#[derive(Debug)]
+pub struct FileStore {
+    path: PathBuf,
+    lock: Mutex<()>,
+}
+
+impl FileStore {
+    pub fn new(path: impl Into<PathBuf>) -> Self {
+        Self {
+            path: path.into(),
+            lock: Mutex::new(()),
+        }
+    }
+
+    fn read(&self) -> HashMap<String, Credentials> {
+        match std::fs::read(&self.path) {
+            Ok(bytes) => serde_json::from_slice(&bytes).unwrap_or_else(|e| {
+                tracing::warn!(path = %self.path.display(), error = %e, "ignoring an unreadable credential file");
+                HashMap::new()
+            }),
+            Err(_) => HashMap::new(),
+        }
+    }
+
+    fn write(&self, entries: &HashMap<String, Credentials>) {
+        let result = (|| -> std::io::Result<()> {
+            if let Some(dir) = self.path.parent() {
+                std::fs::create_dir_all(dir)?;
+            }
+            let text = serde_json::to_vec_pretty(entries).map_err(std::io::Error::other)?;
+            let mut options = std::fs::OpenOptions::new();
+            options.write(true).create(true).truncate(true);
+            #[cfg(unix)]
+            {
+                use std::os::unix::fs::OpenOptionsExt;
+                options.mode(0o600);
+            }
+            let temp = self.path.with_extension("tmp");
+            std::io::Write::write_all(&mut options.open(&temp)?, &text)?;
+            std::fs::rename(&temp, &self.path)
+        })();
+        if let Err(e) = result {
+            tracing::warn!(path = %self.path.display(), error = %e, "cannot save credentials");
+        }
+    }
+}
+
+impl CredentialStore for FileStore {
+    fn load(&self, key: &str) -> Option<Credentials> {
+        let _guard = self.lock.lock().unwrap_or_else(PoisonError::into_inner);
+        self.read().remove(key)
+    }
+
+    fn save(&self, key: &str, credentials: &Credentials) {
+        let _guard = self.lock.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut entries = self.read();
+        entries.insert(key.to_owned(), credentials.clone());
+        self.write(&entries);
+    }
+
+    fn remove(&self, key: &str) {
+        let _guard = self.lock.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut entries = self.read();
+        if entries.remove(key).is_some() {
+            self.write(&entries);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_file_store_keeps_credentials_owner_only_and_never_shows_secrets() {
+        let dir = std::env::temp_dir().join(format!("actix-mcp-store-{}", std::process::id()));
+        let path = dir.join("credentials.json");
+        let store = FileStore::new(&path);
+        let credentials = Credentials {
+            client_id: "c".into(),
+            client_secret: Some("s3cret".into()),
+            auth_method: "client_secret_basic".into(),
+            access_token: Some("tok3n".into()),
+            ..Credentials::default()
+        };
+        store.save("k", &credentials);
+        assert_eq!(FileStore::new(&path).load("k"), Some(credentials.clone()));
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let mode = std::fs::metadata(&path).unwrap().permissions().mode();
+            assert_eq!(mode & 0o777, 0o600);
+        }
+        let shown = format!("{credentials:?}");
+        assert!(!shown.contains("s3cret") && !shown.contains("tok3n"));
+        store.remove("k");
+        assert_eq!(store.load("k"), None);
+        let _ = std::fs::remove_dir_all(dir);
+    }
+}

@@ -1,0 +1,454 @@
+//! Authorization as the servers see it: one scripted actix-web server on 127.0.0.1 plays the MCP
+//! resource server (`/mcp`, `401` without a valid token) and its authorization server (metadata,
+//! registration, an authorization endpoint that approves by itself, a token endpoint the test can
+//! hold, fail, or make issue refresh tokens). What is asserted is what reached them.
+#![cfg(all(feature = "auth", feature = "actix-web"))]
+
+use std::{
+    future::IntoFuture,
+    sync::{
+        atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering},
+        Arc, Mutex,
+    },
+    time::Duration,
+};
+
+use actix_mcp::{
+    auth::{Credentials, Headless, OAuth, OAuthConfig},
+    AuthErrorKind, Cancellation, Client, Error, HttpTransport,
+};
+use actix_web::{web, App, HttpRequest, HttpResponse, HttpServer};
+use serde_json::{json, Value};
+use tokio::sync::Notify;
+
+#[derive(Default)]
+struct Servers {
+    base: Mutex<String>,
+    /// The token the resource server accepts now (`None`: none yet, or revoked).
+    valid: Mutex<Option<String>>,
+    issued: AtomicU64,
+    authorizations: AtomicUsize,
+    token_requests: AtomicUsize,
+    refresh_grants: AtomicUsize,
+    /// Token requests wait here while set (the test releases them).
+    hold_tokens: AtomicBool,
+    release: Notify,
+    /// The token endpoint refuses every grant.
+    refuse_tokens: AtomicBool,
+    /// Issue refresh tokens, and access tokens that expire after this many seconds.
+    refresh: AtomicBool,
+    expires_in: AtomicU64,
+    /// Every `/mcp` POST: (its JSON-RPC body, the token it carried, whether it was accepted).
+    posts: Mutex<Vec<(Value, Option<String>, bool)>>,
+    /// The `slow` call's answer waits for this.
+    slow: Notify,
+}
+
+impl Servers {
+    fn accepted_calls(&self, id: &Value) -> usize {
+        let posts = self.posts.lock().unwrap();
+        posts.iter().filter(|p| p.0["id"] == *id && p.2).count()
+    }
+
+    /// `notifications/cancelled` for `id`, accepted or not.
+    fn cancels_of(&self, id: &Value) -> usize {
+        let posts = self.posts.lock().unwrap();
+        posts
+            .iter()
+            .filter(|p| {
+                p.0["method"] == "notifications/cancelled" && p.0["params"]["requestId"] == *id
+            })
+            .count()
+    }
+
+    fn issue(&self) -> Value {
+        let n = self.issued.fetch_add(1, Ordering::SeqCst) + 1;
+        let token = format!("tok-{n}");
+        *self.valid.lock().unwrap() = Some(token.clone());
+        let mut answer = json!({"access_token": token, "token_type": "Bearer",
+            "expires_in": self.expires_in.load(Ordering::SeqCst).max(1)});
+        if self.expires_in.load(Ordering::SeqCst) == 0 {
+            answer["expires_in"] = json!(3600);
+        }
+        if self.refresh.load(Ordering::SeqCst) {
+            answer["refresh_token"] = json!(format!("refresh-{n}"));
+        }
+        answer
+    }
+}
+
+async fn mcp(req: HttpRequest, body: web::Bytes, servers: web::Data<Servers>) -> HttpResponse {
+    let base = servers.base.lock().unwrap().clone();
+    let token = req
+        .headers()
+        .get("authorization")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "))
+        .map(str::to_owned);
+    let valid = token.is_some() && *servers.valid.lock().unwrap() == token;
+    let body: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+    let method = body["method"].as_str().unwrap_or("").to_owned();
+    let id = body["id"].clone();
+    servers
+        .posts
+        .lock()
+        .unwrap()
+        .push((body.clone(), token, valid));
+    if !valid {
+        return HttpResponse::Unauthorized()
+            .insert_header((
+                "www-authenticate",
+                format!(
+                    r#"Bearer error="invalid_token", resource_metadata="{base}/.well-known/oauth-protected-resource/mcp""#
+                ),
+            ))
+            .json(json!({"error": "invalid_token"}));
+    }
+    if id.is_null() {
+        return HttpResponse::Accepted().finish();
+    }
+    let result = match method.as_str() {
+        "initialize" => json!({"protocolVersion": "2025-11-25", "capabilities": {"tools": {}},
+            "serverInfo": {"name": "scripted-protected", "version": "1"}}),
+        "tools/call" if body["params"]["name"] == "slow" => {
+            servers.slow.notified().await;
+            json!({"content": [{"type": "text", "text": "slow done"}]})
+        }
+        "tools/call" => {
+            json!({"content": [{"type": "text", "text": body["params"]["arguments"]["text"]}]})
+        }
+        _ => json!({}),
+    };
+    HttpResponse::Ok().json(json!({"jsonrpc": "2.0", "id": id, "result": result}))
+}
+
+async fn authorization_server(
+    req: HttpRequest,
+    body: web::Bytes,
+    servers: web::Data<Servers>,
+) -> HttpResponse {
+    let base = servers.base.lock().unwrap().clone();
+    match req.path() {
+        "/.well-known/oauth-protected-resource/mcp" => HttpResponse::Ok().json(json!({
+            "resource": format!("{base}/mcp"), "authorization_servers": [base]})),
+        "/.well-known/oauth-authorization-server" => HttpResponse::Ok().json(json!({
+            "issuer": base,
+            "authorization_endpoint": format!("{base}/authorize"),
+            "token_endpoint": format!("{base}/token"),
+            "registration_endpoint": format!("{base}/register"),
+            "code_challenge_methods_supported": ["S256"],
+            "token_endpoint_auth_methods_supported": ["client_secret_basic"],
+            "authorization_response_iss_parameter_supported": true})),
+        "/register" => HttpResponse::Created().json(json!({
+            "client_id": "registered-client", "client_secret": "registered-s3cret",
+            "token_endpoint_auth_method": "client_secret_basic"})),
+        "/authorize" => {
+            servers.authorizations.fetch_add(1, Ordering::SeqCst);
+            let query: Vec<(String, String)> =
+                url::form_urlencoded::parse(req.query_string().as_bytes())
+                    .into_owned()
+                    .collect();
+            let get = |name: &str| {
+                query
+                    .iter()
+                    .find(|(k, _)| k == name)
+                    .map(|(_, v)| v.clone())
+                    .unwrap_or_default()
+            };
+            let location = format!(
+                "{}?code=c0de&state={}&iss={}",
+                get("redirect_uri"),
+                get("state"),
+                base
+            );
+            HttpResponse::Found()
+                .insert_header(("location", location))
+                .finish()
+        }
+        "/token" => {
+            servers.token_requests.fetch_add(1, Ordering::SeqCst);
+            let form: Vec<(String, String)> =
+                url::form_urlencoded::parse(&body).into_owned().collect();
+            if form
+                .iter()
+                .any(|(k, v)| k == "grant_type" && v == "refresh_token")
+            {
+                servers.refresh_grants.fetch_add(1, Ordering::SeqCst);
+            }
+            while servers.hold_tokens.load(Ordering::SeqCst) {
+                let _ = tokio::time::timeout(Duration::from_millis(5), servers.release.notified())
+                    .await;
+            }
+            if servers.refuse_tokens.load(Ordering::SeqCst) {
+                return HttpResponse::BadRequest().json(json!({"error": "invalid_grant",
+                    "error_description": "the code is not valid"}));
+            }
+            HttpResponse::Ok().json(servers.issue())
+        }
+        _ => HttpResponse::NotFound().finish(),
+    }
+}
+
+fn start() -> (String, Arc<Servers>) {
+    let servers = web::Data::new(Servers::default());
+    let data = servers.clone();
+    let server = HttpServer::new(move || {
+        App::new()
+            .app_data(data.clone())
+            .route("/mcp", web::post().to(mcp))
+            .default_service(web::to(authorization_server))
+    })
+    .workers(2)
+    .bind(("127.0.0.1", 0))
+    .expect("bind 127.0.0.1");
+    let port = server.addrs()[0].port();
+    actix_rt::spawn(server.run());
+    let base = format!("http://127.0.0.1:{port}");
+    *servers.base.lock().unwrap() = base.clone();
+    (format!("{base}/mcp"), servers.into_inner())
+}
+
+fn oauth() -> OAuth {
+    OAuth::new(
+        Headless::new("http://127.0.0.1:9/callback"),
+        OAuthConfig::default(),
+    )
+}
+
+/// Connects through the authorization flow and waits until the handshake's last message was
+/// accepted, so a test's revocation meets only its own requests.
+async fn connect(url: &str, oauth: &OAuth, servers: &Servers) -> Client {
+    let client = Client::connect(HttpTransport::new(url).auth(oauth.clone()))
+        .await
+        .expect("connect through the authorization flow");
+    eventually("the handshake is over", || {
+        servers
+            .posts
+            .lock()
+            .unwrap()
+            .iter()
+            .any(|p| p.0["method"] == "notifications/initialized" && p.2)
+    })
+    .await;
+    client
+}
+
+/// How many `tools/call` POSTs the resource server refused.
+fn refused_calls(servers: &Servers) -> usize {
+    let posts = servers.posts.lock().unwrap();
+    posts
+        .iter()
+        .filter(|p| p.0["method"] == "tools/call" && !p.2)
+        .count()
+}
+
+async fn eventually(what: &str, mut check: impl FnMut() -> bool) {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    while !check() {
+        assert!(tokio::time::Instant::now() < deadline, "timed out: {what}");
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+}
+
+fn echo(client: &Client, text: &str) -> actix_mcp::CallFuture<actix_mcp::CallToolResult> {
+    client
+        .call_tool("echo", json!({"text": text}))
+        .into_future()
+}
+
+/// A thousand requests meet `401` at once (the token was revoked): one authorization and one
+/// token request serve them all, and each request reaches the server once with the new token.
+#[actix::test]
+async fn a_thousand_requests_that_meet_401_share_one_authorization() {
+    let (url, servers) = start();
+    let oauth = oauth();
+    let client = connect(&url, &oauth, &servers).await;
+    assert_eq!(servers.authorizations.load(Ordering::SeqCst), 1);
+    *servers.valid.lock().unwrap() = None; // revoked
+
+    let calls: Vec<_> = (0..1000).map(|i| echo(&client, &i.to_string())).collect();
+    let ids: Vec<Value> = calls.iter().map(|c| json!(c.id().as_u64())).collect();
+    let outcomes = futures::future::join_all(calls).await;
+    for (i, outcome) in outcomes.iter().enumerate() {
+        assert_eq!(
+            outcome
+                .as_ref()
+                .expect("retried after authorization")
+                .text(),
+            i.to_string()
+        );
+    }
+    assert_eq!(
+        servers.authorizations.load(Ordering::SeqCst),
+        2,
+        "one more authorization"
+    );
+    assert_eq!(
+        servers.token_requests.load(Ordering::SeqCst),
+        2,
+        "one more token request"
+    );
+    for id in &ids {
+        assert_eq!(servers.accepted_calls(id), 1, "each request is served once");
+    }
+}
+
+/// A request waiting for authorization is cancelled: its caller is woken at once, and nothing of
+/// it reaches the server afterwards (no retry, no `notifications/cancelled`).
+#[actix::test]
+async fn a_request_cancelled_while_waiting_for_authorization_is_never_sent() {
+    let (url, servers) = start();
+    let oauth = oauth();
+    let client = connect(&url, &oauth, &servers).await;
+    *servers.valid.lock().unwrap() = None;
+    servers.hold_tokens.store(true, Ordering::SeqCst);
+
+    let token = Cancellation::new();
+    let call = client
+        .call_tool("echo", json!({"text": "never"}))
+        .cancellation(&token)
+        .into_future();
+    let id = json!(call.id().as_u64());
+    let call = actix_rt::spawn(call);
+    eventually(
+        "the call met 401 and the flow waits at the token endpoint",
+        || refused_calls(&servers) == 1 && servers.token_requests.load(Ordering::SeqCst) == 2,
+    )
+    .await;
+    token.cancel_with_reason("user gave up");
+    let outcome = call.await.expect("the call task");
+    assert!(
+        outcome.unwrap_err().is_cancelled(),
+        "woken while authorization is pending"
+    );
+
+    servers.hold_tokens.store(false, Ordering::SeqCst);
+    servers.release.notify_waiters();
+    let after = echo(&client, "after").await.expect("later calls work");
+    assert_eq!(after.text(), "after");
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert_eq!(
+        servers.accepted_calls(&id),
+        0,
+        "the cancelled request was never sent again: {:?}",
+        servers.posts.lock().unwrap()
+    );
+    assert_eq!(
+        servers.cancels_of(&id),
+        0,
+        "and no cancel was written for it"
+    );
+}
+
+/// The authorization server refuses the grant: every waiting request ends with a typed error
+/// (one token request for all of them), none hangs, and the error holds no secret.
+#[actix::test]
+async fn a_failed_authorization_ends_every_waiting_request_with_a_typed_error() {
+    let (url, servers) = start();
+    let oauth = oauth();
+    let client = connect(&url, &oauth, &servers).await;
+    *servers.valid.lock().unwrap() = None;
+    servers.refuse_tokens.store(true, Ordering::SeqCst);
+    servers.hold_tokens.store(true, Ordering::SeqCst);
+
+    let calls: Vec<_> = (0..50)
+        .map(|i| actix_rt::spawn(echo(&client, &i.to_string())))
+        .collect();
+    // All fifty wait for the one flow, which then fails.
+    eventually("every call met 401", || refused_calls(&servers) == 50).await;
+    servers.hold_tokens.store(false, Ordering::SeqCst);
+    servers.release.notify_waiters();
+    let outcomes: Vec<_> = futures::future::join_all(calls)
+        .await
+        .into_iter()
+        .map(|joined| joined.expect("the call task"))
+        .collect();
+    for outcome in outcomes {
+        match outcome.unwrap_err() {
+            Error::Unauthorized { kind, message } => {
+                assert_eq!(kind, AuthErrorKind::Token);
+                assert!(message.contains("invalid_grant"), "{message}");
+                assert!(!message.contains("s3cret") && !message.contains("c0de"));
+            }
+            other => panic!("expected Unauthorized, got {other:?}"),
+        }
+    }
+    assert_eq!(
+        servers.token_requests.load(Ordering::SeqCst),
+        2,
+        "one try for all of them"
+    );
+    assert!(!client.is_closed(), "the connection itself goes on");
+}
+
+/// With refresh tokens: a `401` is answered by a refresh, not a new authorization; a token about
+/// to expire is refreshed before the next request, while a long request's stream stays open.
+#[actix::test]
+async fn tokens_are_refreshed_on_401_and_before_expiry_while_a_request_runs() {
+    let (url, servers) = start();
+    servers.refresh.store(true, Ordering::SeqCst);
+    let oauth = oauth();
+    let client = connect(&url, &oauth, &servers).await;
+
+    *servers.valid.lock().unwrap() = None;
+    assert_eq!(echo(&client, "a").await.unwrap().text(), "a");
+    assert_eq!(
+        servers.authorizations.load(Ordering::SeqCst),
+        1,
+        "no new authorization"
+    );
+    assert_eq!(
+        servers.refresh_grants.load(Ordering::SeqCst),
+        1,
+        "a refresh instead"
+    );
+
+    // Tokens that expire within the refresh margin from now on.
+    servers.expires_in.store(5, Ordering::SeqCst);
+    *servers.valid.lock().unwrap() = None;
+    assert_eq!(echo(&client, "b").await.unwrap().text(), "b");
+    let refreshes = servers.refresh_grants.load(Ordering::SeqCst);
+    let slow = actix_rt::spawn(client.call_tool("slow", json!({})).into_future());
+    eventually("the slow call runs", || {
+        servers
+            .posts
+            .lock()
+            .unwrap()
+            .iter()
+            .any(|p| p.0["params"]["name"] == "slow" && p.2)
+    })
+    .await;
+    assert_eq!(echo(&client, "c").await.unwrap().text(), "c");
+    assert!(
+        servers.refresh_grants.load(Ordering::SeqCst) > refreshes,
+        "refreshed before sending, the token being about to expire"
+    );
+    servers.slow.notify_waiters();
+    assert_eq!(slow.await.unwrap().unwrap().text(), "slow done");
+}
+
+/// Tokens, secrets and codes never show in `Debug`.
+#[actix::test]
+async fn secrets_never_show_in_debug_output() {
+    let (url, _servers) = start();
+    let config = OAuthConfig::default()
+        .client_id("pre")
+        .client_secret("pre-s3cret");
+    let oauth = OAuth::new(Headless::new("http://127.0.0.1:9/callback"), config);
+    let transport = HttpTransport::new(&url).auth(oauth.clone());
+    let shown = format!("{oauth:?} {transport:?}");
+    assert!(!shown.contains("pre-s3cret"), "{shown}");
+    let credentials = Credentials {
+        client_id: "c".into(),
+        client_secret: Some("s3cret".into()),
+        access_token: Some("tok-secret".into()),
+        refresh_token: Some("refresh-secret".into()),
+        ..Credentials::default()
+    };
+    let shown = format!("{credentials:?}");
+    assert!(
+        !shown.contains("s3cret")
+            && !shown.contains("tok-secret")
+            && !shown.contains("refresh-secret")
+    );
+}
