@@ -35,68 +35,70 @@ fn suite() -> &'static (PathBuf, PathBuf) {
     })
 }
 
-/// Runs one client scenario; panics with the suite's report unless it passed.
-fn passes(scenario: &str, spec_version: Option<&str>) {
+/// Runs every client scenario of one requirement set, scored and unscored (the extensions:
+/// client credentials, `private_key_jwt`, enterprise-managed authorization, DPoP with and without
+/// nonce, workload identity); panics with the suite's report unless every one passed.
+fn every_scenario_of(requirements: &str, expected: usize) {
     let (node, index) = suite();
     let results = prefix().join("results");
-    let mut command = Command::new(node);
-    command
+    let output = Command::new(node)
         .arg(index)
-        .args(["client", "--command", CLIENT, "--scenario", scenario])
+        .args([
+            "client",
+            "--command",
+            CLIENT,
+            "--requirements",
+            requirements,
+        ])
         .arg("-o")
-        .arg(&results);
-    if let Some(version) = spec_version {
-        command.args(["--spec-version", version]);
-    }
-    let output = command.output().expect("the suite runs");
-    // The suite writes its report to stderr.
+        .arg(&results)
+        .output()
+        .expect("the suite runs");
     let report = format!(
         "{}{}",
         String::from_utf8_lossy(&output.stdout),
         String::from_utf8_lossy(&output.stderr)
     );
+    let summary = report
+        .split("=== SUITE SUMMARY ===")
+        .nth(1)
+        .unwrap_or_else(|| panic!("no suite summary:\n{report}"));
+    // One line per scenario, before the "Total" line: "✓ name: N passed, 0 failed".
+    let scenarios: Vec<&str> = summary
+        .lines()
+        .take_while(|l| !l.starts_with("Total"))
+        .filter(|l| l.starts_with('✓') || l.starts_with('✗'))
+        .collect();
+    let failed: Vec<&&str> = scenarios.iter().filter(|l| l.starts_with('✗')).collect();
     assert!(
-        output.status.success() && report.contains("OVERALL: PASSED"),
-        "{scenario}: {}\n{report}",
-        output.status
+        failed.is_empty(),
+        "{requirements}: failing scenarios {failed:?}\n{report}"
+    );
+    assert!(
+        summary.contains(" 0 failed, 0 warnings"),
+        "{requirements}: failed or warned checks\n{summary}"
+    );
+    assert_eq!(
+        scenarios.len(),
+        expected,
+        "{requirements}: the suite ran another set of scenarios\n{summary}"
     );
 }
 
-/// Every client scenario of the 2025-11-25 requirement set except the OAuth ones: the
-/// handshake, a tool call, elicitation defaults (SEP-1034), resuming an event stream after the
-/// server's `retry` with `Last-Event-ID` (SEP-1699), and JSON Schema 2020-12 preservation.
+/// The 2025-11-25 requirement set, 25 scenarios: the handshake, a tool call, elicitation defaults
+/// (SEP-1034), resuming an event stream (SEP-1699), JSON Schema 2020-12 preservation, and every
+/// authorization scenario (discovery variants, CIMD, scopes and step-up, token endpoint
+/// authentication, pre-registration) with the extensions.
 #[test]
-fn the_2025_11_25_client_scenarios_pass() {
-    for scenario in [
-        "initialize",
-        "tools_call",
-        "elicitation-sep1034-client-defaults",
-        "sse-retry",
-        "json-schema-2020-12-preservation",
-    ] {
-        passes(scenario, Some("2025-11-25"));
-    }
+fn every_2025_11_25_client_scenario_passes() {
+    every_scenario_of("2025-11-25", 25);
 }
 
-/// Every client scenario of the 2026-07-28 requirement set except the OAuth ones, plus JSON Schema
-/// 2020-12 preservation: a tool call without a handshake, the per-request `_meta` and
-/// `MCP-Protocol-Version` header with a retry after `-32022` (`request-metadata`),
-/// `Mcp-Method`/`Mcp-Name` (`http-standard-headers`), `x-mcp-header` arguments mirrored into
-/// `Mcp-Param-*` with their encodings, and tools with invalid annotations dropped, `input_required`
-/// results fulfilled and retried under a new id with `requestState` echoed
-/// (`sep-2322-client-request-state`), and the JSON Schema scenarios.
+/// The 2026-07-28 requirement set, 39 scenarios: the stateless era (`_meta`, headers, `Mcp-Param-*`,
+/// `input_required` rounds, JSON Schema) and its authorization scenarios (the above plus resource
+/// and issuer checks, RFC 9207 `iss`, `offline_access`, authorization server migration) with the
+/// extensions.
 #[test]
-fn the_2026_07_28_client_scenarios_pass() {
-    for scenario in [
-        "tools_call",
-        "request-metadata",
-        "http-standard-headers",
-        "http-custom-headers",
-        "http-invalid-tool-headers",
-        "sep-2322-client-request-state",
-        "json-schema-ref-no-deref",
-        "json-schema-2020-12-preservation",
-    ] {
-        passes(scenario, Some("2026-07-28"));
-    }
+fn every_2026_07_28_client_scenario_passes() {
+    every_scenario_of("2026-07-28", 39);
 }

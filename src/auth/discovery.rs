@@ -41,6 +41,8 @@ pub struct AuthorizationServerMetadata {
     pub authorization_response_iss_parameter_supported: Option<bool>,
     #[serde(default)]
     pub grant_types_supported: Option<Vec<String>>,
+    #[serde(default)]
+    pub dpop_signing_alg_values_supported: Option<Vec<String>>,
 }
 
 impl AuthorizationServerMetadata {

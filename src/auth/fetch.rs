@@ -26,6 +26,12 @@ pub(crate) struct Fetcher {
 #[error("{0}")]
 pub(crate) struct HttpError(String);
 
+impl HttpError {
+    pub fn new(why: String) -> Self {
+        Self(why)
+    }
+}
+
 impl Fetcher {
     pub fn new() -> Result<Self, Error> {
         let http = reqwest::Client::builder()

@@ -33,12 +33,13 @@ mod agent;
 mod challenge;
 mod discovery;
 mod fetch;
+mod grants;
+mod jwt;
 mod store;
 
 use std::{
     collections::HashMap,
     sync::{Arc, Mutex, MutexGuard, PoisonError},
-    time::{SystemTime, UNIX_EPOCH},
 };
 
 use oauth2::{
@@ -52,12 +53,14 @@ pub use self::{
     agent::{AgentFuture, Application, Callback, Headless, Loopback, UserAgent},
     challenge::Challenge,
     discovery::{AuthorizationServerMetadata, ProtectedResourceMetadata},
+    grants::IdentityAssertion,
     store::{CredentialStore, Credentials, FileStore, MemoryStore},
 };
 use self::{
-    challenge::split_scopes,
     discovery::check_secure,
     fetch::{Fetcher, HttpError},
+    grants::{TokenAnswer, JWT_BEARER},
+    jwt::Es256Key,
 };
 pub use crate::error::AuthErrorKind;
 use crate::error::Error;
@@ -81,6 +84,10 @@ pub struct OAuthConfig {
     client_name: String,
     application_type: String,
     store: Arc<dyn CredentialStore>,
+    private_key_pem: Option<String>,
+    jwt_bearer: Option<String>,
+    identity_assertion: Option<IdentityAssertion>,
+    client_credentials: bool,
 }
 
 impl Default for OAuthConfig {
@@ -92,6 +99,10 @@ impl Default for OAuthConfig {
             client_name: "actix-mcp".into(),
             application_type: "native".into(),
             store: Arc::new(MemoryStore::default()),
+            private_key_pem: None,
+            jwt_bearer: None,
+            identity_assertion: None,
+            client_credentials: false,
         }
     }
 }
@@ -107,6 +118,16 @@ impl std::fmt::Debug for OAuthConfig {
             .field("client_metadata_url", &self.client_metadata_url)
             .field("client_name", &self.client_name)
             .field("application_type", &self.application_type)
+            .field(
+                "private_key",
+                &self.private_key_pem.as_ref().map(|_| "<redacted>"),
+            )
+            .field(
+                "jwt_bearer",
+                &self.jwt_bearer.as_ref().map(|_| "<redacted>"),
+            )
+            .field("identity_assertion", &self.identity_assertion)
+            .field("client_credentials", &self.client_credentials)
             .finish()
     }
 }
@@ -145,6 +166,34 @@ impl OAuthConfig {
         self.store = Arc::new(store);
         self
     }
+
+    /// Authenticate to the token endpoint with a signed assertion (`private_key_jwt`, RFC 7523)
+    /// made with this PKCS#8 PEM P-256 key (ES256), instead of a secret.
+    pub fn private_key_jwt(mut self, pem: impl Into<String>) -> Self {
+        self.private_key_pem = Some(pem.into());
+        self
+    }
+
+    /// Machine to machine: the client credentials grant, without a user (also chosen by itself
+    /// when the authorization server offers no authorization code grant).
+    pub fn client_credentials(mut self) -> Self {
+        self.client_credentials = true;
+        self
+    }
+
+    /// Workload identity (SEP-1933): exchange this JWT, issued to the workload by its platform,
+    /// with the `jwt-bearer` grant.
+    pub fn jwt_bearer(mut self, assertion: impl Into<String>) -> Self {
+        self.jwt_bearer = Some(assertion.into());
+        self
+    }
+
+    /// Enterprise-managed authorization (SEP-990): exchange the user's identity assertion at the
+    /// enterprise IdP for an ID-JAG, then the ID-JAG for an access token.
+    pub fn identity_assertion(mut self, assertion: IdentityAssertion) -> Self {
+        self.identity_assertion = Some(assertion);
+        self
+    }
 }
 
 /// The authorization of one user (or one program) to MCP servers. Cheap to clone; clones share
@@ -160,6 +209,15 @@ struct Inner {
     state: Mutex<State>,
     /// Held while an authorization or a refresh runs: everyone else waits, then uses its outcome.
     flight: tokio::sync::Mutex<()>,
+    /// Proof of possession (RFC 9449), once an authorization server asks for it.
+    dpop: Mutex<Option<Dpop>>,
+}
+
+/// The DPoP key and the nonces the servers gave.
+struct Dpop {
+    key: Es256Key,
+    authorization_server_nonce: Option<String>,
+    resource_server_nonce: Option<String>,
 }
 
 #[derive(Default)]
@@ -202,6 +260,8 @@ pub(crate) struct Seen {
 pub(crate) struct Refusal<'a> {
     pub status: u16,
     pub challenge: Option<&'a str>,
+    /// `DPoP-Nonce`: the server wants its nonce in the next proof.
+    pub dpop_nonce: Option<&'a str>,
 }
 
 type Oauth2Client =
@@ -223,6 +283,7 @@ impl OAuth {
                 agent: Arc::new(agent),
                 state: Mutex::new(State::default()),
                 flight: tokio::sync::Mutex::new(()),
+                dpop: Mutex::new(None),
             }),
         }
     }
@@ -294,6 +355,13 @@ impl OAuth {
             }
         }
         let challenge = Challenge::parse(refusal.challenge.unwrap_or_default());
+        if challenge.error.as_deref() == Some("use_dpop_nonce") {
+            if let (Some(nonce), Some(dpop)) = (refusal.dpop_nonce, self.lock_dpop().as_mut()) {
+                // Not a new authorization: the same token, a proof with the server's nonce.
+                dpop.resource_server_nonce = Some(nonce.to_owned());
+                return Ok(());
+            }
+        }
         let outcome = self.run(server, refusal.status, &challenge).await;
         self.finish(outcome.clone());
         outcome
@@ -367,7 +435,7 @@ impl OAuth {
         };
         let fetcher = Fetcher::new()?;
         let client = self.oauth2_client(&metadata, &credentials)?;
-        let http = |request| fetcher.execute(request);
+        let http = |request| self.execute_with_dpop(&fetcher, request);
         let answer = client
             .exchange_refresh_token(&RefreshToken::new(refresh_token))
             .add_extra_param("resource", resource.clone())
@@ -376,7 +444,11 @@ impl OAuth {
         match answer {
             Ok(token) => {
                 let mut updated = credentials.clone();
-                apply_token(&mut updated, &token, credentials.scopes.clone());
+                apply_answer(
+                    &mut updated,
+                    TokenAnswer::from(&token),
+                    credentials.scopes.clone(),
+                );
                 self.keep(&metadata, &resource, updated);
                 Ok(true)
             }
@@ -391,7 +463,8 @@ impl OAuth {
         }
     }
 
-    /// The whole flow: discovery, identity, authorization request, token.
+    /// The whole flow: discovery, then the grant this client uses (the authorization code with
+    /// a user; a grant without one where configured or the only one offered).
     async fn authorize(
         &self,
         server: &Url,
@@ -399,62 +472,72 @@ impl OAuth {
         scopes: Option<Vec<String>>,
     ) -> Result<(), Error> {
         let fetcher = Fetcher::new()?;
-        let (issuer, resource, metadata, credentials, scopes) = self
-            .prepare(
+        let found = self
+            .discover(&fetcher, server, challenge.resource_metadata.as_deref())
+            .await?;
+        let scopes = choose_scopes(&found, challenge.scopes(), scopes);
+        let config = &self.inner.config;
+        if let Some(assertion) = config.jwt_bearer.clone() {
+            let form = vec![
+                ("grant_type", JWT_BEARER.to_owned()),
+                ("assertion", assertion),
+            ];
+            return self
+                .grant_without_user(&fetcher, &found, form, scopes)
+                .await;
+        }
+        if let Some(identity) = config.identity_assertion.clone() {
+            let id_jag = grants::identity_assertion_grant(
                 &fetcher,
-                server,
-                challenge.resource_metadata.as_deref(),
-                challenge.scopes(),
-                scopes,
+                &identity,
+                &found.metadata.issuer,
+                &found.resource,
             )
             .await?;
-        let client = self.oauth2_client(&metadata, &credentials)?;
-        let (pkce, verifier) = PkceCodeChallenge::new_random_sha256();
-        let mut request = client
-            .authorize_url(CsrfToken::new_random)
-            .set_pkce_challenge(pkce)
-            .add_extra_param("resource", resource.clone());
-        for scope in &scopes {
-            request = request.add_scope(Scope::new(scope.clone()));
+            let form = vec![("grant_type", JWT_BEARER.to_owned()), ("assertion", id_jag)];
+            return self
+                .grant_without_user(&fetcher, &found, form, scopes)
+                .await;
         }
-        let (url, state) = request.url();
+        let offers = |grant: &str| {
+            found
+                .metadata
+                .grant_types_supported
+                .as_ref()
+                .is_some_and(|g| g.iter().any(|x| x == grant))
+        };
+        let no_code_grant = found.metadata.grant_types_supported.is_some()
+            && !offers("authorization_code")
+            && offers("client_credentials");
+        if config.client_credentials || (no_code_grant && config.client_id.is_some()) {
+            let form = vec![("grant_type", "client_credentials".to_owned())];
+            return self
+                .grant_without_user(&fetcher, &found, form, scopes)
+                .await;
+        }
+        require_s256(&found.metadata)?;
+        let credentials = self
+            .identity(&fetcher, &found.issuer, &found.resource, &found.metadata)
+            .await?;
+        let (url, state, pending) =
+            self.authorization_request(server, found, credentials, scopes)?;
         let callback = self.inner.agent.authorize(url).await?;
-        if callback.state.as_deref() != Some(state.secret().as_str()) {
+        if callback.state.as_deref() != Some(state.as_str()) {
             return Err(failure(
                 AuthErrorKind::ResponseMismatch,
                 "the authorization response's state is not ours".into(),
             ));
         }
-        let pending = Pending {
-            server: server.clone(),
-            issuer,
-            resource,
-            metadata,
-            credentials,
-            verifier,
-            scopes,
-        };
         self.exchange(&fetcher, pending, callback).await
     }
 
-    /// Discovery and identity: everything before the authorization request.
-    async fn prepare(
+    /// The protected resource's metadata, then its authorization server's.
+    async fn discover(
         &self,
         fetcher: &Fetcher,
         server: &Url,
         hint: Option<&str>,
-        challenged: Vec<String>,
-        scopes: Option<Vec<String>>,
-    ) -> Result<
-        (
-            String,
-            String,
-            AuthorizationServerMetadata,
-            Credentials,
-            Vec<String>,
-        ),
-        Error,
-    > {
+    ) -> Result<Found, Error> {
         let resource_metadata = discovery::protected_resource(fetcher, server, hint).await?;
         let issuer = resource_metadata
             .authorization_servers
@@ -467,35 +550,144 @@ impl OAuth {
                 )
             })?;
         let metadata = discovery::authorization_server(fetcher, &issuer).await?;
-        let s256 = metadata
-            .code_challenge_methods_supported
+        let dpop = metadata
+            .dpop_signing_alg_values_supported
             .as_ref()
-            .is_some_and(|m| m.iter().any(|m| m == "S256"));
-        if !s256 {
-            return Err(failure(
-                AuthErrorKind::PkceUnsupported,
-                format!("{issuer} does not support PKCE with S256"),
-            ));
+            .is_some_and(|algs| algs.iter().any(|a| a == "ES256"));
+        if dpop {
+            self.lock_dpop().get_or_insert_with(|| Dpop {
+                key: Es256Key::generate(),
+                authorization_server_nonce: None,
+                resource_server_nonce: None,
+            });
         }
-        let resource = resource_metadata.resource.clone();
-        let credentials = self
-            .identity(fetcher, &issuer, &resource, &metadata)
-            .await?;
-        let mut scopes = match scopes {
-            Some(scopes) => scopes,
-            None if !challenged.is_empty() => challenged,
-            None => resource_metadata
-                .scopes_supported
-                .clone()
-                .unwrap_or_default(),
+        Ok(Found {
+            issuer,
+            resource: resource_metadata.resource,
+            scopes_supported: resource_metadata.scopes_supported,
+            metadata,
+        })
+    }
+
+    /// The authorization URL (PKCE S256, `state`, `resource`, scopes) and what completing it
+    /// needs.
+    fn authorization_request(
+        &self,
+        server: &Url,
+        found: Found,
+        credentials: Credentials,
+        scopes: Vec<String>,
+    ) -> Result<(Url, String, Pending), Error> {
+        let client = self.oauth2_client(&found.metadata, &credentials)?;
+        let (pkce, verifier) = PkceCodeChallenge::new_random_sha256();
+        let mut request = client
+            .authorize_url(CsrfToken::new_random)
+            .set_pkce_challenge(pkce)
+            .add_extra_param("resource", found.resource.clone());
+        for scope in &scopes {
+            request = request.add_scope(Scope::new(scope.clone()));
+        }
+        let (url, state) = request.url();
+        let pending = Pending {
+            server: server.clone(),
+            issuer: found.issuer,
+            resource: found.resource,
+            metadata: found.metadata,
+            credentials,
+            verifier,
+            scopes,
         };
-        if !scopes.is_empty()
-            && metadata.supports_scope("offline_access")
-            && !scopes.iter().any(|s| s == "offline_access")
-        {
-            scopes.push("offline_access".into());
+        Ok((url, state.secret().clone(), pending))
+    }
+
+    /// A grant at the token endpoint without a user: client credentials, `jwt-bearer`.
+    async fn grant_without_user(
+        &self,
+        fetcher: &Fetcher,
+        found: &Found,
+        mut form: Vec<(&'static str, String)>,
+        scopes: Vec<String>,
+    ) -> Result<(), Error> {
+        let config = &self.inner.config;
+        let key = match &config.private_key_pem {
+            Some(pem) => Some(Es256Key::from_pem(pem)?),
+            None => None,
+        };
+        let credentials = Credentials {
+            client_id: config.client_id.clone().unwrap_or_default(),
+            client_secret: config.client_secret.clone(),
+            auth_method: if key.is_some() {
+                "private_key_jwt".into()
+            } else {
+                secret_method(config.client_secret.is_some(), &found.metadata)
+            },
+            ..Credentials::default()
+        };
+        let endpoint = found.metadata.token_endpoint.as_deref().ok_or_else(|| {
+            failure(
+                AuthErrorKind::Discovery,
+                format!("{} has no token endpoint", found.issuer),
+            )
+        })?;
+        let endpoint = check_secure("token endpoint", endpoint)?;
+        let (client_form, authorization) =
+            grants::client_authentication(&credentials, key.as_ref(), &found.metadata.issuer);
+        if !credentials.client_id.is_empty() || !client_form.is_empty() {
+            form.extend(client_form);
         }
-        Ok((issuer, resource, metadata, credentials, scopes))
+        if !scopes.is_empty() {
+            form.push(("scope", scopes.join(" ")));
+        }
+        form.push(("resource", found.resource.clone()));
+        let answer = self
+            .post_grant_with_dpop(fetcher, &endpoint, &form, authorization.as_deref())
+            .await?;
+        let mut credentials = credentials;
+        apply_answer(&mut credentials, answer, scopes);
+        self.keep(&found.metadata, &found.resource, credentials);
+        Ok(())
+    }
+
+    /// A grant POST, with a DPoP proof when the client proves possession, sent again once with
+    /// the server's nonce if it asks for one.
+    async fn post_grant_with_dpop(
+        &self,
+        fetcher: &Fetcher,
+        endpoint: &Url,
+        form: &[(&str, String)],
+        authorization: Option<&str>,
+    ) -> Result<TokenAnswer, Error> {
+        let mut retried = false;
+        loop {
+            let proof = self.proof("POST", endpoint, None, Nonce::AuthorizationServer);
+            match grants::post_grant(fetcher, endpoint, form, authorization, proof).await {
+                Ok(answer) => return Ok(answer),
+                Err(refused) => match refused.dpop_nonce {
+                    Some(nonce) if !retried && self.dpop_enabled() => {
+                        retried = true;
+                        if let Some(dpop) = self.lock_dpop().as_mut() {
+                            dpop.authorization_server_nonce = Some(nonce);
+                        }
+                    }
+                    _ => return Err(refused.error),
+                },
+            }
+        }
+    }
+
+    /// Discovery and identity for the web flow: everything before the authorization request.
+    async fn prepare(
+        &self,
+        fetcher: &Fetcher,
+        server: &Url,
+    ) -> Result<(Found, Credentials, Vec<String>), Error> {
+        let found = self.discover(fetcher, server, None).await?;
+        require_s256(&found.metadata)?;
+        let credentials = self
+            .identity(fetcher, &found.issuer, &found.resource, &found.metadata)
+            .await?;
+        let scopes = choose_scopes(&found, Vec::new(), None);
+        Ok((found, credentials, scopes))
     }
 
     /// This client's identity at `issuer`, in the spec's priority.
@@ -663,7 +855,7 @@ impl OAuth {
             _ => {}
         }
         let client = self.oauth2_client(&pending.metadata, &pending.credentials)?;
-        let http = |request| fetcher.execute(request);
+        let http = |request| self.execute_with_dpop(fetcher, request);
         let token = client
             .exchange_code(AuthorizationCode::new(callback.code))
             .set_pkce_verifier(pending.verifier)
@@ -672,9 +864,8 @@ impl OAuth {
             .await
             .map_err(|e| failure(AuthErrorKind::Token, token_error(&e)))?;
         let mut credentials = pending.credentials;
-        apply_token(&mut credentials, &token, pending.scopes);
-        let _ = &pending.server;
-        let _ = &pending.issuer;
+        apply_answer(&mut credentials, TokenAnswer::from(&token), pending.scopes);
+        tracing::debug!(server = %pending.server, issuer = %pending.issuer, "authorized");
         self.keep(&pending.metadata, &pending.resource, credentials);
         Ok(())
     }
@@ -715,31 +906,10 @@ impl OAuth {
         let server = Url::parse(server)
             .map_err(|e| failure(AuthErrorKind::Discovery, format!("server URL: {e}")))?;
         let fetcher = Fetcher::new()?;
-        let (issuer, resource, metadata, credentials, scopes) = self
-            .prepare(&fetcher, &server, None, Vec::new(), None)
-            .await?;
-        let client = self.oauth2_client(&metadata, &credentials)?;
-        let (pkce, verifier) = PkceCodeChallenge::new_random_sha256();
-        let mut request = client
-            .authorize_url(CsrfToken::new_random)
-            .set_pkce_challenge(pkce)
-            .add_extra_param("resource", resource.clone());
-        for scope in &scopes {
-            request = request.add_scope(Scope::new(scope.clone()));
-        }
-        let (url, state) = request.url();
-        self.state().pending.insert(
-            state.secret().clone(),
-            Pending {
-                server,
-                issuer,
-                resource,
-                metadata,
-                credentials,
-                verifier,
-                scopes,
-            },
-        );
+        let (found, credentials, scopes) = self.prepare(&fetcher, &server).await?;
+        let (url, state, pending) =
+            self.authorization_request(&server, found, credentials, scopes)?;
+        self.state().pending.insert(state, pending);
         Ok(url)
     }
 
@@ -760,6 +930,109 @@ impl OAuth {
         let outcome = self.exchange(&fetcher, pending, callback).await;
         self.finish(outcome.clone());
         outcome
+    }
+
+    fn lock_dpop(&self) -> MutexGuard<'_, Option<Dpop>> {
+        self.inner
+            .dpop
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn dpop_enabled(&self) -> bool {
+        self.lock_dpop().is_some()
+    }
+
+    /// A DPoP proof for one request (a new `jti` each time), if the client proves possession:
+    /// `ath` binds it to the access token sent with it.
+    fn proof(&self, method: &str, url: &Url, token: Option<&str>, nonce: Nonce) -> Option<String> {
+        let dpop = self.lock_dpop();
+        let dpop = dpop.as_ref()?;
+        let mut claims = serde_json::json!({
+            "jti": jwt::jti(), "htm": method, "htu": htu(url), "iat": now_secs(),
+        });
+        let nonce = match nonce {
+            Nonce::AuthorizationServer => &dpop.authorization_server_nonce,
+            Nonce::ResourceServer => &dpop.resource_server_nonce,
+        };
+        if let Some(nonce) = nonce {
+            claims["nonce"] = serde_json::json!(nonce);
+        }
+        if let Some(token) = token {
+            use base64::Engine as _;
+            use sha2::Digest as _;
+            let hash = sha2::Sha256::digest(token.as_bytes());
+            claims["ath"] =
+                serde_json::json!(base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(hash));
+        }
+        let header = serde_json::json!({"typ": "dpop+jwt", "jwk": dpop.key.public_jwk()});
+        Some(dpop.key.sign(header, &claims))
+    }
+
+    /// The `DPoP` header for a request to the resource server, when the token is a DPoP one.
+    pub(crate) fn resource_proof(&self, method: &str, url: &Url) -> Option<String> {
+        let token = {
+            let state = self.state();
+            let credentials = &state.granted.as_ref()?.credentials;
+            let dpop = credentials
+                .token_type
+                .as_deref()
+                .is_some_and(|t| t.eq_ignore_ascii_case("dpop"));
+            if !dpop {
+                return None;
+            }
+            credentials.access_token.clone()?
+        };
+        self.proof(method, url, Some(&token), Nonce::ResourceServer)
+    }
+
+    /// The `oauth2` crate's requests, with a DPoP proof when the client proves possession, sent
+    /// again once with the server's nonce if it asks for one.
+    async fn execute_with_dpop(
+        &self,
+        fetcher: &Fetcher,
+        request: oauth2::HttpRequest,
+    ) -> Result<oauth2::HttpResponse, HttpError> {
+        if !self.dpop_enabled() {
+            return fetcher.execute(request).await;
+        }
+        let (parts, body) = request.into_parts();
+        let url = Url::parse(&parts.uri.to_string()).map_err(|e| HttpError::new(e.to_string()))?;
+        let mut retried = false;
+        loop {
+            let mut request = http::Request::builder()
+                .method(parts.method.clone())
+                .uri(parts.uri.clone());
+            for (name, value) in &parts.headers {
+                request = request.header(name, value);
+            }
+            if let Some(proof) = self.proof(
+                parts.method.as_str(),
+                &url,
+                None,
+                Nonce::AuthorizationServer,
+            ) {
+                request = request.header("dpop", proof);
+            }
+            let request = request
+                .body(body.clone())
+                .map_err(|e| HttpError::new(e.to_string()))?;
+            let response = fetcher.execute(request).await?;
+            let nonce = response
+                .headers()
+                .get("dpop-nonce")
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_owned);
+            match nonce {
+                Some(nonce) if !retried && response.status().is_client_error() => {
+                    retried = true;
+                    if let Some(dpop) = self.lock_dpop().as_mut() {
+                        dpop.authorization_server_nonce = Some(nonce);
+                    }
+                }
+                _ => return Ok(response),
+            }
+        }
     }
 
     /// Whether a token is held.
@@ -788,35 +1061,102 @@ fn store_key(issuer: &str, resource: &str) -> String {
 }
 
 fn now_secs() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs())
+    grants::now_secs()
 }
 
-fn apply_token(
-    credentials: &mut Credentials,
-    token: &oauth2::basic::BasicTokenResponse,
-    requested: Vec<String>,
-) {
-    credentials.access_token = Some(token.access_token().secret().clone());
-    credentials.token_type = Some(token.token_type().as_ref().to_owned());
-    credentials.expires_at = token.expires_in().map(|d| now_secs() + d.as_secs());
-    if let Some(refresh) = token.refresh_token() {
-        credentials.refresh_token = Some(refresh.secret().clone());
-    }
-    credentials.scopes = match token.scopes() {
-        Some(granted) if !granted.is_empty() => {
-            let mut scopes: Vec<String> = granted.iter().map(|s| s.to_string()).collect();
-            for scope in requested {
-                if !scopes.contains(&scope) {
-                    scopes.push(scope);
-                }
-            }
-            scopes
+impl From<&oauth2::basic::BasicTokenResponse> for TokenAnswer {
+    fn from(token: &oauth2::basic::BasicTokenResponse) -> Self {
+        TokenAnswer {
+            access_token: token.access_token().secret().clone(),
+            token_type: Some(token.token_type().as_ref().to_owned()),
+            expires_in: token.expires_in().map(|d| d.as_secs()),
+            refresh_token: token.refresh_token().map(|r| r.secret().clone()),
+            scope: token.scopes().map(|scopes| {
+                scopes
+                    .iter()
+                    .map(|s| s.to_string())
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            }),
         }
-        _ => requested,
+    }
+}
+
+/// Keeps a token answer in `credentials`; the scopes held are the granted ones and those asked.
+fn apply_answer(credentials: &mut Credentials, answer: TokenAnswer, requested: Vec<String>) {
+    credentials.access_token = Some(answer.access_token);
+    credentials.token_type = answer.token_type;
+    credentials.expires_at = answer.expires_in.map(|secs| now_secs() + secs);
+    if let Some(refresh) = answer.refresh_token {
+        credentials.refresh_token = Some(refresh);
+    }
+    let mut scopes = challenge::split_scopes(answer.scope.as_deref());
+    for scope in requested {
+        if !scopes.contains(&scope) {
+            scopes.push(scope);
+        }
+    }
+    credentials.scopes = scopes;
+}
+
+/// What discovery found.
+struct Found {
+    issuer: String,
+    /// The protected resource metadata's `resource`, byte for byte.
+    resource: String,
+    scopes_supported: Option<Vec<String>>,
+    metadata: AuthorizationServerMetadata,
+}
+
+/// The challenge's scopes, else the resource's `scopes_supported`, else none (or the scopes a
+/// step-up asks for); `offline_access` when the authorization server lists it.
+fn choose_scopes(
+    found: &Found,
+    challenged: Vec<String>,
+    chosen: Option<Vec<String>>,
+) -> Vec<String> {
+    let mut scopes = match chosen {
+        Some(scopes) => scopes,
+        None if !challenged.is_empty() => challenged,
+        None => found.scopes_supported.clone().unwrap_or_default(),
     };
-    let _ = split_scopes;
+    if !scopes.is_empty()
+        && found.metadata.supports_scope("offline_access")
+        && !scopes.iter().any(|s| s == "offline_access")
+    {
+        scopes.push("offline_access".into());
+    }
+    scopes
+}
+
+fn require_s256(metadata: &AuthorizationServerMetadata) -> Result<(), Error> {
+    let s256 = metadata
+        .code_challenge_methods_supported
+        .as_ref()
+        .is_some_and(|m| m.iter().any(|m| m == "S256"));
+    if s256 {
+        Ok(())
+    } else {
+        Err(failure(
+            AuthErrorKind::PkceUnsupported,
+            format!("{} does not support PKCE with S256", metadata.issuer),
+        ))
+    }
+}
+
+/// Which server's nonce a DPoP proof carries.
+#[derive(Clone, Copy)]
+enum Nonce {
+    AuthorizationServer,
+    ResourceServer,
+}
+
+/// `htu`: the request URL without query and fragment.
+fn htu(url: &Url) -> String {
+    let mut url = url.clone();
+    url.set_query(None);
+    url.set_fragment(None);
+    url.to_string()
 }
 
 /// What the token endpoint said, without anything secret.

@@ -7,7 +7,7 @@
 use std::{process::ExitCode, time::Duration};
 
 use actix_mcp::{
-    auth::{Headless, OAuth, OAuthConfig},
+    auth::{Headless, IdentityAssertion, OAuth, OAuthConfig},
     Client, Error, HttpTransport, ProtocolEra,
 };
 use serde_json::json;
@@ -60,6 +60,22 @@ async fn run(scenario: &str, url: &str) -> Result<(), Error> {
     }
     if let Some(secret) = context["client_secret"].as_str() {
         config = config.client_secret(secret);
+    }
+    if let Some(pem) = context["private_key_pem"].as_str() {
+        config = config.private_key_jwt(pem);
+    }
+    if let Some(jwt) = context["valid_jwt"].as_str() {
+        config = config.jwt_bearer(jwt);
+    }
+    if let (Some(endpoint), Some(id_token)) = (
+        context["idp_token_endpoint"].as_str(),
+        context["idp_id_token"].as_str(),
+    ) {
+        config = config.identity_assertion(IdentityAssertion {
+            token_endpoint: endpoint.to_owned(),
+            id_token: id_token.to_owned(),
+            client_id: context["idp_client_id"].as_str().map(str::to_owned),
+        });
     }
     let oauth = OAuth::new(Headless::new("http://localhost:3000/callback"), config);
     let client = builder.connect(HttpTransport::new(url).auth(oauth)).await?;

@@ -76,7 +76,7 @@ impl Shared {
     fn request(&self, method: Method) -> reqwest::RequestBuilder {
         let mut builder = self
             .client
-            .request(method, self.url.clone())
+            .request(method.clone(), self.url.clone())
             .headers(self.headers.clone());
         let session = self.session.borrow();
         if let Some(id) = session.id.as_ref().filter(|_| !session.modern) {
@@ -84,6 +84,14 @@ impl Shared {
         }
         if let Some(version) = &session.protocol_version {
             builder = builder.header("mcp-protocol-version", version.clone());
+        }
+        #[cfg(feature = "auth")]
+        if let Some(proof) = self
+            .auth
+            .as_ref()
+            .and_then(|auth| auth.resource_proof(method.as_str(), &self.url))
+        {
+            builder = builder.header("dpop", proof);
         }
         #[cfg(feature = "auth")]
         if let Some(header) = self.auth.as_ref().and_then(|auth| auth.authorization().0) {
@@ -169,11 +177,15 @@ pub(super) async fn post(
         #[cfg(feature = "auth")]
         if let (Some(auth), Some(seen)) = (&shared.auth, seen) {
             let status = response.status().as_u16();
-            let challenge = response
-                .headers()
-                .get(WWW_AUTHENTICATE)
-                .and_then(|v| v.to_str().ok())
-                .map(str::to_owned);
+            let header = |name| {
+                response
+                    .headers()
+                    .get(name)
+                    .and_then(|v| v.to_str().ok())
+                    .map(str::to_owned)
+            };
+            let challenge = header(WWW_AUTHENTICATE);
+            let dpop_nonce = header(HeaderName::from_static("dpop-nonce"));
             let insufficient = status == 403
                 && challenge
                     .as_deref()
@@ -187,6 +199,7 @@ pub(super) async fn post(
                 let refusal = crate::auth::Refusal {
                     status,
                     challenge: challenge.as_deref(),
+                    dpop_nonce: dpop_nonce.as_deref(),
                 };
                 match auth.recover(&shared.url, refusal, seen).await {
                     Ok(()) => continue,
