@@ -21,6 +21,10 @@ use actix_web::{web, App, HttpRequest, HttpResponse, HttpServer};
 use serde_json::{json, Value};
 use tokio::sync::Notify;
 
+#[path = "../examples/web_auth.rs"]
+#[allow(dead_code)]
+mod web_auth;
+
 #[derive(Default)]
 struct Servers {
     base: Mutex<String>,
@@ -115,8 +119,11 @@ async fn mcp(req: HttpRequest, body: web::Bytes, servers: web::Data<Servers>) ->
             json!({"content": [{"type": "text", "text": "slow done"}]})
         }
         "tools/call" => {
-            json!({"content": [{"type": "text", "text": body["params"]["arguments"]["text"]}]})
+            let arguments = &body["params"]["arguments"];
+            let text = arguments.get("text").unwrap_or(&arguments["message"]);
+            json!({"content": [{"type": "text", "text": text}]})
         }
+        "tools/list" => json!({"tools": [{"name": "echo", "inputSchema": {"type": "object"}}]}),
         _ => json!({}),
     };
     HttpResponse::Ok().json(json!({"jsonrpc": "2.0", "id": id, "result": result}))
@@ -450,5 +457,78 @@ async fn secrets_never_show_in_debug_output() {
         !shown.contains("s3cret")
             && !shown.contains("tok-secret")
             && !shown.contains("refresh-secret")
+    );
+}
+
+/// The web-service flow (`examples/web_auth.rs`): a user signs in through the service (begin: to
+/// the authorization server; complete: the service's own callback route), then the service calls
+/// tools with that user's token. A user who did not sign in gets nothing.
+#[actix::test]
+async fn a_web_service_signs_a_user_in_and_calls_tools_on_their_behalf() {
+    let (mcp_url, servers) = start();
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1");
+    let service_url = format!("http://{}", listener.local_addr().unwrap());
+    let service = web_auth::Service::new(mcp_url, format!("{service_url}/callback"));
+    let server = HttpServer::new(move || {
+        App::new()
+            .app_data(web::Data::new(service.clone()))
+            .configure(web_auth::routes)
+    })
+    .workers(1)
+    .listen(listener)
+    .expect("listen")
+    .run();
+    actix_rt::spawn(server);
+    let browser = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap();
+    let get = |url: String| {
+        let browser = browser.clone();
+        async move { browser.get(url).send().await.expect("GET") }
+    };
+    let location = |response: &reqwest::Response| {
+        response.headers()["location"]
+            .to_str()
+            .expect("a redirect")
+            .to_owned()
+    };
+
+    let bob = get(format!("{service_url}/tools?user=bob")).await;
+    assert_eq!(bob.status(), 401, "not signed in");
+
+    let login = get(format!("{service_url}/login?user=alice")).await;
+    assert_eq!(login.status(), 302);
+    let authorize = location(&login);
+    assert!(authorize.contains("code_challenge_method=S256") && authorize.contains("resource="));
+    let approved = get(authorize).await; // the authorization server approves by itself
+    let callback = location(&approved);
+    assert!(callback.starts_with(&format!("{service_url}/callback?")));
+    let signed_in = get(callback).await;
+    assert_eq!(signed_in.status(), 200, "{:?}", signed_in.text().await);
+
+    let tools = get(format!("{service_url}/tools?user=alice")).await;
+    let tools = tools.text().await.unwrap();
+    let tools: Value = serde_json::from_str(&tools).unwrap_or_else(|_| panic!("{tools}"));
+    assert_eq!(tools["tools"], json!(["echo"]));
+    let call = get(format!(
+        "{service_url}/call?user=alice&tool=echo&message=hi"
+    ))
+    .await;
+    assert_eq!(call.json::<Value>().await.unwrap()["text"], "hi");
+    let calls_with_a_token = servers
+        .posts
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|p| p.0["method"] == "tools/call" && p.2 && p.1.is_some())
+        .count();
+    assert_eq!(
+        calls_with_a_token, 1,
+        "the call went out with alice's token"
+    );
+    assert_eq!(
+        get(format!("{service_url}/tools?user=bob")).await.status(),
+        401
     );
 }
