@@ -11,8 +11,8 @@
 //! `cancel_on_disconnect` middleware, a handler whose HTTP client went away is dropped, which
 //! cancels its MCP call on the MCP server.
 
-#[path = "../src/bin/mcp-demo-server/server.rs"]
-mod demo_server;
+#[path = "../tests/support/workspace_bins.rs"]
+mod workspace_bins;
 
 use actix_mcp::{Client, StdioTransport};
 use actix_web::{get, middleware::from_fn, web, App, HttpResponse, HttpServer};
@@ -49,16 +49,16 @@ async fn sleep(mcp: web::Data<Client>, query: web::Query<Sleep>) -> HttpResponse
 }
 
 fn main() -> std::io::Result<()> {
-    if std::env::args_os().nth(1).is_some_and(|a| a == "serve") {
-        let mut args = std::env::args_os();
-        let program = args.next().unwrap_or_default();
-        demo_server::main_from(std::iter::once(program).chain(args.skip(1)));
-        return Ok(());
-    }
+    // The demo server (package `actix-mcp-demo-server`), built first if needed.
+    let server = workspace_bins::try_program(
+        &[workspace_bins::DEMO_SERVER],
+        workspace_bins::DEMO_SERVER,
+        false,
+    )
+    .map_err(std::io::Error::other)?;
     actix_web::rt::System::new().block_on(async {
-        let me = std::env::current_exe()?;
         // One connection for the whole service, made before the workers start.
-        let client = Client::connect(StdioTransport::new(me).arg("serve"))
+        let client = Client::connect(StdioTransport::new(server))
             .await
             .map_err(std::io::Error::other)?;
         let client = web::Data::new(client);

@@ -5,10 +5,11 @@
 //! cargo run --release --example demo
 //! ```
 //!
-//! The demo server is this same program started with `serve`, so one command builds both.
+//! The demo server is a package of its own (`demo-server/`); this example builds it first (with
+//! `cargo build`, in the example's profile) if needed, so one command runs both.
 
-#[path = "../src/bin/mcp-demo-server/server.rs"]
-mod demo_server;
+#[path = "../tests/support/workspace_bins.rs"]
+mod workspace_bins;
 
 use std::time::{Duration, Instant};
 
@@ -28,14 +29,20 @@ struct Args {
 }
 
 fn main() -> std::process::ExitCode {
-    let mut argv = std::env::args_os();
-    if std::env::args_os().nth(1).is_some_and(|a| a == "serve") {
-        let program = argv.next().unwrap_or_default();
-        return demo_server::main_from(std::iter::once(program).chain(argv.skip(1)));
-    }
     let args = Args::parse();
+    let server = match workspace_bins::try_program(
+        &[workspace_bins::DEMO_SERVER],
+        workspace_bins::DEMO_SERVER,
+        false,
+    ) {
+        Ok(server) => server,
+        Err(e) => {
+            eprintln!("demo failed: {e}");
+            return std::process::ExitCode::FAILURE;
+        }
+    };
     let system = actix_rt::System::new();
-    match system.block_on(run(args)) {
+    match system.block_on(run(args, server)) {
         Ok(()) => std::process::ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("demo failed: {e}");
@@ -44,9 +51,8 @@ fn main() -> std::process::ExitCode {
     }
 }
 
-async fn run(args: Args) -> Result<(), Error> {
-    let me = std::env::current_exe().map_err(|e| Error::Protocol(e.to_string()))?;
-    let client = Client::connect(StdioTransport::new(me).arg("serve")).await?;
+async fn run(args: Args, server: std::path::PathBuf) -> Result<(), Error> {
+    let client = Client::connect(StdioTransport::new(server)).await?;
     println!(
         "connected to {} {} (protocol {})",
         client.server_info().name,

@@ -61,6 +61,8 @@
 //! `#[tokio::main]`) it starts it on a thread of its own running an actix System, stopped when
 //! the connection ends. [`Placement`] chooses explicitly.
 
+#![forbid(unsafe_code)]
+
 #[cfg(feature = "auth")]
 pub mod auth;
 pub mod cancellation;

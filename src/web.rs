@@ -27,11 +27,7 @@
 //! watching for that request. A client that half-closes its side while waiting for the answer is
 //! taken as gone.
 
-use std::{
-    any::Any,
-    io,
-    os::fd::{AsFd, AsRawFd, OwnedFd},
-};
+use std::any::Any;
 
 use actix_web::{
     body::MessageBody,
@@ -39,31 +35,39 @@ use actix_web::{
     http::StatusCode,
     middleware::Next,
 };
-use tokio::io::{unix::AsyncFd, Interest};
 
 /// A duplicate of the client's socket, kept with the connection.
-struct ClientSocket(OwnedFd);
+#[cfg(unix)]
+struct ClientSocket(std::net::TcpStream);
 
 /// For `HttpServer::on_connect`: remembers each TCP connection's socket so
-/// [`cancel_on_disconnect`] can watch it.
+/// [`cancel_on_disconnect`] can watch it. Does nothing on platforms other than unix.
 pub fn watch_connection(connection: &dyn Any, data: &mut Extensions) {
+    #[cfg(unix)]
     if let Some(tcp) = connection.downcast_ref::<actix_web::rt::net::TcpStream>() {
+        use std::os::fd::AsFd;
         if let Ok(fd) = tcp.as_fd().try_clone_to_owned() {
-            data.insert(ClientSocket(fd));
+            data.insert(ClientSocket(std::net::TcpStream::from(fd)));
         }
     }
+    #[cfg(not(unix))]
+    let _ = (connection, data);
 }
 
 /// Middleware (for `actix_web::middleware::from_fn`): drops the request's handler when its client
 /// goes away, so the MCP calls it awaits are cancelled on the server. Requests on connections
-/// that [`watch_connection`] did not see are passed through untouched.
+/// that [`watch_connection`] did not see (and every request on platforms other than unix) are
+/// passed through untouched.
 pub async fn cancel_on_disconnect<B: MessageBody>(
     request: ServiceRequest,
     next: Next<B>,
 ) -> Result<ServiceResponse<B>, actix_web::Error> {
+    #[cfg(unix)]
     let socket = request
         .conn_data::<ClientSocket>()
         .and_then(|s| s.0.try_clone().ok());
+    #[cfg(not(unix))]
+    let socket: Option<std::convert::Infallible> = None;
     let Some(socket) = socket else {
         return next.call(request).await;
     };
@@ -79,38 +83,30 @@ pub async fn cancel_on_disconnect<B: MessageBody>(
 }
 
 /// Resolves when the peer closed or reset the connection; never, if that cannot be known.
-async fn client_gone(socket: OwnedFd) {
-    // SAFETY: the `OwnedFd` is a valid open descriptor that the `AsyncFd` owns until it is
-    // dropped, and `as_raw_fd` always returns that same descriptor.
-    let registered = unsafe { AsyncFd::register_with_interest(socket, Interest::READABLE) };
-    let Ok(socket) = registered else {
+#[cfg(unix)]
+async fn client_gone(socket: std::net::TcpStream) {
+    use std::io::ErrorKind;
+    // The duplicate shares the connection's open file description, already non-blocking; setting
+    // it again is harmless and makes `from_std`'s requirement explicit.
+    let socket = match socket.set_nonblocking(true) {
+        Ok(()) => tokio::net::TcpStream::from_std(socket),
+        Err(e) => Err(e),
+    };
+    let Ok(socket) = socket else {
         return std::future::pending().await;
     };
+    let mut byte = [0u8; 1];
     loop {
-        let Ok(mut ready) = socket.readable().await else {
-            return std::future::pending().await;
-        };
-        let mut byte = [0u8; 1];
-        // SAFETY: a one-byte peek into a local buffer on a socket we own a duplicate of.
-        let n = unsafe {
-            libc::recv(
-                socket.as_raw_fd(),
-                byte.as_mut_ptr().cast(),
-                1,
-                libc::MSG_PEEK | libc::MSG_DONTWAIT,
-            )
-        };
-        match n {
-            0 => return,                                       // orderly shutdown by the client
-            n if n > 0 => return std::future::pending().await, // a pipelined request: cannot tell
-            _ => {
-                let error = io::Error::last_os_error();
-                match error.kind() {
-                    io::ErrorKind::WouldBlock => ready.clear_ready(),
-                    io::ErrorKind::Interrupted => {}
-                    _ => return, // reset, or the socket is gone
-                }
-            }
+        match socket.peek(&mut byte).await {
+            Ok(0) => return,                              // orderly shutdown by the client
+            Ok(_) => return std::future::pending().await, // a pipelined request: cannot tell
+            Err(e) if e.kind() == ErrorKind::Interrupted => {}
+            Err(_) => return, // reset, or the socket is gone
         }
     }
+}
+
+#[cfg(not(unix))]
+async fn client_gone(socket: std::convert::Infallible) {
+    match socket {}
 }

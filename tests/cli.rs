@@ -1,5 +1,4 @@
 //! The `actix-mcp` command-line tool, run as a program against the demo server.
-#![cfg(feature = "cli")]
 
 mod common;
 
@@ -8,16 +7,22 @@ use std::process::{Command, Output, Stdio};
 use common::*;
 use serde_json::Value;
 
-const CLI: &str = env!("CARGO_BIN_EXE_actix-mcp");
+/// The `actix-mcp` binary (package `actix-mcp-cli`).
+fn cli_program() -> String {
+    program(workspace_bins::CLI)
+}
 
 fn cli(args: &[&str]) -> Output {
-    Command::new(CLI).args(args).output().expect("the CLI runs")
+    Command::new(cli_program())
+        .args(args)
+        .output()
+        .expect("the CLI runs")
 }
 
 fn stdio_arg(journal: Option<&Journal>) -> String {
     match journal {
-        Some(j) => format!("{DEMO_SERVER} --journal '{}'", j.path.display()),
-        None => DEMO_SERVER.to_owned(),
+        Some(j) => format!("{} --journal '{}'", *DEMO_SERVER, j.path.display()),
+        None => DEMO_SERVER.clone(),
     }
 }
 
@@ -121,7 +126,7 @@ fn a_timeout_cancels_the_call_on_the_server() {
 fn ctrl_c_cancels_the_call_on_the_server_and_exits_130() {
     let journal = Journal::new("cli-ctrl-c");
     let server = stdio_arg(Some(&journal));
-    let child = Command::new(CLI)
+    let child = Command::new(cli_program())
         .args(["--stdio", &server, "call", "sleep", r#"{"ms":60000}"#])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -135,8 +140,7 @@ fn ctrl_c_cancels_the_call_on_the_server_and_exits_130() {
         );
         std::thread::sleep(std::time::Duration::from_millis(10));
     }
-    // SAFETY: signalling our own child.
-    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    signal(i32::try_from(child.id()).expect("pid fits"), Signal::SIGINT);
     let out = child.wait_with_output().unwrap();
     assert_eq!(out.status.code(), Some(130), "{}", text(&out.stderr));
     assert!(text(&out.stderr).contains("cancelled"));

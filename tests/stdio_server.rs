@@ -147,13 +147,12 @@ async fn a_server_killed_mid_flight_fails_every_caller_with_closed() {
         })
         .collect();
     eventually_pending(&client, 50).await;
-    // SAFETY: the pid of our own child.
-    unsafe { libc::kill(pid, libc::SIGKILL) };
+    signal(pid, Signal::SIGKILL);
     for sleeper in sleepers {
         let err = sleeper.await.unwrap().unwrap_err();
         assert_eq!(
             err.exit_status().and_then(|s| s.signal()),
-            Some(libc::SIGKILL),
+            Some(Signal::SIGKILL as i32),
             "{err:?}"
         );
     }

@@ -17,6 +17,8 @@
 
 mod clients;
 mod scenarios;
+#[path = "../../tests/support/workspace_bins.rs"]
+mod workspace_bins;
 
 use std::{
     collections::BTreeMap,
@@ -103,7 +105,7 @@ fn main() -> ExitCode {
     };
     let clients = pick(args.clients.clone(), default_clients);
     let scenarios = pick(args.scenarios.clone(), default_scenarios);
-    orchestrate(&args, &clients, &scenarios, runs)
+    orchestrate(&args, &server, &clients, &scenarios, runs)
 }
 
 fn pick(chosen: Option<Vec<String>>, all: &[&str]) -> Vec<String> {
@@ -112,8 +114,16 @@ fn pick(chosen: Option<Vec<String>>, all: &[&str]) -> Vec<String> {
 
 fn server_cmd(line: Option<&str>) -> Result<ServerCmd, String> {
     match line {
+        // The demo server, its own package: built here (with the benchmark's profile) if needed.
+        // The orchestrator passes the workers its path with `--server`.
         None => Ok(ServerCmd {
-            program: env!("CARGO_BIN_EXE_mcp-demo-server").into(),
+            program: workspace_bins::program(
+                &[workspace_bins::DEMO_SERVER],
+                workspace_bins::DEMO_SERVER,
+                true,
+            )
+            .to_string_lossy()
+            .into_owned(),
             args: Vec::new(),
             http: false,
             http2: false,
@@ -180,7 +190,24 @@ async fn measure<D: Driver>(
     scenarios::run(&driver, scenario, sizes).await
 }
 
-fn orchestrate(args: &Args, clients: &[String], scenarios: &[String], runs: usize) -> ExitCode {
+fn orchestrate(
+    args: &Args,
+    server: &ServerCmd,
+    clients: &[String],
+    scenarios: &[String],
+    runs: usize,
+) -> ExitCode {
+    // The workers run the same server command line (the demo server's path, unless --server).
+    let server_line = match &args.server {
+        Some(line) => line.clone(),
+        None => match shlex::try_quote(&server.program) {
+            Ok(program) => program.into_owned(),
+            Err(e) => {
+                eprintln!("cannot quote {:?}: {e}", server.program);
+                return ExitCode::FAILURE;
+            }
+        },
+    };
     let exe = match std::env::current_exe() {
         Ok(exe) => exe,
         Err(e) => {
@@ -199,9 +226,7 @@ fn orchestrate(args: &Args, clients: &[String], scenarios: &[String], runs: usiz
                 if args.smoke {
                     cmd.arg("--smoke");
                 }
-                if let Some(server) = &args.server {
-                    cmd.args(["--server", server]);
-                }
+                cmd.args(["--server", &server_line]);
                 if args.http {
                     cmd.arg("--http");
                 }

@@ -9,6 +9,10 @@
 //! - the **stderr logger** forwards the server's stderr lines to `tracing`, so that pipe never fills;
 //! - the **supervisor** owns the child, turns its exit (or the end of stdout) into one
 //!   [`TransportEvent::Closed`], and runs the shutdown: close stdin, wait, SIGTERM, wait, SIGKILL.
+//!
+//! On unix the server is started in a process group of its own, and the signals go to the whole
+//! group: a server behind a wrapper (`npx`, `uvx`, `sh -c`) does not leave its real process
+//! running, and the shutdown waits for every process of the group, not just the direct child.
 
 use std::{
     ffi::{OsStr, OsString},
@@ -112,7 +116,8 @@ impl StdioTransport {
         self
     }
 
-    /// The wait after closing stdin, and again after SIGTERM. Default 2 s.
+    /// The wait after closing stdin, and again after SIGTERM (for the server's whole process
+    /// group, on unix). Default 2 s.
     pub fn shutdown_grace(mut self, grace: Duration) -> Self {
         self.shutdown_grace = grace;
         self
@@ -127,6 +132,9 @@ impl StdioTransport {
             // The last line of defence: if our tasks are dropped without a shutdown (the runtime
             // ended), the child is killed rather than left running.
             .kill_on_drop(true);
+        // Its own process group (pgid = its pid), so the shutdown can signal everything it started.
+        #[cfg(unix)]
+        cmd.process_group(0);
         if self.env_clear {
             cmd.env_clear();
         }
@@ -146,7 +154,8 @@ impl Transport for StdioTransport {
         let stdin = child.stdin.take().ok_or_else(missing)?;
         let stdout = child.stdout.take().ok_or_else(missing)?;
         let stderr = child.stderr.take().ok_or_else(missing)?;
-        let pid = child.id().unwrap_or(0);
+        let child_pid = child.id();
+        let pid = child_pid.unwrap_or(0);
         tracing::debug!(pid, program = ?self.program, "spawned MCP server");
 
         let (batches_tx, batches_rx) = mpsc::unbounded_channel();
@@ -170,6 +179,7 @@ impl Transport for StdioTransport {
         actix_rt::spawn(log_stderr(stderr, pid));
         actix_rt::spawn(supervise(
             child,
+            child_pid,
             Signals {
                 read_end: read_end_rx,
                 write_failed: write_failed_rx,
@@ -326,6 +336,7 @@ struct Signals {
 
 async fn supervise(
     mut child: Child,
+    group: Option<u32>,
     mut signals: Signals,
     events: EventSender,
     grace: Duration,
@@ -363,26 +374,67 @@ async fn supervise(
     };
     tracing::debug!(%reason, "MCP server connection closed");
     events.send(TransportEvent::Closed(reason));
-    shut_down(&mut child, grace).await;
+    shut_down(&mut child, group, grace).await;
     let _ = done.send(());
 }
 
 /// Close stdin (already done by the writer once its channel closed), wait, SIGTERM, wait, SIGKILL.
-async fn shut_down(child: &mut Child, grace: Duration) {
+/// On unix each wait lasts until the child exited *and* its process group is empty, and the
+/// signals go to the whole group, so survivors of an exited child are stopped too.
+#[cfg(unix)]
+async fn shut_down(child: &mut Child, group: Option<u32>, grace: Duration) {
+    use nix::sys::signal::Signal;
+
+    // The group's id is the child's pid (`process_group(0)`), recorded at spawn: the child may be
+    // reaped already (it exited first) while processes it started live on in its group.
+    let Some(group) = group.and_then(|p| i32::try_from(p).ok()).filter(|&p| p > 0) else {
+        let _ = child.start_kill();
+        let _ = child.wait().await;
+        return;
+    };
+    let group = nix::unistd::Pid::from_raw(group);
+    if timeout(grace, all_gone(child, group)).await.is_ok() {
+        return;
+    }
+    tracing::debug!(%group, "MCP server ignored EOF on stdin; sending SIGTERM to its group");
+    signal_group(group, Signal::SIGTERM);
+    if timeout(grace, all_gone(child, group)).await.is_ok() {
+        return;
+    }
+    tracing::debug!(%group, "MCP server ignored SIGTERM; sending SIGKILL to its group");
+    signal_group(group, Signal::SIGKILL);
+    // In case the child left the group (setsid), it is still ours to kill.
+    let _ = child.start_kill();
+    let _ = child.wait().await;
+}
+
+/// Resolves once the child exited (and was reaped) and no process is left in its group.
+#[cfg(unix)]
+async fn all_gone(child: &mut Child, group: nix::unistd::Pid) {
+    const POLL: Duration = Duration::from_millis(20);
+    let _ = child.wait().await;
+    // No notification exists for "the group is empty": poll it. The group id cannot be given to
+    // another process while the child is unreaped or any member of the group lives.
+    while nix::sys::signal::killpg(group, None).is_ok() {
+        tokio::time::sleep(POLL).await;
+    }
+}
+
+#[cfg(unix)]
+fn signal_group(group: nix::unistd::Pid, signal: nix::sys::signal::Signal) {
+    if let Err(error) = nix::sys::signal::killpg(group, signal) {
+        // ESRCH: the group ended meanwhile.
+        tracing::debug!(%group, %error, ?signal, "cannot signal the MCP server's process group");
+    }
+}
+
+/// Close stdin (already done by the writer once its channel closed), wait, then kill.
+#[cfg(not(unix))]
+async fn shut_down(child: &mut Child, _group: Option<u32>, grace: Duration) {
     if let Ok(Ok(_)) = timeout(grace, child.wait()).await {
         return;
     }
-    if let Some(pid) = child.id().and_then(|p| i32::try_from(p).ok()) {
-        tracing::debug!(pid, "MCP server ignored EOF on stdin; sending SIGTERM");
-        // SAFETY: kill(2) with a pid we own and have not reaped (child.id() is Some).
-        unsafe {
-            libc::kill(pid, libc::SIGTERM);
-        }
-        if let Ok(Ok(_)) = timeout(grace, child.wait()).await {
-            return;
-        }
-        tracing::debug!(pid, "MCP server ignored SIGTERM; sending SIGKILL");
-    }
+    tracing::debug!("MCP server ignored EOF on stdin; killing it");
     let _ = child.start_kill();
     let _ = child.wait().await;
 }

@@ -2,16 +2,25 @@
 #![allow(dead_code)]
 
 pub mod everything;
+#[path = "../support/workspace_bins.rs"]
+pub mod workspace_bins;
 
-use std::{path::PathBuf, time::Duration};
+use std::{path::PathBuf, sync::LazyLock, time::Duration};
 
 use actix_mcp::{Client, StdioTransport};
 use serde_json::{json, Value};
 
-pub const DEMO_SERVER: &str = env!("CARGO_BIN_EXE_mcp-demo-server");
+/// The path of a program of the workspace (built on first use; see `workspace_bins`).
+pub fn program(program: workspace_bins::Program) -> String {
+    let path = workspace_bins::program(workspace_bins::ALL, program, true);
+    path.to_string_lossy().into_owned()
+}
+
+/// The demo server's binary (package `actix-mcp-demo-server`).
+pub static DEMO_SERVER: LazyLock<String> = LazyLock::new(|| program(workspace_bins::DEMO_SERVER));
 
 pub fn demo_server() -> StdioTransport {
-    StdioTransport::new(DEMO_SERVER)
+    StdioTransport::new(&*DEMO_SERVER)
 }
 
 /// A file the demo server appends every line it reads from stdin to: the wire as the server saw it.
@@ -115,9 +124,16 @@ pub async fn server_pid(client: &Client) -> i32 {
     i32::try_from(pid).expect("pid fits")
 }
 
+pub use nix::sys::signal::Signal;
+
 pub fn process_exists(pid: i32) -> bool {
-    // SAFETY: signal 0 only checks that the process exists.
-    unsafe { libc::kill(pid, 0) == 0 }
+    // Signal 0 only checks that the process exists.
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None).is_ok()
+}
+
+/// Sends `signal` to the process `pid` (one of ours).
+pub fn signal(pid: i32, signal: Signal) {
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), signal).expect("the process exists");
 }
 
 pub fn init_tracing() {
@@ -172,7 +188,7 @@ impl Drop for HttpProcess {
 
 /// The demo server in its Streamable HTTP mode, on 127.0.0.1 and a free port.
 pub fn demo_http(args: &[&str]) -> HttpProcess {
-    let mut command = std::process::Command::new(DEMO_SERVER);
+    let mut command = std::process::Command::new(&*DEMO_SERVER);
     command.args(["--http", "127.0.0.1:0"]).args(args);
     HttpProcess::start(command)
 }

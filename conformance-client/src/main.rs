@@ -2,7 +2,7 @@
 //!
 //! The suite starts a scenario's server, then runs this program with the server's URL as the last
 //! argument and the scenario's name in `MCP_CONFORMANCE_SCENARIO`; the program must do what the
-//! scenario asks and exit 0. `tests/conformance.rs` runs the suite's client scenarios with it.
+//! scenario asks and exit 0. `tests/conformance.rs` (in the root package) runs the suite's client scenarios with it.
 
 use std::{process::ExitCode, time::Duration};
 

@@ -28,7 +28,7 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 use tokio::{net::TcpListener, sync::mpsc, task::spawn_local};
 
-use super::{Server, SERVER_NAME};
+use crate::{server::Server, SERVER_NAME};
 
 /// Not `Send`: the stream's guard holds the server (`Rc`), and everything runs on one thread.
 type Body = Pin<Box<dyn hyper::body::Body<Data = Bytes, Error = Infallible>>>;

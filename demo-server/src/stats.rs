@@ -1,0 +1,45 @@
+//! The server's counters, and the `stats` tool's answer.
+
+use serde_json::{json, Value};
+
+use crate::server::Server;
+
+#[derive(Default)]
+pub(crate) struct Counters {
+    pub(crate) requests: u64,
+    pub(crate) responses: u64,
+    pub(crate) cancels: u64,
+    pub(crate) cancels_matched: u64,
+    pub(crate) cancels_ahead: u64,
+    pub(crate) cancels_unknown: u64,
+    pub(crate) late_responses: u64,
+    /// Client responses to a server request the server had already cancelled.
+    pub(crate) client_responses_after_cancel: u64,
+}
+
+impl Server {
+    pub(crate) fn stats(&self) -> Value {
+        let state = self.state.borrow();
+        let counters = &state.counters;
+        let pending = state
+            .running
+            .values()
+            .filter(|task| !task.cancelled)
+            .count();
+        json!({
+            "requests": counters.requests,
+            "responses": counters.responses,
+            "cancels": counters.cancels,
+            "cancels_matched": counters.cancels_matched,
+            "cancels_ahead": counters.cancels_ahead,
+            "cancels_unknown": counters.cancels_unknown,
+            "pending": pending,
+            "late_responses": counters.late_responses,
+            "client_responses_after_cancel": counters.client_responses_after_cancel,
+            "initialized": state.initialized,
+            "protocol_version": state.protocol_version,
+            "log_level": state.log_level.name(),
+            "subscriptions": state.subscriptions,
+        })
+    }
+}
