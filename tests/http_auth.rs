@@ -21,6 +21,8 @@ use actix_web::{web, App, HttpRequest, HttpResponse, HttpServer};
 use serde_json::{json, Value};
 use tokio::sync::Notify;
 
+mod common;
+
 #[path = "../examples/web_auth.rs"]
 #[allow(dead_code)]
 mod web_auth;
@@ -531,4 +533,85 @@ async fn a_web_service_signs_a_user_in_and_calls_tools_on_their_behalf() {
         get(format!("{service_url}/tools?user=bob")).await.status(),
         401
     );
+}
+
+/// The CLI's flow (`actix-mcp --url …` against a server that answers 401): it prints the
+/// authorization URL, waits on its loopback callback, and keeps the tokens in an owner-only file,
+/// so the next run needs no browser.
+#[actix::test]
+async fn the_cli_signs_in_with_a_loopback_callback_and_keeps_the_tokens() {
+    use tokio::io::{AsyncBufReadExt, BufReader};
+    let (url, servers) = start();
+    let config_home =
+        std::env::temp_dir().join(format!("actix-mcp-cli-auth-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&config_home);
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+        .to_string();
+    let run = || {
+        tokio::process::Command::new(common::program(common::workspace_bins::CLI))
+            .args([
+                "--url",
+                &url,
+                "--callback-port",
+                &port,
+                "call",
+                "echo",
+                r#"{"text":"via the cli"}"#,
+            ])
+            .env("XDG_CONFIG_HOME", &config_home)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()
+            .expect("the CLI starts")
+    };
+    let mut first = run();
+    let mut stderr = BufReader::new(first.stderr.take().unwrap()).lines();
+    let authorize = loop {
+        let line = stderr
+            .next_line()
+            .await
+            .unwrap()
+            .expect("the CLI prints the authorization URL");
+        if let Some(url) = line.trim().strip_prefix("http") {
+            break format!("http{url}");
+        }
+    };
+    // The "browser": the authorization server approves and sends it to the CLI's callback.
+    let browser = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap();
+    let approved = browser.get(&authorize).send().await.unwrap();
+    let callback = approved.headers()["location"].to_str().unwrap().to_owned();
+    assert!(callback.starts_with(&format!("http://127.0.0.1:{port}/callback?")));
+    let page = browser.get(&callback).send().await.unwrap();
+    assert_eq!(page.status(), 200);
+    let output = first.wait_with_output().await.unwrap();
+    assert!(output.status.success(), "{output:?}");
+    assert!(String::from_utf8_lossy(&output.stdout).contains("via the cli"));
+
+    let file = config_home.join("actix-mcp/credentials.json");
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(&file)
+            .expect("tokens kept")
+            .permissions()
+            .mode();
+        assert_eq!(mode & 0o777, 0o600, "readable by the owner only");
+    }
+    let second = run().wait_with_output().await.unwrap();
+    assert!(second.status.success(), "{second:?}");
+    assert!(String::from_utf8_lossy(&second.stdout).contains("via the cli"));
+    assert_eq!(
+        servers.authorizations.load(Ordering::SeqCst),
+        1,
+        "the second run used the kept token"
+    );
+    let _ = std::fs::remove_dir_all(&config_home);
 }

@@ -14,6 +14,7 @@ mod output;
 
 use std::{process::ExitCode, time::Duration};
 
+use actix_mcp::auth::{FileStore, Loopback, OAuth, OAuthConfig};
 use actix_mcp::{
     Cancellation, Client, CompletionReference, Error, HttpTransport, Progress, StdioTransport,
     Transport,
@@ -33,6 +34,20 @@ struct Cli {
     /// A header for every HTTP request, "name: value" (repeatable; with --url).
     #[arg(long = "header", value_name = "HEADER", requires = "url")]
     headers: Vec<String>,
+    /// OAuth: a client id registered with the server's authorization server (else the client
+    /// metadata URL, else dynamic registration).
+    #[arg(long, value_name = "ID", requires = "url")]
+    client_id: Option<String>,
+    /// OAuth: the secret of --client-id.
+    #[arg(long, value_name = "SECRET", requires = "client_id")]
+    client_secret: Option<String>,
+    /// OAuth: the https URL of this client's metadata document (CIMD), used as its client id
+    /// where the authorization server supports it.
+    #[arg(long, value_name = "URL", requires = "url")]
+    client_metadata_url: Option<String>,
+    /// OAuth: the loopback port the browser is sent back to (http://127.0.0.1:PORT/callback).
+    #[arg(long, value_name = "PORT", default_value_t = 8976, requires = "url")]
+    callback_port: u16,
     /// Print JSON instead of human-readable text.
     #[arg(long, global = true)]
     json: bool,
@@ -159,6 +174,18 @@ async fn run(cli: Cli) -> Result<(), Failure> {
     outcome
 }
 
+/// Where the CLI keeps OAuth credentials: `$XDG_CONFIG_HOME/actix-mcp/credentials.json` (or
+/// `~/.config/…`), readable by the owner only.
+fn credentials_path() -> std::path::PathBuf {
+    let base = std::env::var_os("XDG_CONFIG_HOME")
+        .map(std::path::PathBuf::from)
+        .or_else(|| {
+            std::env::var_os("HOME").map(|home| std::path::Path::new(&home).join(".config"))
+        })
+        .unwrap_or_else(std::env::temp_dir);
+    base.join("actix-mcp").join("credentials.json")
+}
+
 /// The transport the command line names: `--stdio "<command>"` or `--url <URL>`.
 fn transport(cli: &Cli) -> Result<Box<dyn Transport>, Failure> {
     if let Some(url) = &cli.url {
@@ -169,7 +196,22 @@ fn transport(cli: &Cli) -> Result<Box<dyn Transport>, Failure> {
                 .ok_or_else(|| usage("--header takes \"name: value\""))?;
             http = http.header(name.trim(), value.trim());
         }
-        return Ok(Box::new(http));
+        // When the server answers 401: the browser flow on a loopback redirect, tokens kept in
+        // an owner-only file for the next run.
+        let mut config = OAuthConfig::default()
+            .client_name("actix-mcp CLI")
+            .store(FileStore::new(credentials_path()));
+        if let Some(id) = &cli.client_id {
+            config = config.client_id(id);
+        }
+        if let Some(secret) = &cli.client_secret {
+            config = config.client_secret(secret);
+        }
+        if let Some(url) = &cli.client_metadata_url {
+            config = config.client_metadata_url(url);
+        }
+        let oauth = OAuth::new(Loopback::new(cli.callback_port), config);
+        return Ok(Box::new(http.auth(oauth)));
     }
     let Some(command_line) = &cli.stdio else {
         return Err(usage(

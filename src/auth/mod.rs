@@ -475,6 +475,9 @@ impl OAuth {
         let found = self
             .discover(&fetcher, server, challenge.resource_metadata.as_deref())
             .await?;
+        if scopes.is_none() && self.adopt_stored(&found) {
+            return Ok(()); // a token kept from an earlier run: tried before anything else
+        }
         let scopes = choose_scopes(&found, challenge.scopes(), scopes);
         let config = &self.inner.config;
         if let Some(assertion) = config.jwt_bearer.clone() {
@@ -529,6 +532,33 @@ impl OAuth {
             ));
         }
         self.exchange(&fetcher, pending, callback).await
+    }
+
+    /// Takes up the credentials the store keeps for this authorization server and resource, if
+    /// they hold another token than the one just refused.
+    fn adopt_stored(&self, found: &Found) -> bool {
+        let Some(stored) = self
+            .inner
+            .config
+            .store
+            .load(&store_key(&found.issuer, &found.resource))
+        else {
+            return false;
+        };
+        let current = self
+            .state()
+            .granted
+            .as_ref()
+            .and_then(|g| g.credentials.access_token.clone());
+        if stored.access_token.is_none() || stored.access_token == current {
+            return false;
+        }
+        let expired = stored.expires_at.is_some_and(|at| at <= now_secs());
+        if expired && stored.refresh_token.is_none() {
+            return false;
+        }
+        self.keep(&found.metadata, &found.resource, stored);
+        true
     }
 
     /// The protected resource's metadata, then its authorization server's.
