@@ -142,7 +142,7 @@ impl<T> Call<T> {
             );
             let mut user = self.progress.take();
             let clock = clock.clone();
-            self.request.options.progress = Some(Box::new(Box::new(move |p| {
+            self.request.options.set_progress(Some(Box::new(move |p| {
                 if let Some(clock) = &clock {
                     clock.tick();
                 }
@@ -179,16 +179,18 @@ impl<T: DeserializeOwned> IntoFuture for Call<T> {
         let retryable = self.link.is_modern() && RETRYABLE.contains(&self.request.method());
         let retry = retryable.then(|| {
             // The progress listener is shared by every round's request.
-            let progress = self.request.options.progress.take().map(|listener| {
-                let shared: SharedProgress = Arc::new(std::sync::Mutex::new(*listener));
-                self.request.options.progress = Some(Box::new(forward_progress(&shared)));
+            let progress = self.request.options.take_progress().map(|listener| {
+                let shared: SharedProgress = Arc::new(std::sync::Mutex::new(listener));
+                self.request
+                    .options
+                    .set_progress(Some(forward_progress(&shared)));
                 shared
             });
             Box::new(Retry {
                 method: self.request.method.clone(),
                 params: self.request.params.as_ref().ok().cloned().flatten(),
                 timeout: self.request.options.timeout,
-                routing: self.request.routing.clone(),
+                routing: self.request.options.routing().cloned(),
                 rounds: 0,
                 progress,
             })

@@ -39,7 +39,7 @@ pub(crate) struct Retry {
     /// The call's timeout, kept by the actor for each round's request.
     pub timeout: Option<Timeout>,
     /// What the 2026-07-28 HTTP transport routes each round's request on.
-    pub routing: Option<Box<Routing>>,
+    pub routing: Option<Routing>,
     pub rounds: u32,
     /// The call's progress listener, shared by every round's request (each round's request
     /// carries its own id as the progress token).

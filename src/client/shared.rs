@@ -11,7 +11,7 @@ use serde_json::Value;
 
 use super::tool_headers::{param_values, screen_tools_list, ToolHeaders};
 use crate::{
-    connection::{Connection, Entry, Handlers, Link, Outcome, Request},
+    connection::{Connection, Handlers, Link, Outcome, Request},
     protocol::{
         jsonrpc::{RawResult, RequestId},
         routing::Routing,
@@ -44,7 +44,7 @@ impl Shared {
     }
 
     pub fn submit(&self, request: Box<Request>, reply: oneshot::Sender<Outcome>) {
-        self.link.push(Entry::Call(request, reply));
+        self.link.submit(request, reply);
     }
 
     pub fn cancel(&self, id: RequestId, reason: Option<String>) {

@@ -16,6 +16,8 @@
 //! [`Cancel`]: super::Cancel
 
 use std::{
+    collections::HashMap,
+    num::NonZeroU64,
     sync::{
         atomic::{AtomicBool, Ordering},
         Arc, Mutex, MutexGuard, PoisonError,
@@ -31,25 +33,17 @@ use crate::{error::Error, protocol::jsonrpc::RequestId};
 /// Above this many slots, the actor gives the inbox's memory back after draining it.
 const KEEP_CAPACITY: usize = 1024;
 
-/// What a caller puts in the inbox.
+/// What a caller puts in the inbox: 16 bytes (a burst of calls fills a vector of these).
 pub(crate) enum Entry {
     /// A request and where its answer goes. Boxed from the call to the write: the outbox keeps
     /// this same box.
     Call(Box<Request>, Reply),
-    /// Cancel a request (a dropped future, or a cancel without a reason).
-    Cancel(RequestId),
-    /// Cancel a request, saying why.
-    CancelWithReason(Box<(RequestId, String)>),
+    /// Cancel a request. Its reason, if any, waits in the inbox's side table, so that this
+    /// stays a word (ids are never 0).
+    Cancel(NonZeroU64),
 }
 
-impl Entry {
-    pub fn cancel(id: RequestId, reason: Option<String>) -> Self {
-        match reason {
-            None => Self::Cancel(id),
-            Some(reason) => Self::CancelWithReason(Box::new((id, reason))),
-        }
-    }
-}
+const _: () = assert!(std::mem::size_of::<Entry>() == 16);
 
 #[derive(Default)]
 pub(crate) struct Inbox {
@@ -62,6 +56,8 @@ pub(crate) struct Inbox {
 #[derive(Default)]
 struct Queue {
     items: Vec<Entry>,
+    /// The reasons of the cancels in `items` that have one.
+    reasons: HashMap<RequestId, String>,
     /// A [`Drain`] is in the mailbox (or about to be) for the items queued so far.
     wake_sent: bool,
     /// The actor is gone: nothing pushed now would ever be answered.
@@ -74,23 +70,30 @@ impl Inbox {
         self.queue.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Queues `entry`; returns whether the actor must be woken (the inbox was idle). A closed
-    /// inbox drops the entry: a call's caller then sees its reply channel closed.
-    fn push(&self, entry: Entry) -> bool {
+    /// Queues `entry` (a cancel's reason beside it); returns whether the actor must be woken
+    /// (the inbox was idle). A closed inbox drops the entry: a call's caller then sees its reply
+    /// channel closed.
+    fn push(&self, entry: Entry, reason: Option<(RequestId, String)>) -> bool {
         let mut queue = self.lock();
         if queue.closed {
             return false;
         }
         queue.items.push(entry);
+        if let Some((id, reason)) = reason {
+            queue.reasons.entry(id).or_insert(reason); // the first reason wins
+        }
         !std::mem::replace(&mut queue.wake_sent, true)
     }
 
     /// Swaps the queued entries (in order) with `spare`, an empty vector whose buffer the queue
-    /// reuses: a steady stream of calls allocates nothing here.
-    fn take(&self, spare: &mut Vec<Entry>) {
+    /// reuses: a steady stream of calls allocates nothing here. The reasons come along.
+    fn take(&self, spare: &mut Vec<Entry>, reasons: &mut HashMap<RequestId, String>) {
         let mut queue = self.lock();
         queue.wake_sent = false;
         std::mem::swap(&mut queue.items, spare);
+        if !queue.reasons.is_empty() {
+            reasons.extend(queue.reasons.drain());
+        }
     }
 
     /// Records that the connection can carry nothing more.
@@ -120,18 +123,29 @@ pub(crate) struct Link {
 }
 
 impl Link {
-    pub fn push(&self, entry: Entry) {
-        if self.inbox.push(entry) {
-            // do_send ignores the mailbox bound: a wake-up is never lost to a full mailbox.
-            self.addr.do_send(Drain);
-        }
+    pub fn submit(&self, request: Box<Request>, reply: Reply) {
+        self.push(Entry::Call(request, reply), None);
     }
 
     /// Cancels a request submitted through this link: the one way every future cancels
     /// (explicitly, by token or timeout, or because it was dropped).
     pub fn cancel(&self, id: RequestId, reason: Option<String>) {
-        self.push(Entry::cancel(id, reason));
+        if let Some(entry) = cancel_entry(id) {
+            self.push(entry, reason.map(|r| (id, r)));
+        }
     }
+
+    fn push(&self, entry: Entry, reason: Option<(RequestId, String)>) {
+        if self.inbox.push(entry, reason) {
+            // do_send ignores the mailbox bound: a wake-up is never lost to a full mailbox.
+            self.addr.do_send(Drain);
+        }
+    }
+}
+
+/// `None` only for id 0, which no request has.
+fn cancel_entry(id: RequestId) -> Option<Entry> {
+    NonZeroU64::new(id.as_u64()).map(Entry::Cancel)
 }
 
 /// Wakes the actor to drain its [`Inbox`].
@@ -146,6 +160,8 @@ pub(crate) struct Ordered {
     inbox: Arc<Inbox>,
     /// The drained queue's buffer, swapped back in on the next drain.
     spare: Vec<Entry>,
+    /// The drained cancels' reasons.
+    reasons: HashMap<RequestId, String>,
     requests: Requests,
 }
 
@@ -154,6 +170,7 @@ impl Ordered {
         Self {
             inbox,
             spare: Vec::new(),
+            reasons: HashMap::new(),
             requests,
         }
     }
@@ -165,17 +182,22 @@ impl Ordered {
     /// The request states, once everything pushed on the inbox so far was taken in, in order.
     pub fn get(&mut self) -> &mut Requests {
         let mut entries = std::mem::take(&mut self.spare);
-        self.inbox.take(&mut entries);
+        self.inbox.take(&mut entries, &mut self.reasons);
         if !entries.is_empty() {
             let now = Instant::now();
             for entry in entries.drain(..) {
                 match entry {
                     Entry::Call(request, reply) => self.requests.accept(request, reply, now),
-                    Entry::Cancel(id) => self.requests.cancel(id, None, Error::cancelled(None)),
-                    Entry::CancelWithReason(cancel) => {
-                        let (id, reason) = *cancel;
-                        let error = Error::cancelled(Some(reason.clone()));
-                        self.requests.cancel(id, Some(reason), error);
+                    Entry::Cancel(id) => {
+                        let id = RequestId::from_u64(id.get());
+                        // Usually empty: skip hashing then.
+                        let reason = if self.reasons.is_empty() {
+                            None
+                        } else {
+                            self.reasons.remove(&id)
+                        };
+                        let error = Error::cancelled(reason.clone());
+                        self.requests.cancel(id, reason, error);
                     }
                 }
             }
@@ -187,11 +209,19 @@ impl Ordered {
         &mut self.requests
     }
 
-    /// Pushes from inside the actor (a `Request` or `Cancel` message), behind whatever other
-    /// threads pushed before, and takes everything in.
-    pub fn push_here(&mut self, entry: Entry) -> &mut Requests {
+    /// A call from inside the actor (a `Request` message), behind whatever other threads
+    /// pushed before; everything is taken in.
+    pub fn call_here(&mut self, request: Box<Request>, reply: Reply) -> &mut Requests {
         // The actor drains right now: no wake-up needed (a pending one finds the inbox empty).
-        let _ = self.inbox.push(entry);
+        let _ = self.inbox.push(Entry::Call(request, reply), None);
+        self.get()
+    }
+
+    /// A cancel from inside the actor (a `Cancel` message), the same way.
+    pub fn cancel_here(&mut self, id: RequestId, reason: Option<String>) -> &mut Requests {
+        if let Some(entry) = cancel_entry(id) {
+            let _ = self.inbox.push(entry, reason.map(|r| (id, r)));
+        }
         self.get()
     }
 }

@@ -36,25 +36,77 @@ pub struct Request {
     /// freed before the request waits in the queue. `Err` holds why serialization failed.
     pub(crate) params: Result<Option<Box<RawValue>>, String>,
     pub(crate) options: PackedOptions,
-    /// What the 2026-07-28 HTTP transport routes on besides the method (`Mcp-Name`,
-    /// `Mcp-Param-*`); absent in the other era.
-    pub(crate) routing: Option<Box<Routing>>,
 }
 
 /// [`RequestOptions`] as a request carries them to the actor: 16 bytes instead of 40, since
 /// every request in flight pays for them while it waits in the queue.
 pub(crate) struct PackedOptions {
-    /// Boxed twice: rarely set, and a thin pointer is half the size of a `Box<dyn _>`.
-    pub progress: Option<Box<ProgressCallback>>,
+    /// What few requests have, in one box: most requests carry a null pointer here.
+    extras: Option<Box<RequestExtras>>,
     pub timeout: Option<Timeout>,
     pub cancel_on_wire: bool,
 }
+
+#[derive(Default)]
+struct RequestExtras {
+    progress: Option<ProgressCallback>,
+    /// What the 2026-07-28 HTTP transport routes on besides the method (`Mcp-Name`,
+    /// `Mcp-Param-*`).
+    routing: Option<Routing>,
+}
+
+impl PackedOptions {
+    fn extras(&mut self) -> &mut RequestExtras {
+        self.extras.get_or_insert_with(Box::default)
+    }
+
+    pub fn set_progress(&mut self, progress: Option<ProgressCallback>) {
+        match progress {
+            Some(progress) => self.extras().progress = Some(progress),
+            None => {
+                if let Some(extras) = &mut self.extras {
+                    extras.progress = None;
+                }
+            }
+        }
+    }
+
+    pub fn take_progress(&mut self) -> Option<ProgressCallback> {
+        self.extras.as_mut()?.progress.take()
+    }
+
+    pub fn has_progress(&self) -> bool {
+        self.extras.as_ref().is_some_and(|e| e.progress.is_some())
+    }
+
+    pub fn set_routing(&mut self, routing: Option<Routing>) {
+        match routing {
+            Some(routing) => self.extras().routing = Some(routing),
+            None => {
+                if let Some(extras) = &mut self.extras {
+                    extras.routing = None;
+                }
+            }
+        }
+    }
+
+    pub fn routing(&self) -> Option<&Routing> {
+        self.extras.as_ref()?.routing.as_ref()
+    }
+
+    pub fn take_routing(&mut self) -> Option<Routing> {
+        self.extras.as_mut()?.routing.take()
+    }
+}
+
+// Every request waiting to be written pays for its box; keep it where it was (72 bytes).
+const _: () = assert!(std::mem::size_of::<Request>() == 72);
 
 impl std::fmt::Debug for PackedOptions {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("RequestOptions")
             .field("cancel_on_wire", &self.cancel_on_wire)
-            .field("progress", &self.progress.is_some())
+            .field("progress", &self.has_progress())
             .field("timeout", &self.timeout)
             .finish()
     }
@@ -62,11 +114,13 @@ impl std::fmt::Debug for PackedOptions {
 
 impl From<RequestOptions> for PackedOptions {
     fn from(options: RequestOptions) -> Self {
-        Self {
-            progress: options.progress.map(Box::new),
+        let mut packed = Self {
+            extras: None,
             timeout: options.timeout.map(Timeout::new),
             cancel_on_wire: options.cancel_on_wire,
-        }
+        };
+        packed.set_progress(options.progress);
+        packed
     }
 }
 
@@ -111,10 +165,10 @@ impl Request {
         let mut request = Self::with_params(method, params.as_ref());
         // What names the target (a tool, a prompt, a resource) is read here, while the params
         // are still a tree: the 2026-07-28 HTTP transport routes on it.
-        request.routing = params
+        let routing = params
             .as_ref()
-            .and_then(|params| routing_of(&request.method, params))
-            .map(Box::new);
+            .and_then(|params| routing_of(&request.method, params));
+        request.options.set_routing(routing);
         request
     }
 
@@ -135,7 +189,6 @@ impl Request {
             method: method.into(),
             params,
             options: RequestOptions::default().into(),
-            routing: None,
         }
     }
 
@@ -146,23 +199,23 @@ impl Request {
         params: Box<RawValue>,
         timeout: Option<Timeout>,
         progress: Option<ProgressCallback>,
-        routing: Option<Box<Routing>>,
+        routing: Option<Routing>,
     ) -> Self {
         let mut options = PackedOptions::from(RequestOptions::default());
         options.timeout = timeout;
-        options.progress = progress.map(Box::new);
+        options.set_progress(progress);
+        options.set_routing(routing);
         Self {
             id,
             method,
             params: Ok(Some(params)),
             options,
-            routing,
         }
     }
 
     /// Sets what the 2026-07-28 HTTP transport routes on.
     pub(crate) fn with_routing(mut self, routing: Option<Routing>) -> Self {
-        self.routing = routing.map(Box::new);
+        self.options.set_routing(routing);
         self
     }
 

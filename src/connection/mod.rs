@@ -312,8 +312,7 @@ impl Handler<Request> for Connection {
     fn handle(&mut self, request: Request, ctx: &mut Self::Context) -> Self::Result {
         let (reply, rx) = oneshot::channel();
         let id = request.id;
-        self.requests
-            .push_here(Entry::Call(Box::new(request), reply));
+        self.requests.call_here(Box::new(request), reply);
         self.settle(ctx);
         MessageResult(PendingReply::new(id, rx, self.link(ctx)))
     }
@@ -323,8 +322,7 @@ impl Handler<Cancel> for Connection {
     type Result = ();
 
     fn handle(&mut self, cancel: Cancel, ctx: &mut Self::Context) {
-        self.requests
-            .push_here(Entry::cancel(cancel.id, cancel.reason));
+        self.requests.cancel_here(cancel.id, cancel.reason);
         self.settle(ctx);
     }
 }

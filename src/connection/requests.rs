@@ -134,8 +134,8 @@ impl Requests {
             entry.set_timeout(Some(timeout));
         }
         self.table.insert(id, entry);
-        if let Some(progress) = request.options.progress.take() {
-            self.progress.insert(id, *progress);
+        if let Some(progress) = request.options.take_progress() {
+            self.progress.insert(id, progress);
         }
         self.outbox.push(Outgoing::Request(request));
     }
@@ -236,9 +236,9 @@ impl Requests {
                     id,
                     method,
                     params,
-                    routing,
-                    ..
+                    mut options,
                 } = *request;
+                let routing = options.take_routing().map(Box::new);
                 let Some(entry) = table.get_mut(&id) else {
                     return; // cancelled while queued
                 };

@@ -30,6 +30,11 @@ impl RequestId {
     pub fn as_u64(self) -> u64 {
         self.0
     }
+
+    /// The id with this number (for ids carried as plain numbers inside the crate).
+    pub(crate) fn from_u64(n: u64) -> Self {
+        RequestId(n)
+    }
 }
 
 impl std::fmt::Display for RequestId {

@@ -144,9 +144,10 @@ pub enum TransportEvent {
         status: u16,
         body: Bytes,
     },
-    /// Message transports: the stream that should have carried `request`'s answer ended. If the
-    /// request is still waiting, the connection asks the transport to [`resume`] it from
-    /// `resume`, or (no resume point) fails it with `error` if the stream broke.
+    /// Message transports: the stream that should have carried `request`'s answer ended early
+    /// (it broke, or it can be resumed; a clean end that cannot be resumed is not reported). If
+    /// the request is still waiting, the connection asks the transport to [`resume`] it from
+    /// `resume`, or (no resume point) fails it with `error`.
     ///
     /// [`resume`]: TransportIo::resume
     StreamEnded {

@@ -134,6 +134,11 @@ impl Shared {
         let error = end.error.map(|error| {
             Error::transport("the request's event stream broke", io::Error::other(error))
         });
+        if resume.is_none() && error.is_none() {
+            // Ended cleanly and cannot be resumed: nothing for the connection to decide (the
+            // answer came, or may still come on another stream). One message less per request.
+            return;
+        }
         self.events.send(TransportEvent::StreamEnded {
             request,
             resume,
