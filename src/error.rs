@@ -66,6 +66,16 @@ pub enum Error {
     #[error("protocol error: {0}")]
     Protocol(String),
 
+    /// A tool's structured result breaks the tool's `outputSchema` (or is missing though the
+    /// schema asks for one). `path` is the JSON pointer of the offending value in the structured
+    /// content; `problem` the rule it breaks.
+    #[error("tool {tool:?} returned structured content that breaks its outputSchema at {path:?}: {problem}")]
+    InvalidOutput {
+        tool: String,
+        path: String,
+        problem: String,
+    },
+
     /// The server wants authorization and it could not be obtained (or it was refused). The
     /// message says what the server or the authorization server said; it never holds a token,
     /// a secret or a code.

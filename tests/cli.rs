@@ -172,3 +172,22 @@ fn the_same_commands_work_over_streamable_http() {
     let bad = cli(&["--url", &server.url, "--header", "no colon", "tools"]);
     assert_eq!(bad.status.code(), Some(2), "{}", text(&bad.stderr));
 }
+
+/// A structured result that breaks its tool's outputSchema is refused with one line naming the
+/// problem and a non-zero exit; a valid one is printed.
+#[test]
+fn a_result_that_breaks_its_output_schema_is_refused_in_one_line() {
+    let server = stdio_arg(None);
+    let good = cli(&["--stdio", &server, "call", "add", r#"{"a":1,"b":2}"#]);
+    assert!(good.status.success(), "{good:?}");
+    assert!(text(&good.stdout).contains('3'));
+    let bad = cli(&["--stdio", &server, "call", "add-wrong", r#"{"a":1,"b":2}"#]);
+    assert!(!bad.status.success());
+    let stderr = text(&bad.stderr);
+    let lines: Vec<&str> = stderr.lines().filter(|l| !l.trim().is_empty()).collect();
+    assert_eq!(lines.len(), 1, "one line: {stderr:?}");
+    assert!(
+        lines[0].contains("outputSchema") && lines[0].contains("/sum"),
+        "{stderr}"
+    );
+}

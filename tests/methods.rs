@@ -269,3 +269,98 @@ async fn server_requests_reach_the_handlers_and_a_server_cancel_reaches_them_too
     let stats = server_stats(&client).await;
     assert_eq!(stats["client_responses_after_cancel"], 0);
 }
+
+#[derive(serde::Deserialize)]
+struct Sum {
+    sum: f64,
+}
+
+/// Structured results are checked against their tool's outputSchema (learned from the tool list,
+/// on by default): a valid one reads as a Rust type, one that breaks the schema is a typed error
+/// naming where and why; the check can be switched off per call and per client.
+#[actix::test]
+async fn structured_results_are_checked_against_their_output_schema() {
+    let client = Client::connect(demo_server()).await.unwrap();
+    let tools = client.tools().await.unwrap();
+    let add = tools.iter().find(|t| t.name == "add").unwrap();
+    assert_eq!(
+        add.output_schema.as_ref().unwrap()["required"],
+        json!(["sum"])
+    );
+
+    let sum: Sum = client
+        .call_tool("add", json!({"a": 2, "b": 3}))
+        .await
+        .unwrap()
+        .structured()
+        .unwrap();
+    assert_eq!(sum.sum, 5.0);
+
+    match client.call_tool("add-wrong", json!({"a": 2, "b": 3})).await {
+        Err(Error::InvalidOutput {
+            tool,
+            path,
+            problem,
+        }) => {
+            assert_eq!(tool, "add-wrong");
+            assert_eq!(path, "/sum");
+            assert!(problem.contains("number"), "{problem}");
+        }
+        other => panic!("expected InvalidOutput, got {other:?}"),
+    }
+    let unchecked = client
+        .call_tool("add-wrong", json!({"a": 2, "b": 3}))
+        .validate_output(false)
+        .await
+        .unwrap();
+    assert_eq!(unchecked.structured_content, Some(json!({"sum": "5"})));
+
+    let trusting = Client::builder()
+        .validate_output(false)
+        .connect(demo_server())
+        .await
+        .unwrap();
+    trusting.tools().await.unwrap();
+    assert!(trusting
+        .call_tool("add-wrong", json!({"a": 1, "b": 1}))
+        .await
+        .is_ok());
+}
+
+/// Typed calls: arguments from any serializable value (a non-object is refused before anything
+/// is sent), and a generic typed request for methods the client has no method for.
+#[actix::test]
+async fn typed_arguments_and_typed_requests() {
+    #[derive(serde::Serialize)]
+    struct Addends {
+        a: i32,
+        b: i32,
+    }
+    let client = Client::connect(demo_server()).await.unwrap();
+    let result = client
+        .call_tool_with("add", &Addends { a: 40, b: 2 })
+        .await
+        .unwrap();
+    assert_eq!(result.structured::<Sum>().unwrap().sum, 42.0);
+
+    let written = client.stats().await.unwrap().requests_written;
+    match client.call_tool_with("add", &[1, 2]).await {
+        Err(Error::Protocol(why)) => assert!(why.contains("must be a JSON object"), "{why}"),
+        other => panic!("expected a refusal, got {other:?}"),
+    }
+    assert_eq!(
+        client.stats().await.unwrap().requests_written,
+        written,
+        "nothing was sent"
+    );
+
+    #[derive(serde::Deserialize)]
+    struct Listed {
+        tools: Vec<serde_json::Value>,
+    }
+    let listed: Listed = client
+        .send_request("tools/list", None::<&()>)
+        .await
+        .unwrap();
+    assert!(listed.tools.len() > 10);
+}

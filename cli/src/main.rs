@@ -234,6 +234,9 @@ async fn execute(client: &Client, cli: &Cli, interrupt: &Cancellation) -> Result
         Command::Tools => out.tools(&client.tools().cancellation(interrupt).await?),
         Command::Call { name, args } => {
             let args = parse_object(args, "arguments")?;
+            // The tool list carries the tools' output schemas: the result is checked against
+            // its tool's. A server that cannot list its tools is still called.
+            let _ = client.tools().cancellation(interrupt).await;
             let bar = output::ProgressBar::new(!cli.json);
             let progress = bar.clone();
             let result = client

@@ -79,6 +79,14 @@ impl Server {
                 let sum = num_arg(args, "a")? + num_arg(args, "b")?;
                 Step::Reply(Ok(structured_result(sum.to_string(), json!({"sum": sum}))))
             }
+            // Declares the same outputSchema as `add`, and breaks it: the sum as a string.
+            "add-wrong" => {
+                let sum = num_arg(args, "a")? + num_arg(args, "b")?;
+                Step::Reply(Ok(structured_result(
+                    sum.to_string(),
+                    json!({"sum": sum.to_string()}),
+                )))
+            }
             "sleep" => {
                 let ms = u64_arg(args, "ms", None)?;
                 Step::Spawn {
@@ -536,6 +544,7 @@ pub(crate) fn size_arg(
 pub(crate) const TOOL_NAMES: &[&str] = &[
     "echo",
     "add",
+    "add-wrong",
     "sleep",
     "late",
     "stats",
@@ -583,6 +592,15 @@ pub(crate) fn tool_list() -> Value {
         tool(
             "add",
             "Add two numbers; the sum is also returned as structured content.",
+            json!({
+                "a": {"type": "number", "description": "First addend."},
+                "b": {"type": "number", "description": "Second addend."},
+            }),
+            &["a", "b"],
+        ),
+        tool(
+            "add-wrong",
+            "Like add, but its structured content breaks its outputSchema (the sum as a string).",
             json!({
                 "a": {"type": "number", "description": "First addend."},
                 "b": {"type": "number", "description": "Second addend."},
@@ -728,5 +746,17 @@ pub(crate) fn tool_list() -> Value {
         ),
     ];
     debug_assert_eq!(tools.len(), TOOL_NAMES.len());
+    // `add` and `add-wrong` declare what their structured content holds.
+    let sum_schema = json!({"type": "object", "properties": {"sum": {"type": "number"}},
+        "required": ["sum"]});
+    let tools: Vec<Value> = tools
+        .into_iter()
+        .map(|mut tool| {
+            if matches!(tool["name"].as_str(), Some("add" | "add-wrong")) {
+                tool["outputSchema"] = sum_schema.clone();
+            }
+            tool
+        })
+        .collect();
     json!({"tools": tools})
 }

@@ -42,6 +42,8 @@ pub struct Call<T> {
     max_total: Option<Duration>,
     meta: Option<Map<String, Value>>,
     progress: Option<ProgressCallback>,
+    /// A `tools/call` of a tool with an `outputSchema`: its name and the compiled schema.
+    output_check: Option<Box<(String, Arc<jsonschema::Validator>)>>,
     _result: PhantomData<fn() -> T>,
 }
 
@@ -56,8 +58,29 @@ impl<T> Call<T> {
             max_total: None,
             meta: None,
             progress: None,
+            output_check: None,
             _result: PhantomData,
         }
+    }
+
+    /// Checks the result against `tool`'s compiled `outputSchema`.
+    pub(crate) fn check_output(
+        mut self,
+        tool: &str,
+        schema: Option<Arc<jsonschema::Validator>>,
+    ) -> Self {
+        self.output_check = schema.map(|schema| Box::new((tool.to_owned(), schema)));
+        self
+    }
+
+    /// Whether to check a structured tool result against the tool's `outputSchema` (on by
+    /// default, see [`ConnectOptions::validate_output`](super::ConnectOptions::validate_output));
+    /// `false` hands over whatever the server sent.
+    pub fn validate_output(mut self, validate: bool) -> Self {
+        if !validate {
+            self.output_check = None;
+        }
+        self
     }
 
     /// Cancels the request when `token` is cancelled; fails at once if it already is.
@@ -195,10 +218,15 @@ impl<T: DeserializeOwned> IntoFuture for Call<T> {
                 progress,
             })
         });
-        // 2026-07-28: tools with invalid `x-mcp-header` annotations are dropped from the list.
-        let screen_tools = self.link.is_modern() && self.request.method() == "tools/list";
-        let needs_extras =
-            self.cancellation.is_some() || timers.is_some() || retry.is_some() || screen_tools;
+        // A tool list teaches the client the tools' output schemas (and, 2026-07-28, their
+        // `x-mcp-header` annotations: tools with invalid ones are dropped from the list).
+        let screen_tools = self.request.method() == "tools/list";
+        let output_check = self.output_check.take();
+        let needs_extras = self.cancellation.is_some()
+            || timers.is_some()
+            || retry.is_some()
+            || screen_tools
+            || output_check.is_some();
         let extras = needs_extras.then(|| {
             Box::pin(Extras {
                 token: self.cancellation,
@@ -206,6 +234,7 @@ impl<T: DeserializeOwned> IntoFuture for Call<T> {
                 timers,
                 retry,
                 screen_tools,
+                output_check,
             })
         });
         CallFuture {
@@ -239,6 +268,7 @@ pin_project_lite::pin_project! {
         timers: Option<Timers>,
         retry: Option<Box<Retry>>,
         screen_tools: bool,
+        output_check: Option<Box<(String, Arc<jsonschema::Validator>)>>,
     }
 }
 
@@ -411,7 +441,17 @@ impl<T: DeserializeOwned> Future for CallFuture<T> {
                         Err(e) => return Poll::Ready(Err(e)),
                     };
                     if this.extras.as_ref().is_some_and(|e| e.screen_tools) {
-                        this.link.screen_tools(&mut raw);
+                        this.link.learn_tools(&mut raw);
+                    }
+                    let check = this.extras.as_ref().and_then(|e| e.output_check.as_deref());
+                    if let Some((tool, schema)) = check {
+                        // After an `input_required` round the result is checked once complete.
+                        let complete = !matches!(classify(&raw), Verdict::InputRequired(_));
+                        if complete {
+                            if let Err(e) = super::output_schemas::check(tool, schema, &raw) {
+                                return Poll::Ready(Err(e));
+                            }
+                        }
                     }
                     if let Some(retry) = this.extras.as_mut().and_then(|e| e.as_mut().retry()) {
                         match classify(&raw) {

@@ -45,6 +45,7 @@ pub struct ConnectOptions {
     placement: Placement,
     mailbox_capacity: usize,
     pub(super) era: ProtocolEra,
+    validate_output: bool,
 }
 
 /// Default bound on the handshake.
@@ -67,6 +68,7 @@ impl Default for ConnectOptions {
             placement: Placement::Auto,
             mailbox_capacity: DEFAULT_MAILBOX_CAPACITY,
             era: ProtocolEra::Auto,
+            validate_output: true,
         }
     }
 }
@@ -155,6 +157,15 @@ impl ConnectOptions {
         self
     }
 
+    /// Whether structured tool results are checked against their tool's `outputSchema` (on by
+    /// default; the spec says clients should). A result that breaks it fails the call with
+    /// [`Error::InvalidOutput`]. The schemas come from the tool list, so tools listed before the
+    /// call are checked. Per call: [`Call::validate_output`](super::Call::validate_output).
+    pub fn validate_output(mut self, validate: bool) -> Self {
+        self.validate_output = validate;
+        self
+    }
+
     /// Which protocol era to speak ([`ProtocolEra::Auto`] by default).
     pub fn era(mut self, era: ProtocolEra) -> Self {
         self.era = era;
@@ -186,6 +197,7 @@ impl ConnectOptions {
                 server: Arc::new(result),
                 settings: Arc::new(Settings {
                     default_timeout: self.request_timeout,
+                    validate_output: self.validate_output,
                     max_pages: self.max_pages,
                     notifications,
                 }),

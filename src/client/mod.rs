@@ -5,6 +5,7 @@ mod connect;
 mod lifecycle;
 mod mrtr;
 mod notifications;
+mod output_schemas;
 mod pages;
 mod progress;
 mod shared;
@@ -45,6 +46,8 @@ use crate::{
 /// Settings every call of a client shares.
 pub(crate) struct Settings {
     pub default_timeout: Option<Duration>,
+    /// Check structured tool results against their tool's `outputSchema`.
+    pub validate_output: bool,
     pub max_pages: usize,
     pub notifications: broadcast::Sender<ServerNotification>,
 }
@@ -162,7 +165,63 @@ impl Client {
             name,
             arguments: &arguments,
         };
-        self.call(Request::with_params("tools/call", Some(&params)).with_routing(routing))
+        let request = Request::with_params("tools/call", Some(&params)).with_routing(routing);
+        self.tool_call(name, request)
+    }
+
+    /// `tools/call` with arguments from any serializable value, which must serialize to a JSON
+    /// object: anything else fails the call before anything is sent. Read a structured result as
+    /// your own type with [`CallToolResult::structured`].
+    pub fn call_tool_with<A: Serialize + ?Sized>(
+        &self,
+        name: &str,
+        arguments: &A,
+    ) -> Call<CallToolResult> {
+        match serde_json::to_value(arguments) {
+            Ok(Value::Object(arguments)) => self.call_tool(name, Value::Object(arguments)),
+            Ok(other) => self.call(Request::refused(
+                "tools/call",
+                format!(
+                    "tool arguments must be a JSON object, not {}",
+                    json_kind(&other)
+                ),
+            )),
+            Err(e) => self.call(Request::refused(
+                "tools/call",
+                format!("tool arguments do not serialize: {e}"),
+            )),
+        }
+    }
+
+    fn tool_call(&self, name: &str, request: Request) -> Call<CallToolResult> {
+        let schema = if self.settings.validate_output {
+            self.shared.output_schema(name)
+        } else {
+            None
+        };
+        self.call(request).check_output(name, schema)
+    }
+
+    /// Any request, with typed params and result: for methods this crate has no method for.
+    pub fn send_request<P: Serialize + ?Sized, R: serde::de::DeserializeOwned>(
+        &self,
+        method: impl Into<std::borrow::Cow<'static, str>>,
+        params: Option<&P>,
+    ) -> Call<R> {
+        self.call(Request::with_params(method, params))
+    }
+
+    /// Any notification, with typed params.
+    pub async fn send_notification<P: Serialize + ?Sized>(
+        &self,
+        method: impl Into<String>,
+        params: Option<&P>,
+    ) -> Result<(), Error> {
+        let params = params
+            .map(serde_json::to_value)
+            .transpose()
+            .map_err(|e| Error::Protocol(format!("notification params do not serialize: {e}")))?;
+        self.notify(method, params).await
     }
 
     pub fn list_resources(&self, cursor: Option<&str>) -> Call<ListResourcesResult> {
@@ -305,6 +364,17 @@ impl Client {
         if let Ok(mut released) = self.shared.addr().send(WaitReleased).await {
             let _ = released.wait_for(|done| *done).await;
         }
+    }
+}
+
+fn json_kind(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
     }
 }
 

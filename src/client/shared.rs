@@ -3,13 +3,16 @@
 
 use std::sync::{
     atomic::{AtomicBool, Ordering},
-    Mutex, PoisonError,
+    Arc, Mutex, PoisonError,
 };
 
 use actix::Addr;
 use serde_json::Value;
 
-use super::tool_headers::{param_values, screen_tools_list, ToolHeaders};
+use super::{
+    output_schemas::{self, OutputSchemas},
+    tool_headers::{param_values, screen_tools_list, ToolHeaders},
+};
 use crate::{
     connection::{Connection, Handlers, Link, Outcome, Request},
     protocol::{
@@ -27,6 +30,10 @@ pub(crate) struct Shared {
     modern: AtomicBool,
     /// What the 2026-07-28 `tools/list` results said about `x-mcp-header` arguments.
     tool_headers: Mutex<ToolHeaders>,
+    /// The compiled `outputSchema` of each listed tool that has one.
+    output_schemas: Mutex<OutputSchemas>,
+    /// Whether any tool has one: calls to other tools never touch the lock.
+    has_output_schemas: AtomicBool,
 }
 
 impl Shared {
@@ -36,6 +43,8 @@ impl Shared {
             handlers,
             modern: AtomicBool::new(false),
             tool_headers: Mutex::default(),
+            output_schemas: Mutex::default(),
+            has_output_schemas: AtomicBool::new(false),
         }
     }
 
@@ -100,13 +109,35 @@ impl Shared {
         self.tool_call_routing(tool, arguments)
     }
 
-    /// A 2026-07-28 `tools/list` result: learns the tools' `x-mcp-header` annotations and drops
-    /// the tools whose annotations are invalid.
-    pub fn screen_tools(&self, result: &mut RawResult) {
-        let mut known = self.lock_tool_headers();
-        if let Some(screened) = screen_tools_list(result, &mut known) {
-            *result = screened;
+    /// A `tools/list` result: in the 2026-07-28 era, learns the tools' `x-mcp-header`
+    /// annotations and drops the tools whose annotations are invalid; in both, compiles the
+    /// tools' output schemas.
+    pub fn learn_tools(&self, result: &mut RawResult) {
+        if self.is_modern() {
+            let mut known = self.lock_tool_headers();
+            if let Some(screened) = screen_tools_list(result, &mut known) {
+                *result = screened;
+            }
         }
+        let mut schemas = self
+            .output_schemas
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        output_schemas::learn(result, &mut schemas);
+        self.has_output_schemas
+            .store(!schemas.is_empty(), Ordering::Release);
+    }
+
+    /// The compiled `outputSchema` of `tool`, if it has one.
+    pub fn output_schema(&self, tool: &str) -> Option<Arc<jsonschema::Validator>> {
+        if !self.has_output_schemas.load(Ordering::Acquire) {
+            return None;
+        }
+        let schemas = self
+            .output_schemas
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        schemas.get(tool).cloned()
     }
 
     fn lock_tool_headers(&self) -> std::sync::MutexGuard<'_, ToolHeaders> {

@@ -192,6 +192,16 @@ impl Request {
         }
     }
 
+    /// A request that fails as soon as it is submitted, with `why`: nothing is sent.
+    pub(crate) fn refused(method: impl Into<Cow<'static, str>>, why: String) -> Self {
+        Self {
+            id: RequestId::next(),
+            method: method.into(),
+            params: Err(why),
+            options: RequestOptions::default().into(),
+        }
+    }
+
     /// A retry of a request under a fresh id (2026-07-28 `input_required` rounds).
     pub(crate) fn retry(
         id: RequestId,

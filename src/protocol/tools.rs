@@ -5,14 +5,75 @@ use serde_json::{Map, Value};
 
 use super::content::ContentBlock;
 
+/// A tool the server offers. Fields this crate does not know are kept in `extra`.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Tool {
     pub name: String,
+    /// A human-readable name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub description: Option<String>,
     #[serde(default)]
     pub input_schema: Value,
+    /// The JSON Schema its structured results follow; the client checks results against it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output_schema: Option<Value>,
+    /// Hints about the tool's behaviour (never to be trusted from an untrusted server).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub annotations: Option<ToolAnnotations>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub icons: Option<Vec<Icon>>,
+    /// 2025-11-25: `{"taskSupport": "forbidden" | "optional" | "required"}`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub execution: Option<ToolExecution>,
+    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    pub meta: Option<Map<String, Value>>,
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+/// Hints about a tool's behaviour.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ToolAnnotations {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub read_only_hint: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub destructive_hint: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub idempotent_hint: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub open_world_hint: Option<bool>,
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+/// An icon of a tool, resource, prompt or implementation.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Icon {
+    pub src: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mime_type: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sizes: Option<Vec<String>>,
+    /// `light` or `dark`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub theme: Option<String>,
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+/// How a tool may be run (2025-11-25 tasks).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ToolExecution {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub task_support: Option<String>,
     #[serde(flatten)]
     pub extra: Map<String, Value>,
 }
@@ -42,6 +103,16 @@ pub struct CallToolResult {
 }
 
 impl CallToolResult {
+    /// The structured content read as any type (for tools with an `outputSchema`).
+    pub fn structured<T: serde::de::DeserializeOwned>(&self) -> Result<T, crate::error::Error> {
+        let value = self.structured_content.as_ref().ok_or_else(|| {
+            crate::error::Error::Protocol("the result has no structured content".into())
+        })?;
+        T::deserialize(value).map_err(|e| {
+            crate::error::Error::Protocol(format!("unexpected structured content: {e}"))
+        })
+    }
+
     /// The text blocks of the content, joined with newlines.
     pub fn text(&self) -> String {
         let texts: Vec<&str> = self
