@@ -34,7 +34,7 @@ async fn the_handshake_exposes_server_info_and_tools_work() {
     assert_eq!(sum.structured_content.unwrap()["sum"], 42.5);
     let bad = client.call_tool("add", json!({"a": "x"})).await.unwrap();
     assert!(
-        bad.is_error,
+        bad.failed(),
         "a tool failure is a successful call that says so"
     );
     client.ping().await.unwrap();

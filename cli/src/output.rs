@@ -105,7 +105,7 @@ impl Printer {
                 }
             }
         }
-        if result.is_error {
+        if result.failed() {
             return Err(Failure {
                 message: "the tool reported an error".into(),
                 code: 1,

@@ -153,7 +153,7 @@ impl Client {
         AllPages::new(self.clone())
     }
 
-    /// `tools/call`. A tool's own failure is a successful call with `is_error: true`.
+    /// `tools/call`. A tool's own failure is a successful call with `isError: true` (`CallToolResult::failed`).
     pub fn call_tool(&self, name: &str, arguments: Value) -> Call<CallToolResult> {
         #[derive(Serialize)]
         struct Params<'a> {

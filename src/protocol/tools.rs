@@ -95,14 +95,20 @@ pub struct CallToolResult {
     pub content: Vec<ContentBlock>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub structured_content: Option<Value>,
-    /// A tool failure is a successful call whose result says so.
-    #[serde(default)]
-    pub is_error: bool,
+    /// A tool failure is a successful call whose result says so ([`failed`](Self::failed)).
+    /// Kept as sent: absent, `false` or `true`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub is_error: Option<bool>,
     #[serde(flatten)]
     pub extra: Map<String, Value>,
 }
 
 impl CallToolResult {
+    /// Whether the tool reports a failure of its own (`isError: true`).
+    pub fn failed(&self) -> bool {
+        self.is_error == Some(true)
+    }
+
     /// The structured content read as any type (for tools with an `outputSchema`).
     pub fn structured<T: serde::de::DeserializeOwned>(&self) -> Result<T, crate::error::Error> {
         let value = self.structured_content.as_ref().ok_or_else(|| {

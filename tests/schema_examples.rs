@@ -1,0 +1,90 @@
+//! The official schema examples (`tests/data/schema-examples/`, unmodified copies; see its
+//! README for the source and commit) read into this crate's types and written back: nothing a
+//! conforming server sends is rejected or lost. Covers the types the crate models today, for
+//! both revisions.
+
+use std::path::{Path, PathBuf};
+
+use actix_mcp::{
+    CallToolResult, CompleteResult, ContentBlock, GetPromptResult, ListPromptsResult,
+    ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, ReadResourceResult,
+    Resource, ResourceContents, Tool,
+};
+use serde::{de::DeserializeOwned, Serialize};
+use serde_json::Value;
+
+fn examples(revision: &str, kind: &str) -> Vec<PathBuf> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/data/schema-examples")
+        .join(revision)
+        .join(kind);
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .filter_map(|entry| entry.ok().map(|e| e.path()))
+        .filter(|path| path.extension().is_some_and(|e| e == "json"))
+        .collect();
+    files.sort();
+    assert!(!files.is_empty(), "no examples in {}", dir.display());
+    files
+}
+
+/// Every example of `kind` reads into `T` and writes back as the same JSON value.
+fn round_trip<T: DeserializeOwned + Serialize>(kind: &str) -> usize {
+    let mut checked = 0;
+    for revision in ["2025-11-25", "2026-07-28"] {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/data/schema-examples")
+            .join(revision)
+            .join(kind);
+        if !dir.exists() {
+            continue; // a type of one revision only
+        }
+        for file in examples(revision, kind) {
+            let text = std::fs::read_to_string(&file).unwrap();
+            let sent: Value = serde_json::from_str(&text).unwrap();
+            let typed: T = serde_json::from_value(sent.clone())
+                .unwrap_or_else(|e| panic!("{} is refused: {e}", file.display()));
+            let written = serde_json::to_value(&typed).unwrap();
+            assert_eq!(written, sent, "{} changed in a round trip", file.display());
+            checked += 1;
+        }
+    }
+    checked
+}
+
+#[test]
+fn tools_and_tool_results_round_trip() {
+    assert!(round_trip::<Tool>("Tool") > 0);
+    assert!(round_trip::<ListToolsResult>("ListToolsResult") > 0);
+    assert!(round_trip::<CallToolResult>("CallToolResult") > 0);
+}
+
+#[test]
+fn content_blocks_round_trip() {
+    for kind in [
+        "TextContent",
+        "ImageContent",
+        "AudioContent",
+        "ResourceLink",
+        "EmbeddedResource",
+    ] {
+        assert!(round_trip::<ContentBlock>(kind) > 0, "{kind}");
+    }
+}
+
+#[test]
+fn resources_round_trip() {
+    assert!(round_trip::<Resource>("Resource") > 0);
+    assert!(round_trip::<ResourceContents>("TextResourceContents") > 0);
+    assert!(round_trip::<ResourceContents>("BlobResourceContents") > 0);
+    assert!(round_trip::<ListResourcesResult>("ListResourcesResult") > 0);
+    assert!(round_trip::<ListResourceTemplatesResult>("ListResourceTemplatesResult") > 0);
+    assert!(round_trip::<ReadResourceResult>("ReadResourceResult") > 0);
+}
+
+#[test]
+fn prompts_and_completion_round_trip() {
+    assert!(round_trip::<ListPromptsResult>("ListPromptsResult") > 0);
+    assert!(round_trip::<GetPromptResult>("GetPromptResult") > 0);
+    assert!(round_trip::<CompleteResult>("CompleteResult") > 0);
+}
