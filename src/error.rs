@@ -76,6 +76,16 @@ pub enum Error {
         problem: String,
     },
 
+    /// `-32042`: the server needs the user to complete these URL-mode elicitations (send them
+    /// to each `url`) before the request can succeed. Typed:
+    /// `UrlElicitation::required_by(&error)`.
+    #[error("the user must first visit {} URL(s): {message}", elicitations.len())]
+    UrlElicitationRequired {
+        message: String,
+        /// The elicitations, as sent (each has `mode: "url"`, `url`, `message`).
+        elicitations: Vec<Value>,
+    },
+
     /// The server wants authorization and it could not be obtained (or it was refused). The
     /// message says what the server or the authorization server said; it never holds a token,
     /// a secret or a code.

@@ -89,6 +89,7 @@ pub use error::{AuthErrorKind, CloseReason, Error};
 pub use protocol::{
     completion::{CompleteResult, Completion, CompletionReference},
     content::ContentBlock,
+    elicitation::{ElicitAction, ElicitRequest, ElicitResult, FormElicitation, UrlElicitation},
     lifecycle::{Implementation, InitializeResult},
     logging::LoggingLevel,
     notifications::{ListenFilter, LogMessage, Progress, ServerNotification},
@@ -97,7 +98,13 @@ pub use protocol::{
         ListResourceTemplatesResult, ListResourcesResult, ReadResourceResult, Resource,
         ResourceContents, ResourceTemplate,
     },
+    roots::{ListRootsResult, Root},
+    sampling::{
+        CreateMessageRequest, CreateMessageResult, ModelHint, ModelPreferences, Role,
+        SamplingContent, SamplingMessage,
+    },
     tools::{CallToolResult, EmptyResult, ListToolsResult, Tool},
+    tools::{Icon, ToolAnnotations, ToolExecution},
     RawResult, RequestId,
 };
 pub use servers::Servers;

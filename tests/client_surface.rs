@@ -12,6 +12,7 @@ use actix_mcp::{
 };
 use futures::StreamExt;
 use serde_json::{json, Value};
+use std::future::IntoFuture;
 
 async fn connected_with(options: ConnectOptions) -> (Client, MemoryPeer, Value) {
     let (transport, mut peer) = memory::pair();
@@ -497,4 +498,34 @@ async fn a_call_after_the_actor_is_gone_fails_instead_of_hanging() {
         ),
         "{outcome:?}"
     );
+}
+
+/// `-32042` (URL elicitation required) reaches the caller as a typed error with the
+/// elicitations to complete; another error code stays a server error.
+#[actix::test]
+async fn url_elicitation_required_is_a_typed_error() {
+    let (client, mut peer) = connected().await;
+    let call = actix_rt::spawn(client.call_tool("needs-sign-in", json!({})).into_future());
+    let request = expect_frame(&mut peer).await;
+    peer.send(&json!({"jsonrpc": "2.0", "id": request["id"], "error": {
+        "code": -32042, "message": "sign in first",
+        "data": {"elicitations": [{"mode": "url", "message": "sign in",
+            "url": "https://example.com/sign-in", "elicitationId": "e1"}]}}}));
+    let error = call.await.unwrap().unwrap_err();
+    assert!(
+        matches!(error, Error::UrlElicitationRequired { .. }),
+        "{error:?}"
+    );
+    let elicitations = actix_mcp::UrlElicitation::required_by(&error);
+    assert_eq!(elicitations.len(), 1);
+    assert_eq!(elicitations[0].url, "https://example.com/sign-in");
+
+    let call = actix_rt::spawn(client.call_tool("other", json!({})).into_future());
+    let request = expect_frame(&mut peer).await;
+    peer.send(&json!({"jsonrpc": "2.0", "id": request["id"], "error": {
+        "code": -32042, "message": "malformed", "data": {"elicitations": [{"url": 1}]}}}));
+    assert!(matches!(
+        call.await.unwrap().unwrap_err(),
+        Error::Server { code: -32042, .. }
+    ));
 }

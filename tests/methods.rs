@@ -364,3 +364,102 @@ async fn typed_arguments_and_typed_requests() {
         .unwrap();
     assert!(listed.tools.len() > 10);
 }
+
+/// Typed handlers answer the server's requests: sampling, form and URL elicitation, roots. The
+/// capabilities declared are those registered (URL-mode elicitation only with a URL handler).
+#[actix::test]
+async fn typed_handlers_answer_the_servers_requests() {
+    use actix_mcp::{CreateMessageResult, ElicitResult, Root};
+    let journal = Journal::new("typed-handlers");
+    let client = Client::builder()
+        .on_create_message(|request, _| async move {
+            let asked = request.messages[0].content.text();
+            Ok(CreateMessageResult::text(
+                "typed-model",
+                format!("you said {asked}"),
+            ))
+        })
+        .on_form_elicitation(|form, _| async move {
+            let mut content = serde_json::Map::new();
+            content.insert("name".into(), json!(format!("answer to {}", form.message)));
+            Ok(ElicitResult::accept(content))
+        })
+        .on_url_elicitation(|url, _| async move {
+            assert!(url.url.starts_with("https://"));
+            Ok(ElicitResult::accepted())
+        })
+        .on_roots(|_| async { Ok(vec![Root::new("file:///work", Some("work"))]) })
+        .connect(journal.server())
+        .await
+        .unwrap();
+    let declared = &journal.frames()[0]["params"]["capabilities"];
+    assert_eq!(declared["elicitation"], json!({"form": {}, "url": {}}));
+    assert_eq!(declared["sampling"], json!({}));
+    assert_eq!(declared["roots"], json!({}));
+
+    let ask = |method: &str, params: Value| {
+        client.call_tool("ask_client", json!({"method": method, "params": params}))
+    };
+    let sampled = ask(
+        "sampling/createMessage",
+        json!({"maxTokens": 10,
+        "messages": [{"role": "user", "content": {"type": "text", "text": "hi"}}]}),
+    )
+    .await
+    .unwrap();
+    let response = &sampled.structured_content.unwrap()["response"];
+    assert_eq!(response["result"]["content"]["text"], "you said hi");
+    assert_eq!(response["result"]["model"], "typed-model");
+
+    let form = ask(
+        "elicitation/create",
+        json!({"mode": "form", "message": "name?",
+        "requestedSchema": {"type": "object", "properties": {"name": {"type": "string"}}}}),
+    )
+    .await
+    .unwrap();
+    let result = &form.structured_content.unwrap()["response"]["result"];
+    assert_eq!(
+        result,
+        &json!({"action": "accept", "content": {"name": "answer to name?"}})
+    );
+
+    let url = ask(
+        "elicitation/create",
+        json!({"mode": "url", "message": "sign in",
+        "url": "https://example.com/sign-in", "elicitationId": "e1"}),
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        url.structured_content.unwrap()["response"]["result"],
+        json!({"action": "accept"})
+    );
+
+    let roots = ask("roots/list", json!({})).await.unwrap();
+    assert_eq!(
+        roots.structured_content.unwrap()["response"]["result"],
+        json!({"roots": [{"uri": "file:///work", "name": "work"}]})
+    );
+
+    let refused = ask("sampling/createMessage", json!({"messages": "not a list"}))
+        .await
+        .unwrap();
+    assert_eq!(
+        refused.structured_content.unwrap()["response"]["error"]["code"],
+        -32602
+    );
+}
+
+/// Only a form handler: URL mode is not declared.
+#[actix::test]
+async fn url_elicitation_is_declared_only_with_a_url_handler() {
+    let journal = Journal::new("form-only");
+    let _client = Client::builder()
+        .on_form_elicitation(|_, _| async { Ok(actix_mcp::ElicitResult::decline()) })
+        .connect(journal.server())
+        .await
+        .unwrap();
+    let declared = &journal.frames()[0]["params"]["capabilities"];
+    assert_eq!(declared["elicitation"], json!({"form": {}}));
+}

@@ -6,9 +6,11 @@
 use std::path::{Path, PathBuf};
 
 use actix_mcp::{
-    CallToolResult, CompleteResult, ContentBlock, GetPromptResult, ListPromptsResult,
-    ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, ReadResourceResult,
-    Resource, ResourceContents, Tool,
+    CallToolResult, CompleteResult, ContentBlock, CreateMessageRequest, CreateMessageResult,
+    ElicitRequest, ElicitResult, FormElicitation, GetPromptResult, ListPromptsResult,
+    ListResourceTemplatesResult, ListResourcesResult, ListRootsResult, ListToolsResult,
+    ModelPreferences, ReadResourceResult, Resource, ResourceContents, Root, SamplingMessage, Tool,
+    UrlElicitation,
 };
 use serde::{de::DeserializeOwned, Serialize};
 use serde_json::Value;
@@ -87,4 +89,38 @@ fn prompts_and_completion_round_trip() {
     assert!(round_trip::<ListPromptsResult>("ListPromptsResult") > 0);
     assert!(round_trip::<GetPromptResult>("GetPromptResult") > 0);
     assert!(round_trip::<CompleteResult>("CompleteResult") > 0);
+}
+
+#[test]
+fn sampling_elicitation_and_roots_round_trip() {
+    assert!(round_trip::<CreateMessageRequest>("CreateMessageRequestParams") > 0);
+    assert!(round_trip::<CreateMessageResult>("CreateMessageResult") > 0);
+    assert!(round_trip::<SamplingMessage>("SamplingMessage") > 0);
+    assert!(round_trip::<ModelPreferences>("ModelPreferences") > 0);
+    assert!(round_trip::<FormElicitation>("ElicitRequestFormParams") > 0);
+    assert!(round_trip::<UrlElicitation>("ElicitRequestURLParams") > 0);
+    assert!(round_trip::<ElicitRequest>("ElicitRequestFormParams") > 0);
+    assert!(round_trip::<ElicitRequest>("ElicitRequestURLParams") > 0);
+    assert!(round_trip::<ElicitResult>("ElicitResult") > 0);
+    assert!(round_trip::<Root>("Root") > 0);
+    assert!(round_trip::<ListRootsResult>("ListRootsResult") > 0);
+}
+
+/// A URL-mode request is never taken for a form, nor a form for a URL request.
+#[test]
+fn elicitation_modes_are_told_apart() {
+    for file in examples("2025-11-25", "ElicitRequestURLParams") {
+        let text = std::fs::read_to_string(&file).unwrap();
+        assert!(matches!(
+            serde_json::from_str::<ElicitRequest>(&text).unwrap(),
+            ElicitRequest::Url(_)
+        ));
+    }
+    for file in examples("2025-11-25", "ElicitRequestFormParams") {
+        let text = std::fs::read_to_string(&file).unwrap();
+        assert!(matches!(
+            serde_json::from_str::<ElicitRequest>(&text).unwrap(),
+            ElicitRequest::Form(_)
+        ));
+    }
 }

@@ -14,12 +14,37 @@ use crate::{
     cancellation::Cancellation,
     connection::{
         apply_elicitation_defaults, Close, Connection, HandlerError, Handlers, Inbox, Link,
-        DEFAULT_MAILBOX_CAPACITY, ELICITATION, ROOTS_LIST, SAMPLING,
+        DEFAULT_MAILBOX_CAPACITY, ELICITATION, ELICITATION_URL, ROOTS_LIST, SAMPLING,
     },
     error::{CloseReason, Error},
-    protocol::{lifecycle::Implementation, notifications::ServerNotification},
+    protocol::{
+        elicitation::{ElicitResult, FormElicitation, UrlElicitation},
+        lifecycle::Implementation,
+        notifications::ServerNotification,
+        roots::{ListRootsResult, Root},
+        sampling::{CreateMessageRequest, CreateMessageResult},
+    },
     transport::Transport,
 };
+
+/// A typed handler behind the `Value` form: params read as `P` (else -32602), the result
+/// written as JSON.
+async fn typed<P, R, F, Fut>(
+    handler: Arc<F>,
+    params: Value,
+    token: Cancellation,
+) -> Result<Value, HandlerError>
+where
+    P: serde::de::DeserializeOwned,
+    R: serde::Serialize,
+    F: Fn(P, Cancellation) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Result<R, HandlerError>> + Send + 'static,
+{
+    let params: P = serde_json::from_value(params)
+        .map_err(|e| HandlerError::new(-32602, format!("invalid params: {e}")))?;
+    let result = handler(params, token).await?;
+    serde_json::to_value(result).map_err(HandlerError::from)
+}
 
 /// Where the connection actor runs.
 #[derive(Debug, Clone, Default)]
@@ -164,6 +189,64 @@ impl ConnectOptions {
     pub fn validate_output(mut self, validate: bool) -> Self {
         self.validate_output = validate;
         self
+    }
+
+    /// Answers the server's `sampling/createMessage` with typed params and result; declares the
+    /// `sampling` capability. Params that do not read as a [`CreateMessageRequest`] are answered
+    /// -32602 without calling the handler.
+    pub fn on_create_message<F, Fut>(self, handler: F) -> Self
+    where
+        F: Fn(CreateMessageRequest, Cancellation) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<CreateMessageResult, HandlerError>> + Send + 'static,
+    {
+        let handler = Arc::new(handler);
+        self.on_sampling(move |params, token| typed(handler.clone(), params, token))
+    }
+
+    /// Answers form-mode `elicitation/create` with typed params and result (an accepted form is
+    /// completed with the requested schema's defaults); declares `elicitation.form`.
+    pub fn on_form_elicitation<F, Fut>(self, handler: F) -> Self
+    where
+        F: Fn(FormElicitation, Cancellation) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<ElicitResult, HandlerError>> + Send + 'static,
+    {
+        let handler = Arc::new(handler);
+        self.on_elicitation(move |params, token| typed(handler.clone(), params, token))
+    }
+
+    /// Answers URL-mode `elicitation/create` (send the user to the URL; the answer is whether
+    /// they agreed to go); declares `elicitation.url`, which is declared only when this handler
+    /// exists.
+    pub fn on_url_elicitation<F, Fut>(mut self, handler: F) -> Self
+    where
+        F: Fn(UrlElicitation, Cancellation) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<ElicitResult, HandlerError>> + Send + 'static,
+    {
+        let handler = Arc::new(handler);
+        self.handlers.insert(ELICITATION_URL, move |params, token| {
+            typed(handler.clone(), params, token)
+        });
+        self
+    }
+
+    /// Answers the server's `roots/list` with the roots `handler` gives; declares `roots`.
+    pub fn on_roots<F, Fut>(self, handler: F) -> Self
+    where
+        F: Fn(Cancellation) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<Vec<Root>, HandlerError>> + Send + 'static,
+    {
+        let handler = Arc::new(handler);
+        self.on_roots_list(move |_, token| {
+            let handler = handler.clone();
+            async move {
+                let roots = handler(token).await?;
+                let result = ListRootsResult {
+                    roots,
+                    ..ListRootsResult::default()
+                };
+                serde_json::to_value(result).map_err(HandlerError::from)
+            }
+        })
     }
 
     /// Which protocol era to speak ([`ProtocolEra::Auto`] by default).

@@ -134,12 +134,12 @@ impl Fulfilling {
                 .and_then(Value::as_str)
                 .unwrap_or_default()
                 .to_owned();
-            let Some(handler) = handlers.get(&method) else {
+            let params = request.get("params").cloned().unwrap_or(Value::Null);
+            let Some(handler) = handlers.get(&method, Some(&params)) else {
                 return Err(Error::Protocol(format!(
                     "the server asked for {method:?} input, which this client has no handler for"
                 )));
             };
-            let params = request.get("params").cloned().unwrap_or(Value::Null);
             let future = handler(params, token.clone());
             pending.push((key, method, future));
         }

@@ -54,6 +54,8 @@ pub struct Handlers {
 pub(crate) const ROOTS_LIST: &str = "roots/list";
 pub(crate) const SAMPLING: &str = "sampling/createMessage";
 pub(crate) const ELICITATION: &str = "elicitation/create";
+/// The key of the URL-mode elicitation handler (same method, another mode).
+pub(crate) const ELICITATION_URL: &str = "elicitation/create#url";
 
 impl Handlers {
     pub(crate) fn insert<F, Fut>(&mut self, method: &'static str, handler: F)
@@ -65,7 +67,14 @@ impl Handlers {
         self.by_method.insert(method, boxed);
     }
 
-    pub(crate) fn get(&self, method: &str) -> Option<&BoxedHandler> {
+    /// The handler of a request: by method, and for `elicitation/create` by mode (a URL-mode
+    /// elicitation goes to the URL handler).
+    pub(crate) fn get(&self, method: &str, params: Option<&Value>) -> Option<&BoxedHandler> {
+        let url_mode = method == ELICITATION
+            && params.and_then(|p| p.get("mode")).and_then(Value::as_str) == Some("url");
+        if url_mode {
+            return self.by_method.get(ELICITATION_URL);
+        }
         self.by_method.get(method)
     }
 
@@ -78,8 +87,16 @@ impl Handlers {
         if self.by_method.contains_key(SAMPLING) {
             caps.insert("sampling".into(), json!({}));
         }
+        let mut elicitation = Map::new();
         if self.by_method.contains_key(ELICITATION) {
-            caps.insert("elicitation".into(), json!({ "form": {} }));
+            elicitation.insert("form".into(), json!({}));
+        }
+        if self.by_method.contains_key(ELICITATION_URL) {
+            // Declared only when a URL handler exists.
+            elicitation.insert("url".into(), json!({}));
+        }
+        if !elicitation.is_empty() {
+            caps.insert("elicitation".into(), Value::Object(elicitation));
         }
         Value::Object(caps)
     }

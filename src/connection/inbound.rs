@@ -15,6 +15,7 @@ use crate::{
     cancellation::Cancellation,
     error::Error,
     protocol::{
+        elicitation::{UrlElicitation, URL_ELICITATION_REQUIRED},
         jsonrpc::{
             response_frame, ErrorObject, FrameProblem, Incoming, IncomingFrame, RequestId, WireId,
             METHOD_NOT_FOUND,
@@ -121,11 +122,7 @@ impl Connection {
     fn on_response(&mut self, id: &WireId, outcome: Result<&RawValue, ErrorObject>) {
         let outcome = match outcome {
             Ok(result) => Ok(result.to_owned()),
-            Err(e) => Err(Error::Server {
-                code: e.code,
-                message: e.message,
-                data: e.data,
-            }),
+            Err(e) => Err(server_error(e)),
         };
         if !self.requests.get().answered(id.as_request_id(), outcome) {
             // Cancelled (possibly with its cancel still waiting for the write-complete event,
@@ -150,7 +147,10 @@ impl Connection {
         if method == "ping" {
             return self.answer_server_request(id, Ok(json!({})));
         }
-        let Some(handler) = self.handlers.get(method) else {
+        let params = params
+            .and_then(|p| serde_json::from_str::<Value>(p.get()).ok())
+            .unwrap_or_else(|| json!({}));
+        let Some(handler) = self.handlers.get(method, Some(&params)) else {
             let refusal = ErrorObject {
                 code: METHOD_NOT_FOUND,
                 message: format!("method not found: {method}"),
@@ -158,9 +158,6 @@ impl Connection {
             };
             return self.answer_server_request(id, Err(refusal));
         };
-        let params = params
-            .and_then(|p| serde_json::from_str::<Value>(p.get()).ok())
-            .unwrap_or_else(|| json!({}));
         // Off the actor: a slow handler never delays response routing. Its answer comes back as
         // a message; a panic becomes an internal error instead of silence.
         let work = std::panic::AssertUnwindSafe(handler(params, token)).catch_unwind();
@@ -256,5 +253,32 @@ impl Connection {
         };
         let token = params.progress_token.as_request_id();
         self.requests.get().progress(token, params.progress);
+    }
+}
+
+/// The server's error answer; `-32042` (URL elicitation required) becomes a typed error listing
+/// the elicitations the user must complete.
+fn server_error(e: ErrorObject) -> Error {
+    if e.code == URL_ELICITATION_REQUIRED {
+        let elicitations = e
+            .data
+            .as_ref()
+            .and_then(|d| d.get("elicitations"))
+            .and_then(Value::as_array)
+            .filter(|list| {
+                list.iter()
+                    .all(|item| serde_json::from_value::<UrlElicitation>(item.clone()).is_ok())
+            });
+        if let Some(elicitations) = elicitations {
+            return Error::UrlElicitationRequired {
+                message: e.message,
+                elicitations: elicitations.clone(),
+            };
+        }
+    }
+    Error::Server {
+        code: e.code,
+        message: e.message,
+        data: e.data,
     }
 }

@@ -29,7 +29,7 @@ use actix::{
 use tokio::sync::{broadcast, watch};
 
 pub use handlers::{apply_elicitation_defaults, HandlerError, Handlers};
-pub(crate) use handlers::{ELICITATION, ROOTS_LIST, SAMPLING};
+pub(crate) use handlers::{ELICITATION, ELICITATION_URL, ROOTS_LIST, SAMPLING};
 pub(crate) use in_flight::Outcome;
 pub(crate) use inbox::{Entry, Inbox, Link};
 pub use messages::{

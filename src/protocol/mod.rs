@@ -3,13 +3,16 @@
 pub mod completion;
 pub mod content;
 pub mod discover;
+pub mod elicitation;
 pub mod jsonrpc;
 pub mod lifecycle;
 pub mod logging;
 pub mod notifications;
 pub mod prompts;
 pub mod resources;
+pub mod roots;
 pub mod routing;
+pub mod sampling;
 pub mod tools;
 
 pub use jsonrpc::{RawResult, RequestId};

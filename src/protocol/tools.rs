@@ -6,7 +6,7 @@ use serde_json::{Map, Value};
 use super::content::ContentBlock;
 
 /// A tool the server offers. Fields this crate does not know are kept in `extra`.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Tool {
     pub name: String,

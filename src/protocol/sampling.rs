@@ -1,0 +1,135 @@
+//! Sampling: the server asks the client's model for a message (`sampling/createMessage`).
+//! Numbers are kept as sent (`serde_json::Number`), so nothing changes in a round trip.
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Number, Value};
+
+use super::{content::ContentBlock, tools::Tool};
+
+/// Who a message is from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    User,
+    Assistant,
+}
+
+/// One content block, or several (2025-11-25 with tools: `tool_use`/`tool_result` blocks, kept
+/// as [`ContentBlock::Other`]).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum SamplingContent {
+    One(ContentBlock),
+    Many(Vec<ContentBlock>),
+}
+
+impl SamplingContent {
+    /// The text blocks, joined with newlines.
+    pub fn text(&self) -> String {
+        match self {
+            SamplingContent::One(block) => block.as_text().unwrap_or_default().to_owned(),
+            SamplingContent::Many(blocks) => blocks
+                .iter()
+                .filter_map(ContentBlock::as_text)
+                .collect::<Vec<_>>()
+                .join("\n"),
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SamplingMessage {
+    pub role: Role,
+    pub content: SamplingContent,
+    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    pub meta: Option<Map<String, Value>>,
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+/// A hint at which model to use.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ModelHint {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+/// What matters to the server when the client picks a model (priorities from 0 to 1).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ModelPreferences {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hints: Option<Vec<ModelHint>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost_priority: Option<Number>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub speed_priority: Option<Number>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub intelligence_priority: Option<Number>,
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+/// The params of `sampling/createMessage`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CreateMessageRequest {
+    pub messages: Vec<SamplingMessage>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model_preferences: Option<ModelPreferences>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub system_prompt: Option<String>,
+    /// `none`, `thisServer` or `allServers`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub include_context: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub temperature: Option<Number>,
+    pub max_tokens: Number,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stop_sequences: Option<Vec<String>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metadata: Option<Value>,
+    /// Tools the model may call (2025-11-25).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tools: Option<Vec<Tool>>,
+    /// `{"mode": "auto" | "required" | "none"}`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_choice: Option<Value>,
+    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    pub meta: Option<Map<String, Value>>,
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+/// The client's answer to `sampling/createMessage`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CreateMessageResult {
+    pub role: Role,
+    pub content: SamplingContent,
+    /// The model that produced the message.
+    pub model: String,
+    /// `endTurn`, `stopSequence`, `maxTokens`, `toolUse`, or another.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stop_reason: Option<String>,
+    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    pub meta: Option<Map<String, Value>>,
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+impl CreateMessageResult {
+    /// An assistant's text message from `model`.
+    pub fn text(model: impl Into<String>, text: impl Into<String>) -> Self {
+        Self {
+            role: Role::Assistant,
+            content: SamplingContent::One(ContentBlock::text(text)),
+            model: model.into(),
+            stop_reason: Some("endTurn".into()),
+            meta: None,
+            extra: Map::new(),
+        }
+    }
+}
