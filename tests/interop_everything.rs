@@ -40,26 +40,33 @@ fn arguments_for(tool: &str) -> Value {
         "trigger-long-running-operation" => json!({"duration": 0.2, "steps": 2}),
         "trigger-sampling-request" => json!({"prompt": "hello"}),
         "simulate-research-query" => json!({"topic": "x"}),
+        "trigger-url-elicitation" => json!({"url": "https://example.com/sign-in"}),
         _ => json!({}),
     }
 }
 
 async fn connect_with_handlers(transport: impl Transport, roots_asked: Arc<AtomicUsize>) -> Client {
+    // The typed handlers: what the reference server sends must read as the crate's types.
     Client::builder()
-        .on_roots_list(move |_, _| {
+        .on_roots(move |_| {
             roots_asked.fetch_add(1, Ordering::SeqCst);
-            async { Ok(json!({"roots": [{"uri": "file:///tmp", "name": "tmp"}]})) }
+            async { Ok(vec![actix_mcp::Root::new("file:///tmp", Some("tmp"))]) }
         })
-        .on_sampling(|params, _| async move {
-            let asked = params["messages"][0]["content"]["text"]
-                .as_str()
-                .unwrap_or("")
-                .to_owned();
-            Ok(json!({"role": "assistant", "model": "actix-mcp-test",
-                "content": {"type": "text", "text": format!("sampled: {asked}")}}))
+        .on_create_message(|request, _| async move {
+            let asked = request.messages[0].content.text();
+            Ok(actix_mcp::CreateMessageResult::text(
+                "actix-mcp-test",
+                format!("sampled: {asked}"),
+            ))
         })
-        .on_elicitation(|_, _| async {
-            Ok(json!({"action": "accept", "content": {"name": "Bob"}}))
+        .on_form_elicitation(|_, _| async {
+            let mut content = serde_json::Map::new();
+            content.insert("name".into(), json!("Bob"));
+            Ok(actix_mcp::ElicitResult::accept(content))
+        })
+        .on_url_elicitation(|url, _| async move {
+            assert!(!url.url.is_empty());
+            Ok(actix_mcp::ElicitResult::accepted())
         })
         .connect(transport)
         .await
@@ -103,8 +110,8 @@ async fn every_tool_answers(transport: impl Transport) {
             // Task-only tools refuse a plain call: a tool error, not a protocol failure.
             Ok(result) if tool.name == "simulate-research-query" => assert!(result.failed()),
             Ok(result) => assert!(!result.failed(), "{}: {:?}", tool.name, result.content),
-            // URL-mode elicitation needs a capability we do not declare.
-            Err(Error::Server { .. }) if tool.name.contains("url-elicitation") => {}
+            // A URL-mode elicitation the server wants completed first.
+            Err(Error::UrlElicitationRequired { .. }) if tool.name.contains("url-elicitation") => {}
             Err(e) => panic!("{}: {e}", tool.name),
         }
     }
@@ -142,6 +149,23 @@ async fn every_tool_answers(transport: impl Transport) {
     }
     let roots = client.call_tool("get-roots-list", json!({})).await.unwrap();
     assert!(roots.text().contains("file:///tmp"), "{:?}", roots.content);
+
+    // URL-mode elicitation by the error path: -32042 as a typed error naming the URL; the
+    // same call again goes the request path, answered by the URL handler.
+    let arguments = json!({"url": "https://example.com/consent", "elicitationId": "e-1",
+        "errorPath": true});
+    let error = client
+        .call_tool("trigger-url-elicitation", arguments.clone())
+        .await
+        .unwrap_err();
+    let wanted = actix_mcp::UrlElicitation::required_by(&error);
+    assert_eq!(wanted.len(), 1, "{error:?}");
+    assert!(wanted[0].url.starts_with("https://"), "{:?}", wanted[0]);
+    let retried = client
+        .call_tool("trigger-url-elicitation", arguments)
+        .await
+        .unwrap();
+    assert!(!retried.failed(), "{:?}", retried.content);
 }
 
 #[actix::test]
