@@ -90,7 +90,10 @@ pub use protocol::{
     completion::{CompleteResult, Completion, CompletionReference},
     content::ContentBlock,
     elicitation::{ElicitAction, ElicitRequest, ElicitResult, FormElicitation, UrlElicitation},
-    lifecycle::{Implementation, InitializeResult},
+    lifecycle::{
+        ClientCapabilities, Implementation, InitializeResult, ListChangedCapability,
+        ResourcesCapability, ServerCapabilities,
+    },
     logging::LoggingLevel,
     notifications::{ListenFilter, LogMessage, Progress, ServerNotification},
     prompts::{GetPromptResult, ListPromptsResult, Prompt, PromptArgument, PromptMessage},

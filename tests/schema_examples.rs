@@ -6,11 +6,11 @@
 use std::path::{Path, PathBuf};
 
 use actix_mcp::{
-    CallToolResult, CompleteResult, ContentBlock, CreateMessageRequest, CreateMessageResult,
-    ElicitRequest, ElicitResult, FormElicitation, GetPromptResult, ListPromptsResult,
-    ListResourceTemplatesResult, ListResourcesResult, ListRootsResult, ListToolsResult,
-    ModelPreferences, ReadResourceResult, Resource, ResourceContents, Root, SamplingMessage, Tool,
-    UrlElicitation,
+    CallToolResult, ClientCapabilities, CompleteResult, ContentBlock, CreateMessageRequest,
+    CreateMessageResult, ElicitRequest, ElicitResult, FormElicitation, GetPromptResult,
+    InitializeResult, ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult,
+    ListRootsResult, ListToolsResult, ModelPreferences, ReadResourceResult, Resource,
+    ResourceContents, Root, SamplingMessage, ServerCapabilities, Tool, UrlElicitation,
 };
 use serde::{de::DeserializeOwned, Serialize};
 use serde_json::Value;
@@ -123,4 +123,26 @@ fn elicitation_modes_are_told_apart() {
             ElicitRequest::Form(_)
         ));
     }
+}
+
+#[test]
+fn capabilities_and_the_handshake_round_trip() {
+    assert!(round_trip::<ServerCapabilities>("ServerCapabilities") > 0);
+    assert!(round_trip::<ClientCapabilities>("ClientCapabilities") > 0);
+    assert!(round_trip::<InitializeResult>("InitializeResult") > 0);
+    let file = examples("2025-11-25", "InitializeResult").remove(0);
+    let result: InitializeResult =
+        serde_json::from_str(&std::fs::read_to_string(file).unwrap()).unwrap();
+    assert_eq!(
+        result.server_info.title.as_deref(),
+        Some("Example Server Display Name")
+    );
+    assert!(result
+        .server_info
+        .icons
+        .as_ref()
+        .is_some_and(|i| !i.is_empty()));
+    let capabilities = result.typed_capabilities();
+    assert_eq!(capabilities.resources.unwrap().subscribe, Some(true));
+    assert_eq!(capabilities.tools.unwrap().list_changed, Some(true));
 }

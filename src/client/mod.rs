@@ -107,8 +107,14 @@ impl Client {
         &self.server.protocol_version
     }
 
+    /// The server's capabilities, as sent ([`capabilities`](Self::capabilities): typed).
     pub fn server_capabilities(&self) -> &Value {
         &self.server.capabilities
+    }
+
+    /// The server's capabilities, typed.
+    pub fn capabilities(&self) -> crate::protocol::lifecycle::ServerCapabilities {
+        self.server.typed_capabilities()
     }
 
     pub fn instructions(&self) -> Option<&str> {
