@@ -503,6 +503,16 @@ async fn modern_posts_carry_meta_and_routing_headers_and_no_session() {
         .find(|s| s.body["method"] == "tools/call")
         .unwrap();
     assert_eq!(call.headers["mcp-name"], "json");
+
+    // A raw request names its target too: read from its params where it is written.
+    let raw = actix_mcp::Request::new("resources/read", Some(json!({"uri": "file:///é"})));
+    let _ = client.addr().send(raw).await.unwrap().await;
+    let read = script
+        .seen()
+        .into_iter()
+        .find(|s| s.body["method"] == "resources/read")
+        .expect("the raw request reached the server");
+    assert_eq!(read.headers["mcp-name"], "=?base64?ZmlsZTovLy/DqQ==?=");
 }
 
 /// 2026-07-28 over HTTP: cancelling a request aborts its POST. The server sees the request's

@@ -209,6 +209,13 @@ impl Ordered {
         &mut self.requests
     }
 
+    /// The request states as they stand, for a read only: entries pushed since the last
+    /// [`get`](Self::get) are not seen (each push into an idle inbox has its `Drain` on the way,
+    /// which takes them in and settles again).
+    pub fn peek(&self) -> &Requests {
+        &self.requests
+    }
+
     /// A call from inside the actor (a `Request` message), behind whatever other threads
     /// pushed before; everything is taken in.
     pub fn call_here(&mut self, request: Box<Request>, reply: Reply) -> &mut Requests {

@@ -18,7 +18,7 @@ use crate::{
     protocol::{
         jsonrpc::{RawResult, RequestId},
         notifications::{ProgressCallback, ServerNotification},
-        routing::{routing_of, Routing},
+        routing::Routing,
     },
     timeout::Timeout,
 };
@@ -162,14 +162,7 @@ impl std::fmt::Debug for RequestOptions {
 impl Request {
     /// A request with a freshly allocated id. `params` must be a JSON object or absent.
     pub fn new(method: impl Into<Cow<'static, str>>, params: Option<Value>) -> Self {
-        let mut request = Self::with_params(method, params.as_ref());
-        // What names the target (a tool, a prompt, a resource) is read here, while the params
-        // are still a tree: the 2026-07-28 HTTP transport routes on it.
-        let routing = params
-            .as_ref()
-            .and_then(|params| routing_of(&request.method, params));
-        request.options.set_routing(routing);
-        request
+        Self::with_params(method, params.as_ref())
     }
 
     /// A request whose params are any serializable value (serialized now, once).
@@ -378,7 +371,7 @@ pub struct ConnectionStats {
     pub responses_delivered: u64,
     /// Requests cancelled before they were written: nothing went on the wire for them.
     pub cancelled_before_write: u64,
-    /// `notifications/cancelled` frames queued for the server.
+    /// `notifications/cancelled` frames handed to the transport.
     pub cancels_sent: u64,
     /// Responses dropped because nobody waits for them (cancelled, or an unknown id).
     pub late_responses: u64,

@@ -136,19 +136,22 @@ impl Connection {
     }
 
     /// After every event: hand the transport what is queued, close a drained connection, and
-    /// make sure the actor wakes up for the earliest deadline.
+    /// make sure the actor wakes up for the earliest deadline. The inbox is taken in once, by
+    /// `flush`; the rest only reads.
     fn settle(&mut self, ctx: &mut Context<Self>) {
         self.flush();
         self.finish_draining();
         self.schedule_expiry(ctx);
     }
 
-    /// Hands queued frames to the transport while it takes them, and the aborts it must do.
+    /// Takes in the inbox, then hands queued frames to the transport while it takes them, and
+    /// the aborts it must do.
     fn flush(&mut self) {
+        // Taken in even without a transport: a call after the close is answered at once.
+        let requests = self.requests.get();
         let Some(wire) = self.lifecycle.wire() else {
             return;
         };
-        let requests = self.requests.get();
         for id in requests.take_aborts() {
             wire.io.abort(id);
         }
@@ -166,7 +169,7 @@ impl Connection {
     /// Makes sure the actor wakes up for the earliest deadline: one task that holds only a weak
     /// address (a timer in the actor's context would keep it alive with no handle left).
     fn schedule_expiry(&mut self, ctx: &mut Context<Self>) {
-        let Some(at) = self.requests.get().next_deadline() else {
+        let Some(at) = self.requests.peek().next_deadline() else {
             return;
         };
         match &self.wake {
@@ -203,7 +206,7 @@ impl Connection {
 
     /// Closes the transport once a drain has nothing left to write.
     fn finish_draining(&mut self) {
-        let idle = self.requests.get().is_idle();
+        let idle = self.requests.peek().is_idle();
         if self.lifecycle.drained(idle) {
             self.release_transport();
         }

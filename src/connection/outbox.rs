@@ -77,14 +77,12 @@ impl Outbox {
     }
 
     /// Drops a queued cancel of `id` (rare: its request turned out never to reach the server).
-    pub fn remove_cancel(&mut self, id: RequestId) -> bool {
-        let before = self.queue.len();
+    pub fn remove_cancel(&mut self, id: RequestId) {
         self.queue.retain(|item| match item {
             Outgoing::Cancelled(cancelled) => *cancelled != id,
             Outgoing::CancelledWithReason(cancel) => cancel.0 != id,
             _ => true,
         });
-        self.queue.len() != before
     }
 
     /// Moves queued items into a batch until it is full. `admit` decides, per item, whether it

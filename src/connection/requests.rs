@@ -36,6 +36,7 @@ use crate::{
     protocol::{
         jsonrpc::{write_cancelled, write_request, RawResult, RequestId},
         notifications::{Progress, ProgressCallback},
+        routing::{target_in, Routing},
     },
     timeout::Timeout,
     transport::{CancelStyle, FrameKind, Outbound},
@@ -188,10 +189,7 @@ impl Requests {
             return;
         }
         match self.cancel_style {
-            CancelStyle::Notification => {
-                self.outbox.push(Outgoing::cancelled(id, reason));
-                self.counters.cancels_sent += 1;
-            }
+            CancelStyle::Notification => self.outbox.push(Outgoing::cancelled(id, reason)),
             CancelStyle::Abort => self.aborts.push(id),
         }
     }
@@ -226,10 +224,15 @@ impl Requests {
                 let frame = *frame;
                 batch.push(frame.kind, frame.method, &frame.bytes);
             }
-            Outgoing::Cancelled(id) => batch.push_cancel(id, |buf| write_cancelled(buf, id, None)),
+            // Counted here, when the frame goes out: a cancel dropped while queued was never sent.
+            Outgoing::Cancelled(id) => {
+                batch.push_cancel(id, |buf| write_cancelled(buf, id, None));
+                counters.cancels_sent += 1;
+            }
             Outgoing::CancelledWithReason(cancel) => {
                 let (id, reason) = *cancel;
                 batch.push_cancel(id, |buf| write_cancelled(buf, id, Some(&reason)));
+                counters.cancels_sent += 1;
             }
             Outgoing::Request(request) => {
                 let Request {
@@ -238,7 +241,15 @@ impl Requests {
                     params,
                     mut options,
                 } = *request;
-                let routing = options.take_routing().map(Box::new);
+                let mut routing = options.take_routing();
+                if request_meta.is_some() && routing.as_ref().is_none_or(|r| r.name.is_none()) {
+                    // 2026-07-28, a raw request: what it names is read from its params, once.
+                    let name = params.as_ref().ok().and_then(Option::as_deref);
+                    if let Some(name) = name.and_then(|p| target_in(&method, p)) {
+                        routing.get_or_insert_with(Routing::default).name = Some(name);
+                    }
+                }
+                let routing = routing.map(Box::new);
                 let Some(entry) = table.get_mut(&id) else {
                     return; // cancelled while queued
                 };
@@ -313,9 +324,7 @@ impl Requests {
         let Some(entry) = self.table.get_mut(&id) else {
             // Cancelled once written, then refused: it must not be sent again, and a cancel not
             // yet written is for a request the server never read.
-            if self.outbox.remove_cancel(id) {
-                self.counters.cancels_sent -= 1;
-            }
+            self.outbox.remove_cancel(id);
             self.aborts.push(id);
             return;
         };

@@ -2,7 +2,8 @@
 //! `Mcp-Name`, `Mcp-Param-*`). Built above the transport, from the call, so no transport reads
 //! the JSON it carries.
 
-use serde_json::Value;
+use serde::Deserialize;
+use serde_json::value::RawValue;
 
 /// The routing values of one request besides its method.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -24,12 +25,18 @@ pub fn target_member(method: &str) -> Option<&'static str> {
     }
 }
 
-/// The routing values of a request given as a JSON tree (no `Mcp-Param-*`: those need the tool
-/// list, which the client has).
-pub fn routing_of(method: &str, params: &Value) -> Option<Routing> {
-    let name = params.get(target_member(method)?)?.as_str()?;
-    Some(Routing {
-        name: Some(name.to_owned()),
-        params: Vec::new(),
-    })
+/// What the serialized params of `method` name (`Mcp-Name`), if the method names something.
+/// For requests whose sender did not say (raw requests); the client says it for its own calls.
+pub fn target_in(method: &str, params: &RawValue) -> Option<String> {
+    #[derive(Deserialize)]
+    struct Probe {
+        name: Option<String>,
+        uri: Option<String>,
+    }
+    let member = target_member(method)?;
+    let probe: Probe = serde_json::from_str(params.get()).ok()?;
+    match member {
+        "uri" => probe.uri,
+        _ => probe.name,
+    }
 }
