@@ -88,7 +88,10 @@ pub use connection::{
 pub use error::{AuthErrorKind, CloseReason, Error};
 pub use protocol::{
     completion::{CompleteResult, Completion, CompletionReference},
-    content::ContentBlock,
+    content::{
+        Annotations, ContentBlock, EmbeddedResource, MediaContent, TextContent, ToolResultContent,
+        ToolUseContent,
+    },
     elicitation::{ElicitAction, ElicitRequest, ElicitResult, FormElicitation, UrlElicitation},
     lifecycle::{
         ClientCapabilities, Implementation, InitializeResult, ListChangedCapability,
@@ -101,6 +104,7 @@ pub use protocol::{
         ListResourceTemplatesResult, ListResourcesResult, ReadResourceResult, Resource,
         ResourceContents, ResourceTemplate,
     },
+    results::{CacheHints, CacheScope, ResultType},
     roots::{ListRootsResult, Root},
     sampling::{
         CreateMessageRequest, CreateMessageResult, ModelHint, ModelPreferences, Role,

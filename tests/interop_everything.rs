@@ -201,7 +201,7 @@ async fn every_resource_and_prompt_reads(transport: impl Transport) {
         let args: Map<String, Value> = prompt
             .arguments
             .iter()
-            .filter(|a| a.required)
+            .filter(|a| a.is_required())
             .map(|a| {
                 let value = match a.name.as_str() {
                     "department" => "Engineering",

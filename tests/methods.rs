@@ -48,7 +48,7 @@ async fn every_list_follows_pages_of_the_server() {
         prompts.iter().map(|p| p.name.as_str()).collect::<Vec<_>>(),
         ["greet", "summarize"]
     );
-    assert!(prompts[0].arguments[0].required);
+    assert!(prompts[0].arguments[0].is_required());
 }
 
 #[actix::test]

@@ -5,6 +5,7 @@
 
 use std::path::{Path, PathBuf};
 
+use actix_mcp::{CacheScope, LogMessage, LoggingLevel, ResultType, Role};
 use actix_mcp::{
     CallToolResult, ClientCapabilities, CompleteResult, ContentBlock, CreateMessageRequest,
     CreateMessageResult, ElicitRequest, ElicitResult, FormElicitation, GetPromptResult,
@@ -69,9 +70,108 @@ fn content_blocks_round_trip() {
         "AudioContent",
         "ResourceLink",
         "EmbeddedResource",
+        "ToolUseContent",
+        "ToolResultContent",
     ] {
         assert!(round_trip::<ContentBlock>(kind) > 0, "{kind}");
     }
+}
+
+/// The first example of `kind` in `revision`, typed.
+fn first<T: DeserializeOwned>(revision: &str, kind: &str) -> T {
+    let file = examples(revision, kind).remove(0);
+    serde_json::from_str(&std::fs::read_to_string(&file).unwrap())
+        .unwrap_or_else(|e| panic!("{}: {e}", file.display()))
+}
+
+#[test]
+fn content_annotations_and_tool_blocks_are_typed_not_left_in_extra() {
+    let image: ContentBlock = first("2026-07-28", "ImageContent");
+    let annotations = image.annotations().expect("the example is annotated");
+    assert_eq!(annotations.audience.as_deref(), Some(&[Role::User][..]));
+    assert_eq!(
+        annotations.priority.as_ref().and_then(|p| p.as_f64()),
+        Some(0.9)
+    );
+    let ContentBlock::Image(media) = &image else {
+        panic!("not an image: {image:?}");
+    };
+    assert!(media.extra.is_empty(), "left in extra: {:?}", media.extra);
+
+    let embedded: ContentBlock = first("2026-07-28", "EmbeddedResource");
+    let last_modified = embedded.annotations().and_then(|a| a.last_modified.clone());
+    assert_eq!(last_modified.as_deref(), Some("2025-05-03T14:30:00Z"));
+
+    let ContentBlock::ToolUse(used) = first::<ContentBlock>("2025-11-25", "ToolUseContent") else {
+        panic!("not a tool_use block");
+    };
+    assert_eq!(
+        (used.id.as_str(), used.name.as_str()),
+        ("call_abc123", "get_weather")
+    );
+    assert_eq!(used.input["city"], "Paris");
+    let ContentBlock::ToolResult(answer) = first::<ContentBlock>("2025-11-25", "ToolResultContent")
+    else {
+        panic!("not a tool_result block");
+    };
+    assert_eq!(answer.tool_use_id, "call_abc123");
+    assert!(answer.content[0]
+        .as_text()
+        .is_some_and(|t| t.contains("Paris")));
+}
+
+#[test]
+fn resources_and_prompts_carry_title_icons_annotations_and_cache_hints() {
+    let resource: Resource = first("2026-07-28", "Resource");
+    assert_eq!(resource.title.as_deref(), Some("Project Documentation"));
+    assert_eq!(
+        resource
+            .annotations
+            .as_ref()
+            .and_then(|a| a.priority.clone())
+            .and_then(|p| p.as_f64()),
+        Some(0.8)
+    );
+    assert!(
+        resource.extra.is_empty(),
+        "left in extra: {:?}",
+        resource.extra
+    );
+
+    let page: ListResourcesResult = first("2026-07-28", "ListResourcesResult");
+    assert_eq!(page.result_type, Some(ResultType::Complete));
+    assert_eq!(page.ttl_ms, Some(600_000));
+    assert_eq!(page.cache_scope, Some(CacheScope::Private));
+    assert!(page.resources[0]
+        .icons
+        .as_ref()
+        .is_some_and(|i| !i.is_empty()));
+    assert!(page.extra.is_empty(), "left in extra: {:?}", page.extra);
+
+    let tools: ListToolsResult = first("2026-07-28", "ListToolsResult");
+    assert!(
+        tools.ttl_ms.is_some() && tools.extra.is_empty(),
+        "{:?}",
+        tools.extra
+    );
+    let prompts: ListPromptsResult = first("2026-07-28", "ListPromptsResult");
+    assert!(
+        prompts.ttl_ms.is_some() && prompts.extra.is_empty(),
+        "{:?}",
+        prompts.extra
+    );
+
+    let prompt: GetPromptResult = first("2026-07-28", "GetPromptResult");
+    assert!(prompt.messages.iter().any(|m| m.role == Role::User));
+    assert!(prompt.extra.is_empty(), "left in extra: {:?}", prompt.extra);
+}
+
+#[test]
+fn log_messages_round_trip_typed() {
+    assert!(round_trip::<LogMessage>("LoggingMessageNotificationParams") > 0);
+    let log: LogMessage = first("2026-07-28", "LoggingMessageNotificationParams");
+    assert_eq!(log.level, LoggingLevel::Error);
+    assert_eq!(log.logger.as_deref(), Some("database"));
 }
 
 #[test]

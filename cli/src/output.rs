@@ -89,12 +89,16 @@ impl Printer {
         } else {
             for block in &result.content {
                 match block {
-                    ContentBlock::Text { text, .. } => out!("{text}"),
-                    ContentBlock::Image { mime_type, .. } => out!("[image, {mime_type}]"),
-                    ContentBlock::Audio { mime_type, .. } => out!("[audio, {mime_type}]"),
-                    ContentBlock::ResourceLink { uri, .. } => out!("[link to {uri}]"),
-                    ContentBlock::Resource { resource, .. } => {
-                        out!("[resource {}]", resource.uri())
+                    ContentBlock::Text(block) => out!("{}", block.text),
+                    ContentBlock::Image(media) => out!("[image, {}]", media.mime_type),
+                    ContentBlock::Audio(media) => out!("[audio, {}]", media.mime_type),
+                    ContentBlock::ResourceLink(link) => out!("[link to {}]", link.uri),
+                    ContentBlock::Resource(embedded) => {
+                        out!("[resource {}]", embedded.resource.uri())
+                    }
+                    ContentBlock::ToolUse(used) => out!("[tool use {}]", used.name),
+                    ContentBlock::ToolResult(answer) => {
+                        out!("[tool result for {}]", answer.tool_use_id)
                     }
                     ContentBlock::Other(value) => out!("{value}"),
                 }
@@ -149,7 +153,7 @@ impl Printer {
                 .arguments
                 .iter()
                 .map(|a| {
-                    if a.required {
+                    if a.is_required() {
                         a.name.clone()
                     } else {
                         format!("[{}]", a.name)

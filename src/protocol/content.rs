@@ -1,175 +1,255 @@
-//! Content blocks of tool results and prompt messages: text, images, audio, resource links and
-//! embedded resources. A block of a kind this crate does not know is kept as it came.
+//! Content blocks of tool results, prompt messages and sampling: text, images, audio, resource
+//! links, embedded resources, and (sampling with tools) tool uses and tool results. A block of a
+//! kind this crate does not know is kept as it came.
 
-use serde::{de::Error as _, Deserialize, Deserializer, Serialize, Serializer};
-use serde_json::{Map, Value};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use serde_json::{Map, Number, Value};
 
-use super::resources::ResourceContents;
+use super::resources::{Resource, ResourceContents};
 
+/// Who a message or a piece of content is meant for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    /// The human using the client.
+    User,
+    /// The model.
+    Assistant,
+}
+
+impl std::fmt::Display for Role {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Role::User => "user",
+            Role::Assistant => "assistant",
+        })
+    }
+}
+
+/// Hints about how a client should use a block or a resource.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Annotations {
+    /// Who the content is meant for (several may be named).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub audience: Option<Vec<Role>>,
+    /// How important it is, from 0 (optional) to 1 (required); kept as sent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub priority: Option<Number>,
+    /// When it last changed (ISO 8601), as sent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_modified: Option<String>,
+    /// Fields this crate does not know, as sent.
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+/// A `text` block.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct TextContent {
+    /// The text.
+    pub text: String,
+    /// How the client should use it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub annotations: Option<Annotations>,
+    /// The block's `_meta`.
+    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    pub meta: Option<Map<String, Value>>,
+    /// Fields this crate does not know, as sent.
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+/// An `image` or `audio` block: base64 `data` with its `mimeType`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct MediaContent {
+    /// The bytes, base64-encoded, as sent.
+    pub data: String,
+    /// For example `image/png` or `audio/wav`.
+    pub mime_type: String,
+    /// How the client should use it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub annotations: Option<Annotations>,
+    /// The block's `_meta`.
+    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    pub meta: Option<Map<String, Value>>,
+    /// Fields this crate does not know, as sent.
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+/// A `resource` block: a resource's contents, embedded.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EmbeddedResource {
+    /// The contents (text or a base64 blob).
+    pub resource: ResourceContents,
+    /// How the client should use it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub annotations: Option<Annotations>,
+    /// The block's `_meta`.
+    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    pub meta: Option<Map<String, Value>>,
+    /// Fields this crate does not know, as sent.
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+/// A `tool_use` block (sampling with tools, 2025-11-25): the model asks to call a tool.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolUseContent {
+    /// The id a `tool_result` block answers.
+    pub id: String,
+    /// The tool's name.
+    pub name: String,
+    /// The tool's arguments.
+    #[serde(default)]
+    pub input: Map<String, Value>,
+    /// The block's `_meta`.
+    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    pub meta: Option<Map<String, Value>>,
+    /// Fields this crate does not know, as sent.
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+/// A `tool_result` block (sampling with tools, 2025-11-25): what a tool the model called gave.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ToolResultContent {
+    /// The `id` of the `tool_use` block this answers.
+    pub tool_use_id: String,
+    /// The tool's content.
+    #[serde(default)]
+    pub content: Vec<ContentBlock>,
+    /// The tool's structured result, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub structured_content: Option<Value>,
+    /// Whether the tool failed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub is_error: Option<bool>,
+    /// The block's `_meta`.
+    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    pub meta: Option<Map<String, Value>>,
+    /// Fields this crate does not know, as sent.
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+/// One block of content, by its `type`.
 #[derive(Debug, Clone, PartialEq)]
 pub enum ContentBlock {
-    Text {
-        text: String,
-        extra: Map<String, Value>,
-    },
-    /// Base64 `data` with its `mimeType`.
-    Image {
-        data: String,
-        mime_type: String,
-        extra: Map<String, Value>,
-    },
-    Audio {
-        data: String,
-        mime_type: String,
-        extra: Map<String, Value>,
-    },
-    /// A link to a resource the client may read (`uri`, `name`, ...).
-    ResourceLink {
-        uri: String,
-        name: Option<String>,
-        extra: Map<String, Value>,
-    },
-    /// An embedded resource.
-    Resource {
-        resource: Box<ResourceContents>,
-        extra: Map<String, Value>,
-    },
+    /// `text`.
+    Text(TextContent),
+    /// `image`.
+    Image(MediaContent),
+    /// `audio`.
+    Audio(MediaContent),
+    /// `resource_link`: a resource the client may read.
+    ResourceLink(Box<Resource>),
+    /// `resource`: a resource's contents, embedded.
+    Resource(Box<EmbeddedResource>),
+    /// `tool_use` (sampling with tools).
+    ToolUse(Box<ToolUseContent>),
+    /// `tool_result` (sampling with tools).
+    ToolResult(Box<ToolResultContent>),
     /// A kind this crate does not know, as sent.
     Other(Value),
 }
 
 impl ContentBlock {
+    /// A text block.
     pub fn text(text: impl Into<String>) -> Self {
-        ContentBlock::Text {
+        ContentBlock::Text(TextContent {
             text: text.into(),
-            extra: Map::new(),
-        }
+            ..TextContent::default()
+        })
     }
 
     /// The text of a text block.
     pub fn as_text(&self) -> Option<&str> {
         match self {
-            ContentBlock::Text { text, .. } => Some(text),
+            ContentBlock::Text(block) => Some(&block.text),
+            _ => None,
+        }
+    }
+
+    /// The block's `type`.
+    pub fn kind(&self) -> &str {
+        match self {
+            ContentBlock::Text(_) => "text",
+            ContentBlock::Image(_) => "image",
+            ContentBlock::Audio(_) => "audio",
+            ContentBlock::ResourceLink(_) => "resource_link",
+            ContentBlock::Resource(_) => "resource",
+            ContentBlock::ToolUse(_) => "tool_use",
+            ContentBlock::ToolResult(_) => "tool_result",
+            ContentBlock::Other(value) => value.get("type").and_then(Value::as_str).unwrap_or(""),
+        }
+    }
+
+    /// The block's annotations, for the kinds that have them.
+    pub fn annotations(&self) -> Option<&Annotations> {
+        match self {
+            ContentBlock::Text(block) => block.annotations.as_ref(),
+            ContentBlock::Image(block) | ContentBlock::Audio(block) => block.annotations.as_ref(),
+            ContentBlock::ResourceLink(block) => block.annotations.as_ref(),
+            ContentBlock::Resource(block) => block.annotations.as_ref(),
             _ => None,
         }
     }
 }
 
-fn take_str(map: &mut Map<String, Value>, key: &str) -> Result<String, String> {
-    match map.remove(key) {
-        Some(Value::String(s)) => Ok(s),
-        _ => Err(format!("content block without a string {key:?}")),
-    }
-}
-
 impl<'de> Deserialize<'de> for ContentBlock {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        fn typed<T: serde::de::DeserializeOwned, E: serde::de::Error>(
+            kind: &str,
+            map: Map<String, Value>,
+        ) -> Result<T, E> {
+            serde_json::from_value(Value::Object(map))
+                .map_err(|e| E::custom(format!("invalid {kind} content block: {e}")))
+        }
         let value = Value::deserialize(deserializer)?;
         let Value::Object(mut map) = value else {
             return Ok(ContentBlock::Other(value));
         };
-        let kind = map.get("type").and_then(Value::as_str).map(str::to_owned);
-        let original = map.clone();
-        let parsed = (|| -> Result<ContentBlock, String> {
-            map.remove("type");
-            Ok(match kind.as_deref() {
-                Some("text") => ContentBlock::Text {
-                    text: take_str(&mut map, "text")?,
-                    extra: map,
-                },
-                Some("image") => ContentBlock::Image {
-                    data: take_str(&mut map, "data")?,
-                    mime_type: take_str(&mut map, "mimeType")?,
-                    extra: map,
-                },
-                Some("audio") => ContentBlock::Audio {
-                    data: take_str(&mut map, "data")?,
-                    mime_type: take_str(&mut map, "mimeType")?,
-                    extra: map,
-                },
-                Some("resource_link") => ContentBlock::ResourceLink {
-                    uri: take_str(&mut map, "uri")?,
-                    name: take_str(&mut map, "name").ok(),
-                    extra: map,
-                },
-                Some("resource") => {
-                    let resource = map
-                        .remove("resource")
-                        .ok_or("resource block without resource")?;
-                    ContentBlock::Resource {
-                        resource: Box::new(
-                            serde_json::from_value(resource).map_err(|e| e.to_string())?,
-                        ),
-                        extra: map,
-                    }
-                }
-                _ => return Err("unknown".into()),
-            })
-        })();
-        match parsed {
-            Ok(block) => Ok(block),
-            // An unknown kind is kept as sent; a known kind missing its fields is an error.
-            Err(_)
-                if !matches!(
-                    kind.as_deref(),
-                    Some("text" | "image" | "audio" | "resource_link" | "resource")
-                ) =>
-            {
-                Ok(ContentBlock::Other(Value::Object(original)))
+        let Some(Value::String(kind)) = map.remove("type") else {
+            return Ok(ContentBlock::Other(Value::Object(map)));
+        };
+        Ok(match kind.as_str() {
+            "text" => ContentBlock::Text(typed(&kind, map)?),
+            "image" => ContentBlock::Image(typed(&kind, map)?),
+            "audio" => ContentBlock::Audio(typed(&kind, map)?),
+            "resource_link" => ContentBlock::ResourceLink(typed(&kind, map)?),
+            "resource" => ContentBlock::Resource(typed(&kind, map)?),
+            "tool_use" => ContentBlock::ToolUse(typed(&kind, map)?),
+            "tool_result" => ContentBlock::ToolResult(typed(&kind, map)?),
+            _ => {
+                map.insert("type".into(), Value::String(kind));
+                ContentBlock::Other(Value::Object(map))
             }
-            Err(e) => Err(D::Error::custom(e)),
-        }
+        })
     }
 }
 
 impl Serialize for ContentBlock {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let mut map = Map::new();
-        let extra = match self {
-            ContentBlock::Text { text, extra } => {
-                map.insert("type".into(), "text".into());
-                map.insert("text".into(), text.clone().into());
-                extra
-            }
-            ContentBlock::Image {
-                data,
-                mime_type,
-                extra,
-            }
-            | ContentBlock::Audio {
-                data,
-                mime_type,
-                extra,
-            } => {
-                let kind = if matches!(self, ContentBlock::Image { .. }) {
-                    "image"
-                } else {
-                    "audio"
-                };
-                map.insert("type".into(), kind.into());
-                map.insert("data".into(), data.clone().into());
-                map.insert("mimeType".into(), mime_type.clone().into());
-                extra
-            }
-            ContentBlock::ResourceLink { uri, name, extra } => {
-                map.insert("type".into(), "resource_link".into());
-                map.insert("uri".into(), uri.clone().into());
-                if let Some(name) = name {
-                    map.insert("name".into(), name.clone().into());
-                }
-                extra
-            }
-            ContentBlock::Resource { resource, extra } => {
-                map.insert("type".into(), "resource".into());
-                let resource = serde_json::to_value(resource).map_err(serde::ser::Error::custom)?;
-                map.insert("resource".into(), resource);
-                extra
-            }
+        let body = match self {
+            ContentBlock::Text(block) => serde_json::to_value(block),
+            ContentBlock::Image(block) | ContentBlock::Audio(block) => serde_json::to_value(block),
+            ContentBlock::ResourceLink(block) => serde_json::to_value(block),
+            ContentBlock::Resource(block) => serde_json::to_value(block),
+            ContentBlock::ToolUse(block) => serde_json::to_value(block),
+            ContentBlock::ToolResult(block) => serde_json::to_value(block),
             ContentBlock::Other(value) => return value.serialize(serializer),
-        };
-        for (k, v) in extra {
-            map.entry(k.clone()).or_insert_with(|| v.clone());
         }
+        .map_err(serde::ser::Error::custom)?;
+        let Value::Object(body) = body else {
+            return Err(serde::ser::Error::custom("a content block is an object"));
+        };
+        let mut map = Map::with_capacity(body.len() + 1);
+        map.insert("type".into(), Value::from(self.kind()));
+        map.extend(body);
         map.serialize(serializer)
     }
 }
@@ -182,22 +262,32 @@ mod tests {
     #[test]
     fn known_blocks_are_typed_unknown_ones_kept_and_both_round_trip() {
         let blocks = json!([
-            {"type": "text", "text": "hi", "annotations": {"priority": 1}},
-            {"type": "image", "data": "AAE=", "mimeType": "image/png"},
-            {"type": "resource_link", "uri": "demo://x", "name": "x"},
+            {"type": "text", "text": "hi", "annotations": {"priority": 1, "audience": ["user"]}},
+            {"type": "image", "data": "AAE=", "mimeType": "image/png", "_meta": {"k": 1}},
+            {"type": "resource_link", "uri": "demo://x", "name": "x", "size": 3},
             {"type": "resource", "resource": {"uri": "demo://y", "text": "y"}},
+            {"type": "tool_use", "id": "u1", "name": "t", "input": {"a": 1}},
+            {"type": "tool_result", "toolUseId": "u1", "content": [{"type": "text", "text": "r"}]},
             {"type": "hologram", "frames": 3}
         ]);
         let parsed: Vec<ContentBlock> = serde_json::from_value(blocks.clone()).unwrap();
         assert_eq!(parsed[0].as_text(), Some("hi"));
-        assert!(matches!(parsed[1], ContentBlock::Image { .. }));
-        assert!(matches!(parsed[3], ContentBlock::Resource { .. }));
-        assert!(matches!(parsed[4], ContentBlock::Other(_)));
+        let audience = parsed[0].annotations().and_then(|a| a.audience.clone());
+        assert_eq!(audience, Some(vec![Role::User]));
+        assert!(matches!(&parsed[1], ContentBlock::Image(m) if m.meta.is_some()));
+        assert!(matches!(&parsed[2], ContentBlock::ResourceLink(r) if r.size == Some(3)));
+        assert!(matches!(parsed[3], ContentBlock::Resource(_)));
+        assert!(matches!(&parsed[4], ContentBlock::ToolUse(u) if u.name == "t"));
+        assert!(matches!(&parsed[5], ContentBlock::ToolResult(r) if r.content.len() == 1));
+        assert!(matches!(parsed[6], ContentBlock::Other(_)));
         assert_eq!(serde_json::to_value(&parsed).unwrap(), blocks);
     }
 
     #[test]
     fn a_known_block_missing_its_fields_is_an_error() {
         assert!(serde_json::from_value::<ContentBlock>(json!({"type": "text"})).is_err());
+        assert!(
+            serde_json::from_value::<ContentBlock>(json!({"type": "image", "data": 1})).is_err()
+        );
     }
 }

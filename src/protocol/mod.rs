@@ -10,6 +10,7 @@ pub mod logging;
 pub mod notifications;
 pub mod prompts;
 pub mod resources;
+pub mod results;
 pub mod roots;
 pub mod routing;
 pub mod sampling;

@@ -4,18 +4,10 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Number, Value};
 
+pub use super::content::Role;
 use super::{content::ContentBlock, tools::Tool};
 
-/// Who a message is from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Role {
-    User,
-    Assistant,
-}
-
-/// One content block, or several (2025-11-25 with tools: `tool_use`/`tool_result` blocks, kept
-/// as [`ContentBlock::Other`]).
+/// One content block, or several (2025-11-25 with tools: `tool_use`/`tool_result` blocks).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(untagged)]
 pub enum SamplingContent {

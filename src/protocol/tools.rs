@@ -3,7 +3,10 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use super::content::ContentBlock;
+use super::{
+    content::ContentBlock,
+    results::{CacheScope, ResultType},
+};
 
 /// A tool the server offers. Fields this crate does not know are kept in `extra`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -78,27 +81,54 @@ pub struct ToolExecution {
     pub extra: Map<String, Value>,
 }
 
+/// A page of `tools/list`.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ListToolsResult {
+    /// This page of tools.
     pub tools: Vec<Tool>,
+    /// The cursor of the next page; `None` on the last.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub next_cursor: Option<String>,
+    /// 2026-07-28: `complete` when present (absent means the same).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub result_type: Option<ResultType>,
+    /// 2026-07-28: how long this result may be cached, in milliseconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ttl_ms: Option<u64>,
+    /// 2026-07-28: who may keep the cached result.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_scope: Option<CacheScope>,
+    /// The result's `_meta`.
+    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    pub meta: Option<Map<String, Value>>,
+    /// Fields this crate does not know, as sent.
     #[serde(flatten)]
     pub extra: Map<String, Value>,
 }
 
+/// The answer to `tools/call`.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct CallToolResult {
+    /// What the tool produced, for a person or a model.
     #[serde(default)]
     pub content: Vec<ContentBlock>,
+    /// The structured result (tools with an `outputSchema`); read it as a type with
+    /// [`structured`](Self::structured).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub structured_content: Option<Value>,
     /// A tool failure is a successful call whose result says so ([`failed`](Self::failed)).
     /// Kept as sent: absent, `false` or `true`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub is_error: Option<bool>,
+    /// 2026-07-28: `complete` when present (absent means the same).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub result_type: Option<ResultType>,
+    /// The result's `_meta`.
+    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    pub meta: Option<Map<String, Value>>,
+    /// Fields this crate does not know, as sent.
     #[serde(flatten)]
     pub extra: Map<String, Value>,
 }
@@ -133,6 +163,7 @@ impl CallToolResult {
 /// The empty result of `ping` (and other acknowledgements); extra fields are kept.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct EmptyResult {
+    /// Whatever the server sent, as sent.
     #[serde(flatten)]
     pub extra: Map<String, Value>,
 }
