@@ -34,6 +34,7 @@ struct Inner {
 }
 
 impl Cancellation {
+    /// A new, not yet cancelled token.
     pub fn new() -> Self {
         Self::default()
     }
@@ -57,6 +58,7 @@ impl Cancellation {
         }
     }
 
+    /// True once any clone of the token has been cancelled.
     pub fn is_cancelled(&self) -> bool {
         self.inner.token.is_cancelled()
     }

@@ -29,19 +29,27 @@ pub enum Error {
     /// The server answered with a JSON-RPC error.
     #[error("server error {code}: {message}")]
     Server {
+        /// The JSON-RPC error code.
         code: i64,
+        /// The server's error message.
         message: String,
+        /// The error's `data` member, if the server sent one.
         data: Option<Value>,
     },
 
     /// The connection ended (the process exited, its output closed, or the client closed it).
     #[error("connection closed: {reason}")]
-    Closed { reason: CloseReason },
+    Closed {
+        /// Why the connection ended.
+        reason: CloseReason,
+    },
 
     /// The transport could not be opened or failed at the I/O level.
     #[error("transport error: {context}: {source}")]
     Transport {
+        /// What failed, in words (e.g. spawning the program, or the HTTP method and URL).
         context: String,
+        /// The underlying I/O error.
         #[source]
         source: Arc<io::Error>,
     },
@@ -49,6 +57,7 @@ pub enum Error {
     /// The server answered a request's HTTP POST with an error status and no JSON-RPC error.
     #[error("HTTP {status}: {body}")]
     Http {
+        /// The HTTP status code.
         status: u16,
         /// The start of the response body (at most 1 KiB), for the log.
         body: String,
@@ -60,7 +69,10 @@ pub enum Error {
 
     /// An all-pages request met more pages than its cap.
     #[error("the server returned more than {limit} pages")]
-    TooManyPages { limit: usize },
+    TooManyPages {
+        /// The page cap that was reached.
+        limit: usize,
+    },
 
     /// The peer broke the protocol (bad handshake, unsupported version, malformed result).
     #[error("protocol error: {0}")]
@@ -71,8 +83,11 @@ pub enum Error {
     /// content; `problem` the rule it breaks.
     #[error("tool {tool:?} returned structured content that breaks its outputSchema at {path:?}: {problem}")]
     InvalidOutput {
+        /// The tool's name.
         tool: String,
+        /// JSON pointer of the offending value; empty when the structured content is missing.
         path: String,
+        /// The schema rule broken, in words.
         problem: String,
     },
 
@@ -81,6 +96,7 @@ pub enum Error {
     /// `UrlElicitation::required_by(&error)`.
     #[error("the user must first visit {} URL(s): {message}", elicitations.len())]
     UrlElicitationRequired {
+        /// The server's error message.
         message: String,
         /// The elicitations, as sent (each has `mode: "url"`, `url`, `message`).
         elicitations: Vec<Value>,
@@ -91,7 +107,9 @@ pub enum Error {
     /// a secret or a code.
     #[error("unauthorized ({kind:?}): {message}")]
     Unauthorized {
+        /// Which step of authorization failed.
         kind: AuthErrorKind,
+        /// What went wrong, for the log (never holds a token, secret or code).
         message: String,
     },
 }
@@ -166,11 +184,17 @@ impl Error {
 #[non_exhaustive]
 pub enum CloseReason {
     /// The server process exited.
-    ProcessExited { status: ExitStatus },
+    ProcessExited {
+        /// The process's exit status.
+        status: ExitStatus,
+    },
     /// The server closed its output stream (stdout) while still running.
     EndOfStream,
     /// The server sent a frame larger than the configured cap.
-    FrameTooLarge { limit: usize },
+    FrameTooLarge {
+        /// The frame size cap, in bytes.
+        limit: usize,
+    },
     /// Reading from the server failed.
     ReadFailed(Arc<io::Error>),
     /// Writing to the server failed.

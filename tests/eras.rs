@@ -134,3 +134,172 @@ async fn a_dual_era_server_speaks_whichever_era_is_asked() {
     let timeout = Duration::from_secs(5);
     legacy.ping().timeout(timeout).await.unwrap();
 }
+
+/// How many requests of `method` the server has served.
+async fn list_requests(client: &Client, method: &str) -> u64 {
+    server_stats(client).await["lists"][method]
+        .as_u64()
+        .unwrap_or(0)
+}
+
+/// A 2026-07-28 server marks its list pages cacheable (`ttlMs`): asked twice, the server sees
+/// one request. Its `list_changed` drops the family's pages, so the next list is asked again;
+/// `refetch` always asks. A tool list change also has the client fetch the tools again by itself
+/// (so output schemas and header annotations follow), which the server sees.
+#[actix::test]
+async fn cacheable_lists_are_served_from_the_cache_until_their_list_changed() {
+    let client =
+        Client::connect(demo_server().args(["--era", "modern", "--list-ttl-ms", "600000"]))
+            .await
+            .unwrap();
+    let mut notifications = client.notifications();
+
+    let first = client.prompts().await.unwrap();
+    let second = client.prompts().await.unwrap();
+    assert_eq!(first, second);
+    assert_eq!(list_requests(&client, "prompts/list").await, 1);
+    let page = client.list_prompts(None).await.unwrap();
+    assert_eq!(page.ttl_ms, Some(600_000));
+    assert_eq!(
+        list_requests(&client, "prompts/list").await,
+        1,
+        "one page from the cache"
+    );
+    client.prompts().refetch().await.unwrap();
+    assert_eq!(
+        list_requests(&client, "prompts/list").await,
+        2,
+        "refetch asks"
+    );
+
+    client
+        .call_tool("notify", json!({"kind": "prompts"}))
+        .await
+        .unwrap();
+    assert_eq!(
+        notifications.next().await,
+        Some(actix_mcp::ServerNotification::PromptsListChanged)
+    );
+    client.prompts().await.unwrap();
+    assert_eq!(
+        list_requests(&client, "prompts/list").await,
+        3,
+        "invalidated"
+    );
+    client.prompts().await.unwrap();
+    assert_eq!(
+        list_requests(&client, "prompts/list").await,
+        3,
+        "kept again"
+    );
+
+    // Tools: listed once, then changed: the client asks again without being told to.
+    client.tools().await.unwrap();
+    client.tools().await.unwrap();
+    assert_eq!(list_requests(&client, "tools/list").await, 1);
+    client
+        .call_tool("notify", json!({"kind": "tools"}))
+        .await
+        .unwrap();
+    assert_eq!(
+        notifications.next().await,
+        Some(actix_mcp::ServerNotification::ToolsListChanged)
+    );
+    let mut asked = 0;
+    for _ in 0..200 {
+        asked = list_requests(&client, "tools/list").await;
+        if asked >= 2 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert!(
+        asked >= 2,
+        "the tool list was fetched again after its change"
+    );
+    // Unrelated lists kept their pages.
+    client.prompts().await.unwrap();
+    assert_eq!(list_requests(&client, "prompts/list").await, 3);
+}
+
+/// Pages without `ttlMs` (every legacy server, and modern ones that do not say) are never kept.
+#[actix::test]
+async fn lists_without_cache_hints_are_always_asked() {
+    for era in ["modern", "legacy"] {
+        let client = Client::connect(demo_server().args(["--era", era]))
+            .await
+            .unwrap();
+        client.tools().await.unwrap();
+        client.tools().await.unwrap();
+        assert_eq!(list_requests(&client, "tools/list").await, 2, "{era}");
+    }
+}
+
+/// 2026-07-28 removed `logging/setLevel`: a request asks for logs with `_meta` `logLevel`, and
+/// without it the server sends none. `set_logging_level` puts the level on every later request;
+/// `Call::log_level` on one.
+#[actix::test]
+async fn a_modern_log_level_travels_in_each_requests_meta() {
+    let journal = Journal::new("era-log-level");
+    let client = Client::connect(journal.server().args(["--era", "modern"]))
+        .await
+        .unwrap();
+    let mut notifications = client.notifications();
+    let log = |level: &str| json!({"level": level, "message": format!("at {level}")});
+
+    let silent = client.call_tool("log", log("error")).await.unwrap();
+    assert_eq!(silent.text(), "filtered", "no logLevel, no log");
+
+    let one = client
+        .call_tool("log", log("info"))
+        .log_level(actix_mcp::LoggingLevel::Debug)
+        .await
+        .unwrap();
+    assert_eq!(one.text(), "logged");
+    let Some(actix_mcp::ServerNotification::Log(message)) = notifications.next().await else {
+        panic!("no log message");
+    };
+    assert_eq!(message.data, "at info");
+
+    client
+        .set_logging_level(actix_mcp::LoggingLevel::Warning)
+        .await
+        .unwrap();
+    assert_eq!(
+        client.call_tool("log", log("info")).await.unwrap().text(),
+        "filtered"
+    );
+    assert_eq!(
+        client.call_tool("log", log("error")).await.unwrap().text(),
+        "logged"
+    );
+    assert!(
+        !journal
+            .lines()
+            .iter()
+            .any(|l| l.contains("logging/setLevel")),
+        "the removed method is never sent"
+    );
+    let levels: Vec<String> = journal
+        .frames()
+        .iter()
+        .filter(|frame| frame["params"]["name"] == "log")
+        .map(|frame| {
+            frame["params"]["_meta"]["io.modelcontextprotocol/logLevel"]
+                .as_str()
+                .unwrap_or("none")
+                .to_owned()
+        })
+        .collect();
+    assert_eq!(
+        levels,
+        ["none", "debug", "warning", "warning"],
+        "{levels:?}"
+    );
+
+    client.clear_logging_level();
+    assert_eq!(
+        client.call_tool("log", log("error")).await.unwrap().text(),
+        "filtered"
+    );
+}

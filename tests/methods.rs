@@ -195,6 +195,18 @@ async fn the_logging_level_filters_log_messages() {
         }
         other => panic!("{other:?}"),
     }
+    // The same level asked for at connect: `logging/setLevel` right after the handshake.
+    let from_start = Client::builder()
+        .log_level(LoggingLevel::Warning)
+        .connect(demo_server())
+        .await
+        .unwrap();
+    let quiet = from_start
+        .call_tool("log", json!({"level": "info", "message": "quiet"}))
+        .await
+        .unwrap();
+    assert_eq!(quiet.text(), "filtered");
+    assert_eq!(server_stats(&from_start).await["log_level"], "warning");
 }
 
 #[actix::test]

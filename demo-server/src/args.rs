@@ -58,6 +58,11 @@ pub(crate) struct Cli {
     /// answers `same-cursor` (a cycle), `endless` always answers a fresh cursor.
     #[arg(long, value_enum, value_name = "MODE", default_value_t = CursorMode::Normal)]
     pub(crate) cursor_mode: CursorMode,
+
+    /// Stamp `ttlMs` (this many milliseconds) and `cacheScope: "private"` on every page of
+    /// the list methods, as a 2026-07-28 server may (0: no cache hints).
+    #[arg(long, value_name = "MS", default_value_t = 0)]
+    pub(crate) list_ttl_ms: u64,
 }
 
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]

@@ -141,13 +141,14 @@ async fn run(cli: Cli, journal: Journal, sigterm: Option<journal::Sigterm>) -> E
     );
 
     let http_addr = cli.http.clone();
+    let list_ttl_ms = cli.list_ttl_ms;
     let server = Rc::new(Server {
         http: http_addr.as_ref().and_then(|_| http::routes()),
         cli,
         journal,
         out: out_tx,
         state: RefCell::default(),
-        tools: tool_list(),
+        tools: tool_list(list_ttl_ms),
     });
     if let Some(addr) = http_addr {
         return http::serve(server, &addr).await;

@@ -100,6 +100,9 @@ pub(crate) struct State {
     /// Number of `demo://counter` reads so far.
     pub(crate) counter_reads: u64,
     pub(crate) log_level: LogLevel,
+    /// The log level of the `tools/call` being run: `None` in the legacy era (the session's
+    /// level applies), `Some(None)` for a 2026-07-28 request without `logLevel` (no logging).
+    pub(crate) request_log_level: Option<Option<LogLevel>>,
 }
 
 /// Index in `LOG_LEVELS` of the minimum level `log` lets through.
@@ -205,6 +208,9 @@ impl Server {
             let mut state = self.state.borrow_mut();
             let state = &mut *state;
             state.counters.requests += 1;
+            if method.ends_with("/list") {
+                *state.counters.lists.entry(method.to_owned()).or_default() += 1;
+            }
             let duplicate = state.running.contains_key(&key);
             if !duplicate {
                 if let Some(cancels) = state.cancelled_unseen.remove(&key) {
@@ -558,6 +564,10 @@ impl Server {
         page.insert(key.to_owned(), Value::Array(items[offset..end].to_vec()));
         if let Some(next) = next {
             page.insert("nextCursor".to_owned(), Value::String(next));
+        }
+        if self.cli.list_ttl_ms > 0 {
+            page.insert("ttlMs".to_owned(), Value::from(self.cli.list_ttl_ms));
+            page.insert("cacheScope".to_owned(), Value::from("private"));
         }
         Ok(Value::Object(page))
     }

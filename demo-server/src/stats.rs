@@ -15,6 +15,8 @@ pub(crate) struct Counters {
     pub(crate) late_responses: u64,
     /// Client responses to a server request the server had already cancelled.
     pub(crate) client_responses_after_cancel: u64,
+    /// Requests of each list method (`tools/list`, ...), to tell a cached list from a fetched one.
+    pub(crate) lists: std::collections::BTreeMap<String, u64>,
 }
 
 impl Server {
@@ -40,6 +42,7 @@ impl Server {
             "protocol_version": state.protocol_version,
             "log_level": state.log_level.name(),
             "subscriptions": state.subscriptions,
+            "lists": counters.lists,
         })
     }
 }

@@ -60,6 +60,15 @@ impl Server {
             .and_then(|meta| meta.get("progressToken"))
             .filter(|token| !token.is_null())
             .cloned();
+        let meta = params.get("_meta");
+        let modern = meta
+            .and_then(|meta| meta.get("io.modelcontextprotocol/protocolVersion"))
+            .is_some();
+        let request_level = meta
+            .and_then(|meta| meta.get("io.modelcontextprotocol/logLevel"))
+            .and_then(Value::as_str)
+            .and_then(LogLevel::parse);
+        self.state.borrow_mut().request_log_level = modern.then_some(request_level);
         match self.run_tool(&name, &args, progress_token) {
             Ok(step) => step,
             // Bad arguments are a tool-level failure, reported to the model, not a protocol error.
@@ -200,8 +209,12 @@ impl Server {
                         LOG_LEVELS.join(", ")
                     )
                 })?;
-                let threshold = self.state.borrow().log_level;
-                let outcome = if parsed.0 >= threshold.0 {
+                let threshold = {
+                    let state = self.state.borrow();
+                    state.request_log_level.unwrap_or(Some(state.log_level))
+                };
+                // 2026-07-28: without a `logLevel` in the request, the server MUST NOT log.
+                let outcome = if threshold.is_some_and(|threshold| parsed.0 >= threshold.0) {
                     self.send(notification(
                         "notifications/message",
                         json!({"level": level, "logger": "demo", "data": message}),
@@ -571,7 +584,8 @@ pub(crate) fn is_tool(name: &str) -> bool {
     TOOL_NAMES.contains(&name)
 }
 
-pub(crate) fn tool_list() -> Value {
+/// The whole `tools/list` result, with the cache hints of `--list-ttl-ms` (0: none).
+pub(crate) fn tool_list(ttl_ms: u64) -> Value {
     fn tool(name: &str, description: &str, properties: Value, required: &[&str]) -> Value {
         json!({
             "name": name,
@@ -758,5 +772,8 @@ pub(crate) fn tool_list() -> Value {
             tool
         })
         .collect();
+    if ttl_ms > 0 {
+        return json!({"tools": tools, "ttlMs": ttl_ms, "cacheScope": "private"});
+    }
     json!({"tools": tools})
 }

@@ -13,7 +13,9 @@ use crate::error::Error;
 /// What the authorization server sent back to the redirect URI.
 #[derive(Clone, PartialEq, Eq)]
 pub struct Callback {
+    /// The authorization code, to exchange for tokens.
     pub code: String,
+    /// The `state` echoed back; must match the one sent, else the flow fails.
     pub state: Option<String>,
     /// RFC 9207: who issued the response.
     pub iss: Option<String>,
@@ -58,6 +60,7 @@ impl Callback {
     }
 }
 
+/// What [`UserAgent::authorize`] returns: resolves to the redirect's [`Callback`].
 pub type AgentFuture = Pin<Box<dyn Future<Output = Result<Callback, Error>> + Send>>;
 
 /// Takes the user (or nobody) through the authorization URL and returns what came back to the
@@ -78,6 +81,7 @@ pub struct Headless {
 }
 
 impl Headless {
+    /// `redirect_uri` is the redirect URI to register; nothing needs to listen there.
     pub fn new(redirect_uri: impl Into<String>) -> Self {
         Self {
             redirect_uri: redirect_uri.into(),
@@ -249,6 +253,7 @@ pub struct Application {
 }
 
 impl Application {
+    /// `redirect_uri` is the application's own callback route, as registered.
     pub fn new(redirect_uri: impl Into<String>) -> Self {
         Self {
             redirect_uri: redirect_uri.into(),

@@ -12,6 +12,7 @@ pub struct Challenge {
     pub scope: Option<String>,
     /// `invalid_token`, `insufficient_scope`, …
     pub error: Option<String>,
+    /// The server's human-readable explanation of `error`, if given.
     pub error_description: Option<String>,
 }
 

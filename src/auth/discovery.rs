@@ -13,8 +13,10 @@ use crate::error::Error;
 pub struct ProtectedResourceMetadata {
     /// Kept byte for byte: it is sent back as the RFC 8707 `resource` parameter.
     pub resource: String,
+    /// Issuers of this resource's authorization servers; the first is used. Empty if absent.
     #[serde(default)]
     pub authorization_servers: Vec<String>,
+    /// The scopes this resource accepts; asked for when the challenge names none.
     #[serde(default)]
     pub scopes_supported: Option<Vec<String>>,
 }
@@ -22,30 +24,42 @@ pub struct ProtectedResourceMetadata {
 /// RFC 8414 authorization server metadata (the fields this client uses).
 #[derive(Debug, Clone, Deserialize)]
 pub struct AuthorizationServerMetadata {
+    /// The authorization server's identifier; must equal the issuer URL it was fetched for.
     pub issuer: String,
+    /// Where the user is sent to authorize.
     #[serde(default)]
     pub authorization_endpoint: Option<String>,
+    /// Where codes, refresh tokens and other grants are exchanged for tokens.
     #[serde(default)]
     pub token_endpoint: Option<String>,
+    /// RFC 7591 dynamic client registration endpoint; `None` if registration is not offered.
     #[serde(default)]
     pub registration_endpoint: Option<String>,
+    /// The scopes the server lists (checked for `offline_access`).
     #[serde(default)]
     pub scopes_supported: Option<Vec<String>>,
+    /// PKCE methods; must include `S256` for the authorization code flow.
     #[serde(default)]
     pub code_challenge_methods_supported: Option<Vec<String>>,
+    /// How clients may authenticate to the token endpoint (`none`, `client_secret_basic`, …).
     #[serde(default)]
     pub token_endpoint_auth_methods_supported: Option<Vec<String>>,
+    /// `Some(true)` if the server accepts a Client ID Metadata Document URL as client id.
     #[serde(default)]
     pub client_id_metadata_document_supported: Option<bool>,
+    /// `Some(true)` if authorization responses carry `iss` (RFC 9207); it is then required.
     #[serde(default)]
     pub authorization_response_iss_parameter_supported: Option<bool>,
+    /// The grant types the server offers (`authorization_code`, `client_credentials`, …).
     #[serde(default)]
     pub grant_types_supported: Option<Vec<String>>,
+    /// DPoP (RFC 9449) proof algorithms; DPoP is used when `ES256` is listed.
     #[serde(default)]
     pub dpop_signing_alg_values_supported: Option<Vec<String>>,
 }
 
 impl AuthorizationServerMetadata {
+    /// Whether `scope` is in `scopes_supported` (false when that is absent).
     pub fn supports_scope(&self, scope: &str) -> bool {
         self.scopes_supported
             .as_ref()

@@ -139,6 +139,7 @@ impl OAuthConfig {
         self
     }
 
+    /// The pre-registered client's secret (sent as `client_secret_basic` or `client_secret_post`).
     pub fn client_secret(mut self, secret: impl Into<String>) -> Self {
         self.client_secret = Some(secret.into());
         self
@@ -151,6 +152,7 @@ impl OAuthConfig {
         self
     }
 
+    /// The `client_name` sent in dynamic registration (default `actix-mcp`).
     pub fn client_name(mut self, name: impl Into<String>) -> Self {
         self.client_name = name.into();
         self
@@ -162,6 +164,7 @@ impl OAuthConfig {
         self
     }
 
+    /// Where credentials are kept, per authorization server and resource (default: in memory).
     pub fn store(mut self, store: impl CredentialStore) -> Self {
         self.store = Arc::new(store);
         self
@@ -276,6 +279,7 @@ impl std::fmt::Debug for OAuth {
 }
 
 impl OAuth {
+    /// `agent` runs the authorization request; `config` says who this client is.
     pub fn new(agent: impl UserAgent, config: OAuthConfig) -> Self {
         Self {
             inner: Arc::new(Inner {

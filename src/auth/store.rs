@@ -12,7 +12,9 @@ use serde::{Deserialize, Serialize};
 /// What one authorization server granted this client for one resource.
 #[derive(Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Credentials {
+    /// The client id at this authorization server (empty if none is needed).
     pub client_id: String,
+    /// The client secret; `None` for public clients.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub client_secret: Option<String>,
     /// `client_secret_basic`, `client_secret_post` or `none`.
@@ -21,13 +23,16 @@ pub struct Credentials {
     /// again.
     #[serde(default)]
     pub registered: bool,
+    /// The access token; `None` until a token is granted.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub access_token: Option<String>,
+    /// The token type the server gave (`Bearer` or `DPoP`); `None` is treated as `Bearer`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub token_type: Option<String>,
     /// Unix seconds.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub expires_at: Option<u64>,
+    /// The refresh token, if the server issued one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub refresh_token: Option<String>,
     /// The scopes asked for when the token was obtained.
@@ -53,8 +58,11 @@ impl std::fmt::Debug for Credentials {
 
 /// Keeps credentials by key (`issuer` and resource).
 pub trait CredentialStore: Send + Sync + 'static {
+    /// The credentials kept under `key`; `None` if there are none.
     fn load(&self, key: &str) -> Option<Credentials>;
+    /// Keeps `credentials` under `key`, replacing what was there.
     fn save(&self, key: &str, credentials: &Credentials);
+    /// Forgets what is kept under `key`.
     fn remove(&self, key: &str);
 }
 
@@ -90,6 +98,7 @@ pub struct FileStore {
 }
 
 impl FileStore {
+    /// A store in the file at `path` (created, with its directory, on the first save).
     pub fn new(path: impl Into<PathBuf>) -> Self {
         Self {
             path: path.into(),

@@ -19,6 +19,7 @@ use serde_json::{Map, Value};
 use tokio::time::Sleep;
 
 use super::{
+    list_cache::{Lookup, PageKey},
     mrtr::{classify, forward_progress, Fulfilling, Retry, SharedProgress, Verdict, RETRYABLE},
     progress::{ProgressCallback, ProgressClock, ProgressStream},
     shared::Shared,
@@ -27,7 +28,12 @@ use crate::{
     cancellation::Cancellation,
     connection::{Outcome, Request},
     error::{CloseReason, Error},
-    protocol::{jsonrpc::RequestId, notifications::Progress},
+    protocol::{
+        discover::META_LOG_LEVEL,
+        jsonrpc::{RawResult, RequestId},
+        logging::LoggingLevel,
+        notifications::Progress,
+    },
     timeout::Timeout,
 };
 
@@ -44,6 +50,8 @@ pub struct Call<T> {
     progress: Option<ProgressCallback>,
     /// A `tools/call` of a tool with an `outputSchema`: its name and the compiled schema.
     output_check: Option<Box<(String, Arc<jsonschema::Validator>)>>,
+    /// A list page that may be answered from the cache, and whether a kept page may be used.
+    page: Option<(Box<PageKey>, bool)>,
     _result: PhantomData<fn() -> T>,
 }
 
@@ -59,8 +67,40 @@ impl<T> Call<T> {
             meta: None,
             progress: None,
             output_check: None,
+            page: None,
             _result: PhantomData,
         }
+    }
+
+    /// A page of a list method: answered from the cache while a page kept for its `ttlMs` is
+    /// fresh, and kept when the server says it may be.
+    pub(crate) fn cached(mut self, method: &'static str, cursor: Option<&str>) -> Self {
+        let key = PageKey {
+            method,
+            cursor: cursor.map(str::to_owned),
+        };
+        self.page = Some((Box::new(key), true));
+        self
+    }
+
+    /// Asks the server even if a page it marked cacheable (2026-07-28 `ttlMs`) is still fresh;
+    /// the answer replaces the kept page. No effect on other requests.
+    pub fn refetch(mut self) -> Self {
+        if let Some((_, reuse)) = &mut self.page {
+            *reuse = false;
+        }
+        self
+    }
+
+    /// Asks the server to send `notifications/message` at `level` and above while it handles
+    /// this request (the 2026-07-28 `_meta` `io.modelcontextprotocol/logLevel`; without it, a
+    /// server of that revision sends none). Servers of older revisions ignore it: use
+    /// [`Client::set_logging_level`](super::Client::set_logging_level) there.
+    pub fn log_level(mut self, level: LoggingLevel) -> Self {
+        self.meta
+            .get_or_insert_with(Map::new)
+            .insert(META_LOG_LEVEL.into(), Value::from(level.as_str()));
+        self
     }
 
     /// Checks the result against `tool`'s compiled `outputSchema`.
@@ -222,11 +262,13 @@ impl<T: DeserializeOwned> IntoFuture for Call<T> {
         // `x-mcp-header` annotations: tools with invalid ones are dropped from the list).
         let screen_tools = self.request.method() == "tools/list";
         let output_check = self.output_check.take();
+        let page = self.page.take();
         let needs_extras = self.cancellation.is_some()
             || timers.is_some()
             || retry.is_some()
             || screen_tools
-            || output_check.is_some();
+            || output_check.is_some()
+            || page.is_some();
         let extras = needs_extras.then(|| {
             Box::pin(Extras {
                 token: self.cancellation,
@@ -235,6 +277,8 @@ impl<T: DeserializeOwned> IntoFuture for Call<T> {
                 retry,
                 screen_tools,
                 output_check,
+                page,
+                lookup: None,
             })
         });
         CallFuture {
@@ -269,6 +313,9 @@ pin_project_lite::pin_project! {
         retry: Option<Box<Retry>>,
         screen_tools: bool,
         output_check: Option<Box<(String, Arc<jsonschema::Validator>)>>,
+        page: Option<(Box<PageKey>, bool)>,
+        // Where the answer goes in the list cache, once it comes.
+        lookup: Option<Lookup>,
     }
 }
 
@@ -287,6 +334,24 @@ pin_project_lite::pin_project! {
 }
 
 impl Extras {
+    /// A fresh kept page answers a list call without a request; otherwise notes where the
+    /// answer is to be kept.
+    fn from_cache(self: Pin<&mut Self>, link: &Shared) -> Option<RawResult> {
+        let this = self.project();
+        let (key, reuse) = this.page.take()?;
+        match link.list_cache.get(*key, std::time::Instant::now(), reuse) {
+            Ok(page) => Some(page),
+            Err(lookup) => {
+                *this.lookup = Some(lookup);
+                None
+            }
+        }
+    }
+
+    fn take_lookup(self: Pin<&mut Self>) -> Option<Lookup> {
+        self.project().lookup.take()
+    }
+
     fn retry(self: Pin<&mut Self>) -> Option<&mut Retry> {
         self.project().retry.as_deref_mut()
     }
@@ -412,6 +477,10 @@ impl<T: DeserializeOwned> Future for CallFuture<T> {
                     // Cancelled before sending: nothing reaches the actor or the wire.
                     return this.abandon(None, Error::cancelled(reason));
                 }
+                if let Some(page) = extras.as_mut().from_cache(&this.link) {
+                    this.stage = Stage::Done;
+                    return Poll::Ready(decode(&page));
+                }
             }
             let (reply, rx) = oneshot::channel();
             this.link.submit(request, reply);
@@ -443,6 +512,12 @@ impl<T: DeserializeOwned> Future for CallFuture<T> {
                     if this.extras.as_ref().is_some_and(|e| e.screen_tools) {
                         this.link.learn_tools(&mut raw);
                     }
+                    if let Some(lookup) =
+                        this.extras.as_mut().and_then(|e| e.as_mut().take_lookup())
+                    {
+                        let now = std::time::Instant::now();
+                        this.link.list_cache.store(lookup, &raw, now);
+                    }
                     let check = this.extras.as_ref().and_then(|e| e.output_check.as_deref());
                     if let Some((tool, schema)) = check {
                         // After an `input_required` round the result is checked once complete.
@@ -468,10 +543,7 @@ impl<T: DeserializeOwned> Future for CallFuture<T> {
                             }
                         }
                     }
-                    return Poll::Ready(
-                        serde_json::from_str(raw.get())
-                            .map_err(|e| Error::Protocol(format!("unexpected result: {e}"))),
-                    );
+                    return Poll::Ready(decode(&raw));
                 }
                 Stage::Fulfilling(fulfilling) => {
                     let Some(retry) = this.extras.as_mut().and_then(|e| e.as_mut().retry()) else {
@@ -517,4 +589,9 @@ impl<T> Drop for CallFuture<T> {
             self.abandon_quietly();
         }
     }
+}
+
+/// A result read as the caller's type.
+fn decode<T: DeserializeOwned>(raw: &RawResult) -> Result<T, Error> {
+    serde_json::from_str(raw.get()).map_err(|e| Error::Protocol(format!("unexpected result: {e}")))
 }

@@ -1,25 +1,35 @@
 //! Starting a connection: options, where the actor runs (the handshake is in `lifecycle.rs`).
 
-use std::{future::Future, sync::Arc, time::Duration};
+use std::{
+    future::Future,
+    sync::{Arc, OnceLock, Weak},
+    time::Duration,
+};
 
 use actix::{Actor, Addr};
 use serde_json::Value;
 use tokio::sync::{broadcast, oneshot};
 
 use super::{
-    lifecycle::ProtocolEra, notifications::NOTIFICATION_BUFFER, pages::DEFAULT_MAX_PAGES,
-    shared::Shared, Client, Settings,
+    lifecycle::ProtocolEra,
+    list_cache::{Family, ListCache},
+    notifications::NOTIFICATION_BUFFER,
+    pages::DEFAULT_MAX_PAGES,
+    shared::Shared,
+    Client, LevelCell, Settings,
 };
 use crate::{
     cancellation::Cancellation,
     connection::{
         apply_elicitation_defaults, Close, Connection, HandlerError, Handlers, Inbox, Link,
-        DEFAULT_MAILBOX_CAPACITY, ELICITATION, ELICITATION_URL, ROOTS_LIST, SAMPLING,
+        NotificationObserver, DEFAULT_MAILBOX_CAPACITY, ELICITATION, ELICITATION_URL, ROOTS_LIST,
+        SAMPLING,
     },
     error::{CloseReason, Error},
     protocol::{
         elicitation::{ElicitResult, FormElicitation, UrlElicitation},
         lifecycle::Implementation,
+        logging::LoggingLevel,
         notifications::ServerNotification,
         roots::{ListRootsResult, Root},
         sampling::{CreateMessageRequest, CreateMessageResult},
@@ -71,6 +81,7 @@ pub struct ConnectOptions {
     mailbox_capacity: usize,
     pub(super) era: ProtocolEra,
     validate_output: bool,
+    log_level: Option<LoggingLevel>,
 }
 
 /// Default bound on the handshake.
@@ -94,6 +105,7 @@ impl Default for ConnectOptions {
             mailbox_capacity: DEFAULT_MAILBOX_CAPACITY,
             era: ProtocolEra::Auto,
             validate_output: true,
+            log_level: None,
         }
     }
 }
@@ -191,6 +203,15 @@ impl ConnectOptions {
         self
     }
 
+    /// Asks for the server's log messages at `level` and above from the start (see
+    /// [`Client::set_logging_level`]): a legacy server that declares `logging` gets
+    /// `logging/setLevel` right after the handshake; in the 2026-07-28 era every request
+    /// carries the level. None by default.
+    pub fn log_level(mut self, level: LoggingLevel) -> Self {
+        self.log_level = Some(level);
+        self
+    }
+
     /// Answers the server's `sampling/createMessage` with typed params and result; declares the
     /// `sampling` capability. Params that do not read as a [`CreateMessageRequest`] are answered
     /// -32602 without calling the handler.
@@ -270,21 +291,61 @@ impl ConnectOptions {
     pub async fn connect(self, transport: impl Transport) -> Result<Client, Error> {
         let (notifications, _) = broadcast::channel(NOTIFICATION_BUFFER);
         let inbox = Arc::new(Inbox::default());
+        let list_cache = Arc::new(ListCache::default());
+        // The observer runs on the connection's thread, before the notification is published;
+        // it reaches the client's state through a weak reference, set once the client exists.
+        let client_state: Arc<OnceLock<Weak<Shared>>> = Arc::default();
+        let observer = {
+            let list_cache = list_cache.clone();
+            let client_state = client_state.clone();
+            Box::new(move |notification: &ServerNotification| {
+                let Some(family) = Family::changed_by(notification) else {
+                    return;
+                };
+                list_cache.invalidate(family);
+                if family == Family::Tools {
+                    if let Some(shared) = client_state.get().and_then(Weak::upgrade) {
+                        shared.refetch_tools();
+                    }
+                }
+            })
+        };
         let addr = self
-            .start(Box::new(transport), notifications.clone(), inbox.clone())
+            .start(
+                Box::new(transport),
+                notifications.clone(),
+                observer,
+                inbox.clone(),
+            )
             .await?;
-        let shared = Arc::new(Shared::new(Link { addr, inbox }, self.handlers.clone()));
+        let shared = Arc::new(Shared::new(
+            Link { addr, inbox },
+            self.handlers.clone(),
+            list_cache,
+        ));
+        let _ = client_state.set(Arc::downgrade(&shared));
         match self.negotiate(&shared).await {
-            Ok(result) => Ok(Client {
-                shared,
-                server: Arc::new(result),
-                settings: Arc::new(Settings {
-                    default_timeout: self.request_timeout,
-                    validate_output: self.validate_output,
-                    max_pages: self.max_pages,
-                    notifications,
-                }),
-            }),
+            Ok(result) => {
+                let client = Client {
+                    shared,
+                    server: Arc::new(result),
+                    settings: Arc::new(Settings {
+                        default_timeout: self.request_timeout,
+                        validate_output: self.validate_output,
+                        max_pages: self.max_pages,
+                        notifications,
+                        log_level: LevelCell::default(),
+                    }),
+                };
+                let declares_logging = client.capabilities().logging.is_some();
+                match self.log_level {
+                    Some(level) if client.shared.is_modern() || declares_logging => {
+                        client.set_logging_level(level).await?;
+                    }
+                    _ => {}
+                }
+                Ok(client)
+            }
             Err(e) => {
                 shared.addr().do_send(Close);
                 Err(e)
@@ -296,6 +357,7 @@ impl ConnectOptions {
         &self,
         transport: Box<dyn Transport>,
         notifications: broadcast::Sender<ServerNotification>,
+        observer: NotificationObserver,
         inbox: Arc<Inbox>,
     ) -> Result<Addr<Connection>, Error> {
         let capacity = self.mailbox_capacity;
@@ -305,6 +367,7 @@ impl ConnectOptions {
                 .mailbox_capacity(capacity)
                 .handlers(handlers)
                 .notifications(notifications)
+                .observe_notifications(observer)
                 .inbox(inbox)
         };
         match &self.placement {

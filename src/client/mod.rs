@@ -3,6 +3,7 @@
 mod call;
 mod connect;
 mod lifecycle;
+mod list_cache;
 mod mrtr;
 mod notifications;
 mod output_schemas;
@@ -50,6 +51,46 @@ pub(crate) struct Settings {
     pub validate_output: bool,
     pub max_pages: usize,
     pub notifications: broadcast::Sender<ServerNotification>,
+    /// 2026-07-28: the log level every request asks for (none by default).
+    pub log_level: LevelCell,
+}
+
+/// An optional [`LoggingLevel`], shared and changed without a lock.
+#[derive(Default)]
+pub(crate) struct LevelCell(std::sync::atomic::AtomicU8);
+
+impl LevelCell {
+    const LEVELS: [LoggingLevel; 8] = [
+        LoggingLevel::Debug,
+        LoggingLevel::Info,
+        LoggingLevel::Notice,
+        LoggingLevel::Warning,
+        LoggingLevel::Error,
+        LoggingLevel::Critical,
+        LoggingLevel::Alert,
+        LoggingLevel::Emergency,
+    ];
+
+    pub fn get(&self) -> Option<LoggingLevel> {
+        let index = self.0.load(std::sync::atomic::Ordering::Relaxed);
+        Self::LEVELS
+            .get(usize::from(index).checked_sub(1)?)
+            .copied()
+    }
+
+    pub fn set(&self, level: Option<LoggingLevel>) {
+        let index = level.map_or(0, |level| {
+            Self::LEVELS
+                .iter()
+                .position(|l| *l == level)
+                .map_or(0, |i| i + 1)
+        });
+        // At most 8: fits.
+        self.0.store(
+            u8::try_from(index).unwrap_or(0),
+            std::sync::atomic::Ordering::Relaxed,
+        );
+    }
 }
 
 /// A cheap-to-clone handle to one server connection.
@@ -123,7 +164,19 @@ impl Client {
 
     /// A call with the connection's default timeout.
     pub(crate) fn call<T>(&self, request: Request) -> Call<T> {
-        Call::new(self.shared.clone(), request).timeout_opt(self.settings.default_timeout)
+        let call =
+            Call::new(self.shared.clone(), request).timeout_opt(self.settings.default_timeout);
+        match self.settings.log_level.get() {
+            Some(level) if self.shared.is_modern() => call.log_level(level),
+            _ => call,
+        }
+    }
+
+    /// One page of a list method. In the 2026-07-28 era a page the server marked cacheable
+    /// (`ttlMs`) is answered from the cache until it expires or its `list_changed` comes.
+    pub(crate) fn list_page<P: Page>(&self, cursor: Option<&str>) -> Call<P> {
+        self.call(Request::new(P::METHOD, cursor_params(cursor)))
+            .cached(P::METHOD, cursor)
     }
 
     fn call_with<T, P: Serialize>(&self, method: &'static str, params: &P) -> Call<T> {
@@ -151,7 +204,7 @@ impl Client {
 
     /// `tools/list`, one page (`cursor` from the previous page's `next_cursor`).
     pub fn list_tools(&self, cursor: Option<&str>) -> Call<ListToolsResult> {
-        self.call(Request::new("tools/list", cursor_params(cursor)))
+        self.list_page(cursor)
     }
 
     /// Every tool, following cursors.
@@ -231,7 +284,7 @@ impl Client {
     }
 
     pub fn list_resources(&self, cursor: Option<&str>) -> Call<ListResourcesResult> {
-        self.call(Request::new("resources/list", cursor_params(cursor)))
+        self.list_page(cursor)
     }
 
     pub fn resources(&self) -> AllPages<ListResourcesResult> {
@@ -242,10 +295,7 @@ impl Client {
         &self,
         cursor: Option<&str>,
     ) -> Call<ListResourceTemplatesResult> {
-        self.call(Request::new(
-            "resources/templates/list",
-            cursor_params(cursor),
-        ))
+        self.list_page(cursor)
     }
 
     pub fn resource_templates(&self) -> AllPages<ListResourceTemplatesResult> {
@@ -267,7 +317,7 @@ impl Client {
     }
 
     pub fn list_prompts(&self, cursor: Option<&str>) -> Call<ListPromptsResult> {
-        self.call(Request::new("prompts/list", cursor_params(cursor)))
+        self.list_page(cursor)
     }
 
     pub fn prompts(&self) -> AllPages<ListPromptsResult> {
@@ -300,8 +350,28 @@ impl Client {
         self.call_with("completion/complete", &params)
     }
 
-    pub fn set_logging_level(&self, level: LoggingLevel) -> Call<EmptyResult> {
-        self.call_with("logging/setLevel", &json!({ "level": level }))
+    /// Asks the server for log messages (`notifications/message`) at `level` and above.
+    ///
+    /// Legacy era: sends `logging/setLevel` for the session. 2026-07-28 era, which removed that
+    /// method: every later request of this client carries the level in its `_meta`
+    /// (`io.modelcontextprotocol/logLevel`), which is how that revision asks for logs; nothing
+    /// is sent now. [`Call::log_level`] sets it for one request.
+    pub async fn set_logging_level(&self, level: LoggingLevel) -> Result<(), Error> {
+        if self.shared.is_modern() {
+            self.settings.log_level.set(Some(level));
+            return Ok(());
+        }
+        let _: EmptyResult = self
+            .call_with("logging/setLevel", &json!({ "level": level }))
+            .await?;
+        Ok(())
+    }
+
+    /// Stops asking for log messages on later requests (2026-07-28 era; see
+    /// [`set_logging_level`](Self::set_logging_level)). A legacy session has no "off": set a
+    /// high level there instead.
+    pub fn clear_logging_level(&self) {
+        self.settings.log_level.set(None);
     }
 
     /// `subscriptions/listen` (2026-07-28): asks the server for the notifications `filter` names.

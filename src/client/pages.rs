@@ -9,12 +9,10 @@ use std::{
 };
 
 use serde::de::DeserializeOwned;
-use serde_json::json;
 
 use super::Client;
 use crate::{
     cancellation::Cancellation,
-    connection::Request,
     error::Error,
     protocol::{
         prompts::{ListPromptsResult, Prompt},
@@ -73,6 +71,7 @@ pub struct AllPages<P> {
     cancellation: Option<Cancellation>,
     timeout: Option<Duration>,
     max_pages: usize,
+    refetch: bool,
     _page: PhantomData<fn() -> P>,
 }
 
@@ -83,6 +82,7 @@ impl<P: Page> AllPages<P> {
             max_pages: client.settings.max_pages,
             client,
             cancellation: None,
+            refetch: false,
             _page: PhantomData,
         }
     }
@@ -95,6 +95,13 @@ impl<P: Page> AllPages<P> {
     /// The timeout of each page.
     pub fn timeout(mut self, per_page: Duration) -> Self {
         self.timeout = Some(per_page);
+        self
+    }
+
+    /// Asks the server for every page, even those a 2026-07-28 server marked cacheable and
+    /// still fresh (the answers replace the kept pages).
+    pub fn refetch(mut self) -> Self {
+        self.refetch = true;
         self
     }
 
@@ -121,10 +128,11 @@ impl<P: Page> IntoFuture for AllPages<P> {
                         limit: self.max_pages,
                     });
                 }
-                let params = cursor.as_ref().map(|c| json!({ "cursor": c }));
-                let page: P = self
-                    .client
-                    .call(Request::new(P::METHOD, params))
+                let mut call = self.client.list_page::<P>(cursor.as_deref());
+                if self.refetch {
+                    call = call.refetch();
+                }
+                let page: P = call
                     .cancellation_opt(self.cancellation.as_ref())
                     .timeout_opt(self.timeout)
                     .await?;

@@ -1,15 +1,19 @@
 //! What a [`Client`](super::Client) and each of its calls share, in one allocation: a call
 //! carries 8 bytes and bumps one reference count.
 
-use std::sync::{
-    atomic::{AtomicBool, Ordering},
-    Arc, Mutex, PoisonError,
+use std::{
+    collections::HashSet,
+    sync::{
+        atomic::{AtomicBool, Ordering},
+        Arc, Mutex, PoisonError,
+    },
 };
 
 use actix::Addr;
 use serde_json::Value;
 
 use super::{
+    list_cache::ListCache,
     output_schemas::{self, OutputSchemas},
     tool_headers::{param_values, screen_tools_list, ToolHeaders},
 };
@@ -34,10 +38,17 @@ pub(crate) struct Shared {
     output_schemas: Mutex<OutputSchemas>,
     /// Whether any tool has one: calls to other tools never touch the lock.
     has_output_schemas: AtomicBool,
+    /// List pages a 2026-07-28 server marked cacheable.
+    pub list_cache: Arc<ListCache>,
+    /// Whether a tool list was ever fetched: only then does a `tools/list_changed` refetch it.
+    tools_learned: AtomicBool,
+    /// A refetch of the tool list is running; `refetch_again`: another change came meanwhile.
+    refetching: AtomicBool,
+    refetch_again: AtomicBool,
 }
 
 impl Shared {
-    pub fn new(link: Link, handlers: Handlers) -> Self {
+    pub fn new(link: Link, handlers: Handlers, list_cache: Arc<ListCache>) -> Self {
         Self {
             link,
             handlers,
@@ -45,6 +56,10 @@ impl Shared {
             tool_headers: Mutex::default(),
             output_schemas: Mutex::default(),
             has_output_schemas: AtomicBool::new(false),
+            list_cache,
+            tools_learned: AtomicBool::new(false),
+            refetching: AtomicBool::new(false),
+            refetch_again: AtomicBool::new(false),
         }
     }
 
@@ -126,6 +141,54 @@ impl Shared {
         output_schemas::learn(result, &mut schemas);
         self.has_output_schemas
             .store(!schemas.is_empty(), Ordering::Release);
+        self.tools_learned.store(true, Ordering::Relaxed);
+    }
+
+    /// The server's tools changed (`notifications/tools/list_changed`): if this client ever
+    /// listed them, fetch the list again in the background, so the output schemas and the
+    /// `x-mcp-header` annotations calls rely on follow the change (and the cache holds the new
+    /// list). Changes that come during a refetch cause one more, never several at once.
+    /// Runs on the connection's thread.
+    pub fn refetch_tools(self: Arc<Self>) {
+        if !self.tools_learned.load(Ordering::Relaxed) || self.has_ended() {
+            return;
+        }
+        if self.refetching.swap(true, Ordering::AcqRel) {
+            self.refetch_again.store(true, Ordering::Release);
+            return;
+        }
+        actix_rt::spawn(async move {
+            loop {
+                self.refetch_again.store(false, Ordering::Release);
+                if let Err(e) = self.fetch_all_tools().await {
+                    tracing::debug!(error = %e, "refetching the tool list after a change failed");
+                }
+                if !self.refetch_again.load(Ordering::Acquire) || self.has_ended() {
+                    break;
+                }
+            }
+            self.refetching.store(false, Ordering::Release);
+        });
+    }
+
+    /// Every page of `tools/list`, for what fetching it teaches (the pages are not kept here).
+    async fn fetch_all_tools(self: &Arc<Self>) -> Result<(), crate::error::Error> {
+        let mut seen = HashSet::new();
+        let mut cursor: Option<String> = None;
+        for _ in 0..super::DEFAULT_MAX_PAGES {
+            let params = cursor.as_ref().map(|c| serde_json::json!({ "cursor": c }));
+            let page: crate::protocol::tools::ListToolsResult =
+                super::Call::new(self.clone(), Request::new("tools/list", params))
+                    .cached("tools/list", cursor.as_deref())
+                    .refetch()
+                    .timeout(super::DEFAULT_REQUEST_TIMEOUT)
+                    .await?;
+            match page.next_cursor {
+                Some(next) if seen.insert(next.clone()) => cursor = Some(next),
+                _ => return Ok(()),
+            }
+        }
+        Ok(())
     }
 
     /// The compiled `outputSchema` of `tool`, if it has one.

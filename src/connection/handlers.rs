@@ -14,12 +14,16 @@ use crate::cancellation::Cancellation;
 /// An error a handler answers with. The default code is -32603 (internal error).
 #[derive(Debug, Clone)]
 pub struct HandlerError {
+    /// The JSON-RPC error code sent to the server.
     pub code: i64,
+    /// The error message sent to the server.
     pub message: String,
+    /// The error's `data` member; `None` omits it.
     pub data: Option<Value>,
 }
 
 impl HandlerError {
+    /// An error with this code and message, without `data`.
     pub fn new(code: i64, message: impl Into<String>) -> Self {
         Self {
             code,
@@ -28,6 +32,7 @@ impl HandlerError {
         }
     }
 
+    /// An internal error (-32603) with this message.
     pub fn internal(message: impl Into<String>) -> Self {
         Self::new(-32603, message)
     }

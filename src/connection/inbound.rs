@@ -221,6 +221,9 @@ impl Connection {
 
     /// Hands a notification to every subscriber without ever waiting on one.
     fn publish(&mut self, notification: ServerNotification) {
+        if let Some(observer) = &self.observer {
+            observer(&notification);
+        }
         if let Some(sender) = &self.notifications {
             // Err only means nobody subscribed right now.
             let _ = sender.send(notification.clone());

@@ -222,6 +222,7 @@ impl Request {
         self
     }
 
+    /// Replaces the request's options (timeout, progress, wire cancel).
     pub fn with_options(mut self, options: RequestOptions) -> Self {
         self.options = options.into();
         self
@@ -260,6 +261,7 @@ impl Request {
         self.id
     }
 
+    /// The JSON-RPC method name.
     pub fn method(&self) -> &str {
         &self.method
     }
@@ -301,15 +303,19 @@ impl Message for ServerRequestDone {
 /// Cancel a request made on this connection. Does nothing if it already finished.
 #[derive(Debug, Clone)]
 pub struct Cancel {
+    /// The request to cancel (from [`Request::id`] or [`PendingReply::id`]).
     pub id: RequestId,
+    /// Sent in `notifications/cancelled` and given to the caller's [`Error::Cancelled`].
     pub reason: Option<String>,
 }
 
 impl Cancel {
+    /// Cancels request `id` without a reason.
     pub fn new(id: RequestId) -> Self {
         Self { id, reason: None }
     }
 
+    /// Cancels request `id` with `reason`.
     pub fn with_reason(id: RequestId, reason: impl Into<String>) -> Self {
         Self {
             id,
@@ -325,7 +331,9 @@ impl Message for Cancel {
 /// Send a notification to the server. Replies once it is queued (not written).
 #[derive(Debug, Clone)]
 pub struct Notify {
+    /// The notification's method name.
     pub method: String,
+    /// The notification's params; `None` omits them.
     pub params: Option<Value>,
 }
 
@@ -411,6 +419,7 @@ impl PendingReply {
         }
     }
 
+    /// The id of the request this reply is for.
     pub fn id(&self) -> RequestId {
         self.id
     }

@@ -57,6 +57,9 @@ pub const DEFAULT_MAILBOX_CAPACITY: usize = 4096;
 /// How long a requested close waits for queued frames to be written.
 const DRAIN_LIMIT: std::time::Duration = std::time::Duration::from_secs(2);
 
+/// Told of each server notification before it is published (see `observe_notifications`).
+pub(crate) type NotificationObserver = Box<dyn Fn(&ServerNotification) + Send>;
+
 /// The connection actor. One per server.
 pub struct Connection {
     lifecycle: Lifecycle,
@@ -65,6 +68,8 @@ pub struct Connection {
     server_requests: ServerRequests,
     handlers: Handlers,
     notifications: Option<broadcast::Sender<ServerNotification>>,
+    /// Told of each notification before anyone else, on the connection's thread.
+    observer: Option<NotificationObserver>,
     subscribers: Vec<Recipient<ServerNotification>>,
     counters: InboundCounters,
     /// The wake-up for the earliest request deadline, and when it is due.
@@ -79,6 +84,7 @@ pub struct Connection {
 }
 
 impl Connection {
+    /// A connection over `transport`, opened when the actor starts.
     pub fn new(transport: impl Transport) -> Self {
         Self::from_boxed(Box::new(transport))
     }
@@ -90,6 +96,7 @@ impl Connection {
             server_requests: ServerRequests::default(),
             handlers: Handlers::default(),
             notifications: None,
+            observer: None,
             subscribers: Vec::new(),
             counters: InboundCounters::default(),
             wake: None,
@@ -100,6 +107,7 @@ impl Connection {
         }
     }
 
+    /// The actor's mailbox bound (default [`DEFAULT_MAILBOX_CAPACITY`]; at least 1).
     pub fn mailbox_capacity(mut self, capacity: usize) -> Self {
         self.mailbox_capacity = capacity.max(1);
         self
@@ -113,6 +121,13 @@ impl Connection {
 
     pub(crate) fn notifications(mut self, sender: broadcast::Sender<ServerNotification>) -> Self {
         self.notifications = Some(sender);
+        self
+    }
+
+    /// Calls `observer` with each notification before it is published, so what the client
+    /// keeps about the server (cached lists) is stale for nobody who saw the notification.
+    pub(crate) fn observe_notifications(mut self, observer: NotificationObserver) -> Self {
+        self.observer = Some(observer);
         self
     }
 

@@ -17,6 +17,9 @@ pub const META_PROTOCOL_VERSION: &str = "io.modelcontextprotocol/protocolVersion
 pub const META_CLIENT_CAPABILITIES: &str = "io.modelcontextprotocol/clientCapabilities";
 pub const META_CLIENT_INFO: &str = "io.modelcontextprotocol/clientInfo";
 pub const META_SERVER_INFO: &str = "io.modelcontextprotocol/serverInfo";
+/// `_meta` key of a 2026-07-28 request's log level: the server sends `notifications/message`
+/// for that request at this level and above, and none without it.
+pub const META_LOG_LEVEL: &str = "io.modelcontextprotocol/logLevel";
 
 /// Error codes of the modern era.
 pub const HEADER_MISMATCH: i64 = -32020;

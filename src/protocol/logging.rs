@@ -15,6 +15,22 @@ pub enum LoggingLevel {
     Emergency,
 }
 
+impl LoggingLevel {
+    /// The level's name on the wire (`debug` ... `emergency`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            LoggingLevel::Debug => "debug",
+            LoggingLevel::Info => "info",
+            LoggingLevel::Notice => "notice",
+            LoggingLevel::Warning => "warning",
+            LoggingLevel::Error => "error",
+            LoggingLevel::Critical => "critical",
+            LoggingLevel::Alert => "alert",
+            LoggingLevel::Emergency => "emergency",
+        }
+    }
+}
+
 impl std::str::FromStr for LoggingLevel {
     type Err = String;
 

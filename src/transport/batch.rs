@@ -39,9 +39,12 @@ pub enum FrameKind {
 pub struct Frame<'a> {
     /// The frame: compact JSON and its trailing newline.
     pub bytes: &'a [u8],
+    /// What the frame is.
     pub kind: FrameKind,
     /// The method of a request or notification.
     pub method: Option<&'a str>,
+    /// What the 2026-07-28 HTTP transport routes this request on (`Mcp-Name`, `Mcp-Param-*`);
+    /// `None` if the frame has none.
     pub routing: Option<&'a Routing>,
 }
 
@@ -69,14 +72,17 @@ impl Outbound {
         &self.bytes
     }
 
+    /// True if the batch holds no frame.
     pub fn is_empty(&self) -> bool {
         self.frames.is_empty()
     }
 
+    /// The number of frames.
     pub fn len(&self) -> usize {
         self.frames.len()
     }
 
+    /// The frames, in write order.
     pub fn frames(&self) -> impl Iterator<Item = Frame<'_>> + '_ {
         let mut start = 0;
         self.frames.iter().map(move |f| {

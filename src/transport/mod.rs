@@ -135,13 +135,21 @@ pub enum TransportEvent {
     Received(Vec<Bytes>),
     /// Message transports: the body that answers `request` (JSON, an object or an array). If it
     /// is not JSON, the request fails.
-    Reply { request: RequestId, body: Bytes },
+    Reply {
+        /// The request answered.
+        request: RequestId,
+        /// The response body, as received.
+        body: Bytes,
+    },
     /// Message transports: `request` was refused with an HTTP error status. If the body is the
     /// request's JSON-RPC error, that is its answer; otherwise the request fails with
     /// [`Error::Http`].
     Refused {
+        /// The request refused.
         request: RequestId,
+        /// The HTTP status code.
         status: u16,
+        /// The response body, as received.
         body: Bytes,
     },
     /// Message transports: the stream that should have carried `request`'s answer ended early
@@ -151,8 +159,11 @@ pub enum TransportEvent {
     ///
     /// [`resume`]: TransportIo::resume
     StreamEnded {
+        /// The request whose answer the stream should have carried.
         request: RequestId,
+        /// Where to resume the stream; `None` if it cannot be resumed.
         resume: Option<ResumePoint>,
+        /// Why the stream broke; `None` if it ended cleanly.
         error: Option<Error>,
     },
     /// A message transport could not deliver this request, or its answer: its caller gets
@@ -179,6 +190,7 @@ pub struct EventSender {
 }
 
 impl EventSender {
+    /// A sender that delivers to `sink`.
     pub fn new(sink: impl EventSink) -> Self {
         Self {
             sink: Arc::new(sink),

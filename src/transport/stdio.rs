@@ -64,6 +64,7 @@ pub struct StdioTransport {
 }
 
 impl StdioTransport {
+    /// Runs `program` (a path, or a name looked up in `PATH`) with no arguments.
     pub fn new(program: impl AsRef<OsStr>) -> Self {
         Self {
             program: program.as_ref().to_owned(),
@@ -76,11 +77,13 @@ impl StdioTransport {
         }
     }
 
+    /// Appends one argument.
     pub fn arg(mut self, arg: impl AsRef<OsStr>) -> Self {
         self.args.push(arg.as_ref().to_owned());
         self
     }
 
+    /// Appends several arguments, in order.
     pub fn args<I, S>(mut self, args: I) -> Self
     where
         I: IntoIterator<Item = S>,
@@ -104,6 +107,7 @@ impl StdioTransport {
         self
     }
 
+    /// The server's working directory (default: this process's).
     pub fn current_dir(mut self, dir: impl Into<PathBuf>) -> Self {
         self.current_dir = Some(dir.into());
         self

@@ -69,6 +69,7 @@ pub struct HttpTransport {
 }
 
 impl HttpTransport {
+    /// The endpoint at `url`; an unparsable or non-`http(s)` URL makes `connect` fail.
     pub fn new(url: impl Into<String>) -> Self {
         Self {
             url: url.into(),
