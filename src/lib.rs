@@ -60,8 +60,26 @@
 //! [`Client::connect`] starts the actor on the current arbiter. Anywhere else (plain
 //! `#[tokio::main]`) it starts it on a thread of its own running an actix System, stopped when
 //! the connection ends. [`Placement`] chooses explicitly.
+//!
+//! # Typed use
+//!
+//! Every MCP type a client meets is a Rust type ([`Tool`], [`ContentBlock`], [`Resource`],
+//! [`ServerCapabilities`], ...); fields this crate does not know are kept in `extra`, so
+//! nothing a newer server sends is lost. Tool arguments go in as any `Serialize`
+//! ([`Client::call_tool_with`]) and structured results come out as any `Deserialize`
+//! ([`CallToolResult::structured`]); a structured result that breaks its tool's
+//! `outputSchema` fails with [`Error::InvalidOutput`]. The server's requests are answered by
+//! typed handlers ([`ConnectOptions::on_create_message`], [`ConnectOptions::on_form_elicitation`],
+//! [`ConnectOptions::on_url_elicitation`], [`ConnectOptions::on_roots`]). See
+//! `examples/typed.rs` (`cargo run --example typed`).
+//!
+//! In the 2026-07-28 era, list pages the server marks cacheable (`ttlMs`) are answered from a
+//! per-connection cache until they expire or the list's `notifications/*/list_changed`
+//! arrives ([`Call::refetch`] asks anyway), and logs are asked for per request
+//! ([`Call::log_level`], [`Client::set_logging_level`]).
 
 #![forbid(unsafe_code)]
+#![warn(missing_docs)]
 
 #[cfg(feature = "auth")]
 pub mod auth;

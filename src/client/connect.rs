@@ -124,6 +124,8 @@ impl std::fmt::Debug for ConnectOptions {
 }
 
 impl ConnectOptions {
+    /// Who this client says it is (`clientInfo` in `initialize`, or in every request's `_meta` in
+    /// the 2026-07-28 era). Default: `actix-mcp` and this crate's version.
     pub fn client_info(mut self, info: Implementation) -> Self {
         self.client_info = info;
         self
@@ -276,6 +278,7 @@ impl ConnectOptions {
         self
     }
 
+    /// Where the connection actor runs ([`Placement::Auto`] by default).
     pub fn placement(mut self, placement: Placement) -> Self {
         self.placement = placement;
         self

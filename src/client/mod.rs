@@ -131,6 +131,8 @@ impl Client {
         &self.server
     }
 
+    /// The server's name and version (`serverInfo`). In the 2026-07-28 era it comes from
+    /// `server/discover`'s `_meta`; named `unknown` if the server sent none.
     pub fn server_info(&self) -> &Implementation {
         &self.server.server_info
     }
@@ -158,6 +160,7 @@ impl Client {
         self.server.typed_capabilities()
     }
 
+    /// How to use the server, e.g. in a model's system prompt; `None` if it gave none.
     pub fn instructions(&self) -> Option<&str> {
         self.server.instructions.as_deref()
     }
@@ -198,6 +201,8 @@ impl Client {
         }
     }
 
+    /// `ping`: the server answers at once with an empty result. Legacy era only: 2026-07-28 removed
+    /// `ping`, so a server of that era may reject it.
     pub fn ping(&self) -> Call<EmptyResult> {
         self.call(Request::new("ping", None))
     }
@@ -283,14 +288,17 @@ impl Client {
         self.notify(method, params).await
     }
 
+    /// `resources/list`, one page (`cursor` from the previous page's `next_cursor`).
     pub fn list_resources(&self, cursor: Option<&str>) -> Call<ListResourcesResult> {
         self.list_page(cursor)
     }
 
+    /// Every resource, following cursors.
     pub fn resources(&self) -> AllPages<ListResourcesResult> {
         AllPages::new(self.clone())
     }
 
+    /// `resources/templates/list`, one page (`cursor` from the previous page's `next_cursor`).
     pub fn list_resource_templates(
         &self,
         cursor: Option<&str>,
@@ -298,6 +306,7 @@ impl Client {
         self.list_page(cursor)
     }
 
+    /// Every resource template, following cursors.
     pub fn resource_templates(&self) -> AllPages<ListResourceTemplatesResult> {
         AllPages::new(self.clone())
     }
@@ -308,18 +317,24 @@ impl Client {
         self.call(request.with_routing(self.shared.named_routing(uri)))
     }
 
+    /// `resources/subscribe`: asks for `notifications/resources/updated` when `uri` changes. Legacy
+    /// era only: 2026-07-28 replaced it with [`listen`](Self::listen).
     pub fn subscribe_resource(&self, uri: &str) -> Call<EmptyResult> {
         self.call_with("resources/subscribe", &json!({ "uri": uri }))
     }
 
+    /// `resources/unsubscribe`: undoes [`subscribe_resource`](Self::subscribe_resource).
+    /// Legacy era only.
     pub fn unsubscribe_resource(&self, uri: &str) -> Call<EmptyResult> {
         self.call_with("resources/unsubscribe", &json!({ "uri": uri }))
     }
 
+    /// `prompts/list`, one page (`cursor` from the previous page's `next_cursor`).
     pub fn list_prompts(&self, cursor: Option<&str>) -> Call<ListPromptsResult> {
         self.list_page(cursor)
     }
 
+    /// Every prompt, following cursors.
     pub fn prompts(&self) -> AllPages<ListPromptsResult> {
         AllPages::new(self.clone())
     }

@@ -26,8 +26,11 @@ pub const DEFAULT_MAX_PAGES: usize = 1000;
 
 /// A page of a paginated list.
 pub trait Page: DeserializeOwned + Send + 'static {
+    /// What the list holds (a tool, a resource, ...).
     type Item: Send + 'static;
+    /// The list method that returns this page (e.g. `tools/list`).
     const METHOD: &'static str;
+    /// The page's items and its `nextCursor` (`None` on the last page).
     fn into_parts(self) -> (Vec<Self::Item>, Option<String>);
 }
 
@@ -87,6 +90,8 @@ impl<P: Page> AllPages<P> {
         }
     }
 
+    /// Cancels the page in flight when `token` is cancelled, failing the whole request with
+    /// [`Error::Cancelled`].
     pub fn cancellation(mut self, token: &Cancellation) -> Self {
         self.cancellation = Some(token.clone());
         self

@@ -1,13 +1,13 @@
 //! The [`Connection`] actor: the glue between callers, the request states and the transport.
 //!
-//! - Calls and cancels come in through one [`inbox`](inbox) (from a `Client`, a
+//! - Calls and cancels come in through one inbox (`inbox.rs`; from a `Client`, a
 //!   [`PendingReply`], or [`Request`]/[`Cancel`] messages); the actor reaches the request states
 //!   only through it, so a cancel always meets the request it names.
-//! - The request states ([`requests`]) are a plain struct with one method per event; the actor
+//! - The request states (`requests.rs`) are a plain struct with one method per event; the actor
 //!   feeds it the transport's events and the time, and hands its batches to the transport.
-//! - Incoming frames are routed by id in [`inbound`]; the server's own requests run the
-//!   [`handlers`].
-//! - The connection's own life is one enum ([`Lifecycle`](lifecycle::Lifecycle)).
+//! - Incoming frames are routed by id in `inbound.rs`; the server's own requests run the
+//!   [`Handlers`].
+//! - The connection's own life is one enum (`Lifecycle`, in `lifecycle.rs`).
 
 mod deadlines;
 mod handlers;

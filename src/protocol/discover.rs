@@ -12,18 +12,25 @@ pub const MODERN_PROTOCOL_VERSION: &str = "2026-07-28";
 /// Stateless revisions this client accepts when a server offers them.
 pub const MODERN_PROTOCOL_VERSIONS: &[&str] = &[MODERN_PROTOCOL_VERSION];
 
-/// `_meta` keys of the modern era.
+/// `_meta` key of the request's protocol version (required on every 2026-07-28 request).
 pub const META_PROTOCOL_VERSION: &str = "io.modelcontextprotocol/protocolVersion";
+/// `_meta` key of the client's capabilities (required on every 2026-07-28 request; `{}` for none).
 pub const META_CLIENT_CAPABILITIES: &str = "io.modelcontextprotocol/clientCapabilities";
+/// `_meta` key of the client's name and version, an [`Implementation`] (on every request).
 pub const META_CLIENT_INFO: &str = "io.modelcontextprotocol/clientInfo";
+/// `_meta` key of the server's name and version, in a 2026-07-28 result.
 pub const META_SERVER_INFO: &str = "io.modelcontextprotocol/serverInfo";
 /// `_meta` key of a 2026-07-28 request's log level: the server sends `notifications/message`
 /// for that request at this level and above, and none without it.
 pub const META_LOG_LEVEL: &str = "io.modelcontextprotocol/logLevel";
 
-/// Error codes of the modern era.
+/// `-32020` (2026-07-28 HTTP): a required header is missing or disagrees with the body.
 pub const HEADER_MISMATCH: i64 = -32020;
+/// `-32021`: the request needs a client capability it did not declare
+/// (`data.requiredCapabilities`).
 pub const MISSING_REQUIRED_CLIENT_CAPABILITY: i64 = -32021;
+/// `-32022`: the server does not speak the request's protocol version (`data.supported`,
+/// `data.requested`).
 pub const UNSUPPORTED_PROTOCOL_VERSION: i64 = -32022;
 
 /// Whether an error code can only come from a modern server.
@@ -38,16 +45,23 @@ pub fn is_modern_error(code: i64) -> bool {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct DiscoverResult {
+    /// The protocol versions the server speaks.
     #[serde(default)]
     pub supported_versions: Vec<String>,
+    /// The server's capabilities, as sent (the shape of
+    /// [`ServerCapabilities`](crate::protocol::lifecycle::ServerCapabilities)).
     #[serde(default)]
     pub capabilities: Value,
+    /// How to use the server (e.g. for a model's system prompt); `None` if it gave none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub instructions: Option<String>,
+    /// How long this result may be cached, in milliseconds; `None` if the server gave no hint.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ttl_ms: Option<u64>,
+    /// Who may keep the cached result: `public` or `private`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cache_scope: Option<String>,
+    /// Fields this crate does not know, as sent (`_meta`, with the server's info, among them).
     #[serde(flatten)]
     pub extra: Map<String, Value>,
 }

@@ -10,7 +10,9 @@ use crate::error::Error;
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(untagged)]
 pub enum ElicitRequest {
+    /// URL mode (`mode: "url"`, 2025-11-25 and later).
     Url(UrlElicitation),
+    /// Form mode (`mode: "form"` or absent).
     Form(FormElicitation),
 }
 
@@ -21,10 +23,14 @@ pub struct FormElicitation {
     /// `"form"`, or absent (the revisions before URL mode).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mode: Option<String>,
+    /// What to ask the user.
     pub message: String,
+    /// The JSON Schema of the answer: an object with primitive properties.
     pub requested_schema: Value,
+    /// The params' `_meta`.
     #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
     pub meta: Option<Map<String, Value>>,
+    /// Fields this crate does not know, as sent.
     #[serde(flatten)]
     pub extra: Map<String, Value>,
 }
@@ -36,13 +42,17 @@ pub struct UrlElicitation {
     /// Always `"url"`.
     #[serde(deserialize_with = "url_mode")]
     pub mode: String,
+    /// Why the user should go to the URL.
     pub message: String,
+    /// The URL to open for the user.
     pub url: String,
     /// 2025-11-25.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub elicitation_id: Option<String>,
+    /// The params' `_meta`.
     #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
     pub meta: Option<Map<String, Value>>,
+    /// Fields this crate does not know, as sent.
     #[serde(flatten)]
     pub extra: Map<String, Value>,
 }
@@ -60,25 +70,32 @@ fn url_mode<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<String,
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum ElicitAction {
+    /// The user submitted the form or agreed to go to the URL.
     Accept,
+    /// The user explicitly declined.
     Decline,
+    /// The user dismissed the request without choosing.
     Cancel,
 }
 
 /// The client's answer to `elicitation/create`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ElicitResult {
+    /// What the user did.
     pub action: ElicitAction,
     /// The form's values (form mode, accepted).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub content: Option<Map<String, Value>>,
+    /// The result's `_meta`.
     #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
     pub meta: Option<Map<String, Value>>,
+    /// Fields this crate does not know, as sent.
     #[serde(flatten)]
     pub extra: Map<String, Value>,
 }
 
 impl ElicitResult {
+    /// Accepted, with the form's values.
     pub fn accept(content: Map<String, Value>) -> Self {
         Self {
             action: ElicitAction::Accept,
@@ -98,6 +115,7 @@ impl ElicitResult {
         }
     }
 
+    /// Declined by the user.
     pub fn decline() -> Self {
         Self {
             action: ElicitAction::Decline,

@@ -27,6 +27,7 @@ impl RequestId {
         RequestId(NEXT_REQUEST_ID.fetch_add(1, Ordering::Relaxed))
     }
 
+    /// The id's number, as written on the wire.
     pub fn as_u64(self) -> u64 {
         self.0
     }
@@ -47,7 +48,9 @@ impl std::fmt::Display for RequestId {
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(untagged)]
 pub enum WireId {
+    /// A numeric id, exactly as sent.
     Number(serde_json::Number),
+    /// A string id.
     String(String),
 }
 
@@ -65,12 +68,16 @@ impl WireId {
 /// The `error` member of a JSON-RPC response.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct ErrorObject {
+    /// The error code (e.g. `-32601`, method not found).
     pub code: i64,
+    /// A short description of the error.
     pub message: String,
+    /// More about the error, shaped by its code; `None` if absent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub data: Option<Value>,
 }
 
+/// `-32601`: the method does not exist or is not available.
 pub const METHOD_NOT_FOUND: i64 = -32601;
 
 /// Appends one request frame (compact JSON and a newline) to `out`. With `meta` (the modern era's

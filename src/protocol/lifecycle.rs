@@ -16,22 +16,29 @@ pub const SUPPORTED_PROTOCOL_VERSIONS: &[&str] =
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Implementation {
+    /// Its programmatic name.
     pub name: String,
     /// A human-readable name.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub title: Option<String>,
+    /// Its version.
     pub version: String,
+    /// What it does, for people (2025-11-25 and later).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub description: Option<String>,
+    /// Icons a user interface may show for it (2025-11-25 and later).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub icons: Option<Vec<Icon>>,
+    /// Its website's URL (2025-11-25 and later).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub website_url: Option<String>,
+    /// Fields this crate does not know, as sent.
     #[serde(flatten)]
     pub extra: Map<String, Value>,
 }
 
 impl Implementation {
+    /// A name and a version, nothing else.
     pub fn new(name: impl Into<String>, version: impl Into<String>) -> Self {
         Self {
             name: name.into(),
@@ -49,20 +56,25 @@ impl Implementation {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ListChangedCapability {
+    /// Whether the peer sends a `list_changed` notification when the list changes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub list_changed: Option<bool>,
+    /// Fields this crate does not know, as sent.
     #[serde(flatten)]
     pub extra: Map<String, Value>,
 }
 
+/// The `resources` capability of a server.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ResourcesCapability {
     /// `resources/subscribe` is supported.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub subscribe: Option<bool>,
+    /// Whether the server sends `notifications/resources/list_changed` when the list changes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub list_changed: Option<bool>,
+    /// Fields this crate does not know, as sent.
     #[serde(flatten)]
     pub extra: Map<String, Value>,
 }
@@ -70,16 +82,23 @@ pub struct ResourcesCapability {
 /// What a server can do (both revisions; 2026-07-28 adds `extensions`).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct ServerCapabilities {
+    /// Non-standard capabilities, by name.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub experimental: Option<Map<String, Value>>,
+    /// Present if the server sends log messages (`notifications/message`); deprecated in
+    /// 2026-07-28.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub logging: Option<Map<String, Value>>,
+    /// Present if the server answers `completion/complete`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub completions: Option<Map<String, Value>>,
+    /// Present if the server offers prompts.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub prompts: Option<ListChangedCapability>,
+    /// Present if the server offers resources.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub resources: Option<ResourcesCapability>,
+    /// Present if the server offers tools.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tools: Option<ListChangedCapability>,
     /// 2025-11-25 tasks.
@@ -88,6 +107,7 @@ pub struct ServerCapabilities {
     /// 2026-07-28 extensions, by identifier.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub extensions: Option<Map<String, Value>>,
+    /// Fields this crate does not know, as sent.
     #[serde(flatten)]
     pub extra: Map<String, Value>,
 }
@@ -95,19 +115,27 @@ pub struct ServerCapabilities {
 /// What a client can do (declared from the handlers it registered).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct ClientCapabilities {
+    /// Non-standard capabilities, by name.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub experimental: Option<Map<String, Value>>,
+    /// Present if the client answers `roots/list` (`listChanged`: legacy only); deprecated in
+    /// 2026-07-28.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub roots: Option<ListChangedCapability>,
+    /// Present if the client answers `sampling/createMessage` (may hold `context`, `tools`);
+    /// deprecated in 2026-07-28.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sampling: Option<Map<String, Value>>,
     /// `form` and/or `url` (an empty object means form, as before URL mode existed).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub elicitation: Option<Map<String, Value>>,
+    /// 2025-11-25 tasks: which requests the client accepts as tasks.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tasks: Option<Value>,
+    /// 2026-07-28 extensions the client supports, by identifier.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub extensions: Option<Map<String, Value>>,
+    /// Fields this crate does not know, as sent.
     #[serde(flatten)]
     pub extra: Map<String, Value>,
 }
@@ -124,13 +152,17 @@ pub(crate) struct InitializeParams<'a> {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct InitializeResult {
+    /// The version the server chose; for a 2026-07-28 server (no `initialize`), the version in use.
     pub protocol_version: String,
     /// As sent (typed: [`InitializeResult::typed_capabilities`]).
     #[serde(default)]
     pub capabilities: Value,
+    /// The server's name and version.
     pub server_info: Implementation,
+    /// How to use the server (e.g. for a model's system prompt); `None` if it gave none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub instructions: Option<String>,
+    /// Fields this crate does not know, as sent.
     #[serde(flatten)]
     pub extra: Map<String, Value>,
 }

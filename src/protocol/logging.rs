@@ -2,16 +2,25 @@
 
 use serde::{Deserialize, Serialize};
 
+/// The severity of a log message (syslog, RFC 5424), ordered from `Debug` (lowest) to `Emergency`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum LoggingLevel {
+    /// Detailed debugging information.
     Debug,
+    /// Informational messages.
     Info,
+    /// Normal but significant events.
     Notice,
+    /// Warning conditions.
     Warning,
+    /// Error conditions.
     Error,
+    /// Critical conditions.
     Critical,
+    /// Action must be taken immediately.
     Alert,
+    /// The system is unusable.
     Emergency,
 }
 

@@ -13,17 +13,24 @@ pub type ProgressCallback = Box<dyn FnMut(Progress) + Send>;
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
 pub enum ServerNotification {
+    /// `notifications/tools/list_changed`: the tool list changed.
     ToolsListChanged,
+    /// `notifications/prompts/list_changed`: the prompt list changed.
     PromptsListChanged,
+    /// `notifications/resources/list_changed`: the resource list changed.
     ResourcesListChanged,
+    /// `notifications/resources/updated`: a subscribed resource changed.
     ResourceUpdated {
+        /// The resource's URI (possibly a sub-resource of the one subscribed to).
         uri: String,
     },
     /// `notifications/message` (logging).
     Log(LogMessage),
     /// Any other notification, as sent.
     Other {
+        /// The notification's method.
         method: String,
+        /// Its params; `None` if it had none.
         params: Option<Value>,
     },
 }
@@ -34,10 +41,13 @@ pub enum ServerNotification {
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ListenFilter {
+    /// Send `notifications/tools/list_changed`.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub tools_list_changed: bool,
+    /// Send `notifications/prompts/list_changed`.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub prompts_list_changed: bool,
+    /// Send `notifications/resources/list_changed`.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub resources_list_changed: bool,
     /// URIs whose `notifications/resources/updated` the client wants.
@@ -61,11 +71,15 @@ impl actix::Message for ServerNotification {
     type Result = ();
 }
 
+/// The params of `notifications/message`: one log entry.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct LogMessage {
+    /// Its severity.
     pub level: LoggingLevel,
+    /// The name of the logger that wrote it; `None` if not given.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub logger: Option<String>,
+    /// The entry itself: any JSON (a string, an object, ...).
     pub data: Value,
 }
 
@@ -115,9 +129,12 @@ impl ServerNotification {
 /// One `notifications/progress` for a request.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Progress {
+    /// Progress so far; it grows with each notification, even when `total` is unknown.
     pub progress: f64,
+    /// The total to reach, in the same unit as `progress`; `None` if unknown.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub total: Option<f64>,
+    /// A human-readable status (2025-03-26 and later).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub message: Option<String>,
 }

@@ -11,7 +11,9 @@ use super::{content::ContentBlock, tools::Tool};
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(untagged)]
 pub enum SamplingContent {
+    /// A single block.
     One(ContentBlock),
+    /// Several blocks (a JSON array; 2025-11-25 and later).
     Many(Vec<ContentBlock>),
 }
 
@@ -29,12 +31,17 @@ impl SamplingContent {
     }
 }
 
+/// One message of the conversation to continue.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SamplingMessage {
+    /// Who wrote it: `user` or `assistant`.
     pub role: Role,
+    /// What it says.
     pub content: SamplingContent,
+    /// The message's `_meta`.
     #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
     pub meta: Option<Map<String, Value>>,
+    /// Fields this crate does not know, as sent.
     #[serde(flatten)]
     pub extra: Map<String, Value>,
 }
@@ -42,8 +49,10 @@ pub struct SamplingMessage {
 /// A hint at which model to use.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct ModelHint {
+    /// A model name or part of one (e.g. `sonnet`); the client may map it to a similar model.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub name: Option<String>,
+    /// Fields this crate does not know, as sent.
     #[serde(flatten)]
     pub extra: Map<String, Value>,
 }
@@ -52,14 +61,19 @@ pub struct ModelHint {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ModelPreferences {
+    /// Model names to consider, in order of preference (advisory).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub hints: Option<Vec<ModelHint>>,
+    /// How much low cost matters, from 0 to 1.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cost_priority: Option<Number>,
+    /// How much low latency matters, from 0 to 1.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub speed_priority: Option<Number>,
+    /// How much capability matters, from 0 to 1.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub intelligence_priority: Option<Number>,
+    /// Fields this crate does not know, as sent.
     #[serde(flatten)]
     pub extra: Map<String, Value>,
 }
@@ -68,19 +82,26 @@ pub struct ModelPreferences {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct CreateMessageRequest {
+    /// The conversation so far.
     pub messages: Vec<SamplingMessage>,
+    /// What the server prefers in a model; the client chooses.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub model_preferences: Option<ModelPreferences>,
+    /// A system prompt the server asks for; the client may change or drop it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub system_prompt: Option<String>,
     /// `none`, `thisServer` or `allServers`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub include_context: Option<String>,
+    /// The sampling temperature; `None` leaves it to the client.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub temperature: Option<Number>,
+    /// The most tokens to generate.
     pub max_tokens: Number,
+    /// Sequences that end generation.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stop_sequences: Option<Vec<String>>,
+    /// Provider-specific parameters, passed on as sent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub metadata: Option<Value>,
     /// Tools the model may call (2025-11-25).
@@ -89,8 +110,10 @@ pub struct CreateMessageRequest {
     /// `{"mode": "auto" | "required" | "none"}`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tool_choice: Option<Value>,
+    /// The params' `_meta`.
     #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
     pub meta: Option<Map<String, Value>>,
+    /// Fields this crate does not know, as sent.
     #[serde(flatten)]
     pub extra: Map<String, Value>,
 }
@@ -99,15 +122,19 @@ pub struct CreateMessageRequest {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct CreateMessageResult {
+    /// Who wrote the message (normally `assistant`).
     pub role: Role,
+    /// The generated message.
     pub content: SamplingContent,
     /// The model that produced the message.
     pub model: String,
     /// `endTurn`, `stopSequence`, `maxTokens`, `toolUse`, or another.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stop_reason: Option<String>,
+    /// The result's `_meta`.
     #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
     pub meta: Option<Map<String, Value>>,
+    /// Fields this crate does not know, as sent.
     #[serde(flatten)]
     pub extra: Map<String, Value>,
 }

@@ -12,12 +12,16 @@ use super::{
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Tool {
+    /// The name to call it by.
     pub name: String,
     /// A human-readable name.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub title: Option<String>,
+    /// What the tool does, for a person or a model.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub description: Option<String>,
+    /// The JSON Schema of its arguments (an object schema up to 2025-11-25, any JSON Schema in
+    /// 2026-07-28); `Null` if absent.
     #[serde(default)]
     pub input_schema: Value,
     /// The JSON Schema its structured results follow; the client checks results against it.
@@ -26,13 +30,16 @@ pub struct Tool {
     /// Hints about the tool's behaviour (never to be trusted from an untrusted server).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub annotations: Option<ToolAnnotations>,
+    /// Icons a user interface may show for it (2025-11-25 and later).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub icons: Option<Vec<Icon>>,
     /// 2025-11-25: `{"taskSupport": "forbidden" | "optional" | "required"}`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub execution: Option<ToolExecution>,
+    /// The tool's `_meta`.
     #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
     pub meta: Option<Map<String, Value>>,
+    /// Fields this crate does not know, as sent.
     #[serde(flatten)]
     pub extra: Map<String, Value>,
 }
@@ -41,16 +48,23 @@ pub struct Tool {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ToolAnnotations {
+    /// A human-readable name.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub title: Option<String>,
+    /// The tool does not modify its environment (`None`: false).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub read_only_hint: Option<bool>,
+    /// The tool may destroy, not only add (`None`: true; meaningful only when not read-only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub destructive_hint: Option<bool>,
+    /// Repeating a call with the same arguments has no further effect (`None`: false; meaningful
+    /// only when not read-only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub idempotent_hint: Option<bool>,
+    /// The tool reaches an open world of external entities, like the web (`None`: true).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub open_world_hint: Option<bool>,
+    /// Fields this crate does not know, as sent.
     #[serde(flatten)]
     pub extra: Map<String, Value>,
 }
@@ -59,14 +73,18 @@ pub struct ToolAnnotations {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Icon {
+    /// The icon's URI: an HTTP(S) URL or a `data:` URI.
     pub src: String,
+    /// Its MIME type (e.g. `image/png`), when the source's own is missing or generic.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mime_type: Option<String>,
+    /// Sizes it suits, as `WxH` (e.g. `48x48`) or `any`; `None`: any size.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sizes: Option<Vec<String>>,
     /// `light` or `dark`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub theme: Option<String>,
+    /// Fields this crate does not know, as sent.
     #[serde(flatten)]
     pub extra: Map<String, Value>,
 }
@@ -75,8 +93,11 @@ pub struct Icon {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ToolExecution {
+    /// Whether the tool may run as a task: `forbidden` (also when `None`), `optional` or
+    /// `required`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub task_support: Option<String>,
+    /// Fields this crate does not know, as sent.
     #[serde(flatten)]
     pub extra: Map<String, Value>,
 }
