@@ -111,6 +111,10 @@ pub use protocol::{
         ToolUseContent,
     },
     elicitation::{ElicitAction, ElicitRequest, ElicitResult, FormElicitation, UrlElicitation},
+    form_schema::{
+        BooleanSchema, EnumOption, FormSchema, MultiSelectItems, MultiSelectSchema, NumberSchema,
+        PrimitiveSchema, SingleSelectSchema, StringSchema,
+    },
     lifecycle::{
         ClientCapabilities, Implementation, InitializeResult, ListChangedCapability,
         ResourcesCapability, ServerCapabilities,

@@ -14,7 +14,9 @@ mod common;
 
 #[cfg(feature = "http")]
 use actix_mcp::HttpTransport;
-use actix_mcp::{Cancellation, Client, Error, ServerNotification, StdioTransport, Transport};
+use actix_mcp::{
+    Cancellation, Client, Error, PrimitiveSchema, ServerNotification, StdioTransport, Transport,
+};
 #[cfg(feature = "http")]
 use common::everything::http_everything;
 use common::everything::server_script;
@@ -59,9 +61,23 @@ async fn connect_with_handlers(transport: impl Transport, roots_asked: Arc<Atomi
                 format!("sampled: {asked}"),
             ))
         })
-        .on_form_elicitation(|_, _| async {
+        .on_form_elicitation(|form, _| async move {
+            // Every field answered from its typed schema: a string "Bob", the first choice of
+            // an enum, a number's default or minimum, true for a checkbox.
             let mut content = serde_json::Map::new();
-            content.insert("name".into(), json!("Bob"));
+            for (name, field) in &form.requested_schema.properties {
+                let value = match field {
+                    PrimitiveSchema::String(_) => json!("Bob"),
+                    PrimitiveSchema::Number(n) => {
+                        json!(n.default.clone().or(n.minimum.clone()).unwrap_or(1.into()))
+                    }
+                    PrimitiveSchema::Boolean(_) => json!(true),
+                    PrimitiveSchema::SingleSelect(_) => json!(field.choices()[0].0),
+                    PrimitiveSchema::MultiSelect(_) => json!([field.choices()[0].0]),
+                    PrimitiveSchema::Other(other) => panic!("untyped field {name}: {other}"),
+                };
+                content.insert(name.clone(), value);
+            }
             Ok(actix_mcp::ElicitResult::accept(content))
         })
         .on_url_elicitation(|url, _| async move {

@@ -5,7 +5,7 @@
 
 use std::path::{Path, PathBuf};
 
-use actix_mcp::{CacheScope, LogMessage, LoggingLevel, ResultType, Role};
+use actix_mcp::{CacheScope, LogMessage, LoggingLevel, PrimitiveSchema, ResultType, Role};
 use actix_mcp::{
     CallToolResult, ClientCapabilities, CompleteResult, ContentBlock, CreateMessageRequest,
     CreateMessageResult, ElicitRequest, ElicitResult, FormElicitation, GetPromptResult,
@@ -164,6 +164,34 @@ fn resources_and_prompts_carry_title_icons_annotations_and_cache_hints() {
     let prompt: GetPromptResult = first("2026-07-28", "GetPromptResult");
     assert!(prompt.messages.iter().any(|m| m.role == Role::User));
     assert!(prompt.extra.is_empty(), "left in extra: {:?}", prompt.extra);
+}
+
+#[test]
+fn form_fields_of_every_shape_are_typed_and_round_trip() {
+    let shapes = [
+        ("StringSchema", "String"),
+        ("NumberSchema", "Number"),
+        ("BooleanSchema", "Boolean"),
+        ("UntitledSingleSelectEnumSchema", "SingleSelect"),
+        ("TitledSingleSelectEnumSchema", "SingleSelect"),
+        ("UntitledMultiSelectEnumSchema", "MultiSelect"),
+        ("TitledMultiSelectEnumSchema", "MultiSelect"),
+    ];
+    for (kind, variant) in shapes {
+        assert!(round_trip::<PrimitiveSchema>(kind) > 0, "{kind}");
+        let typed: PrimitiveSchema = first("2025-11-25", kind);
+        let shape = format!("{typed:?}");
+        assert!(shape.starts_with(variant), "{kind} read as {shape}");
+    }
+    let titled: PrimitiveSchema = first("2025-11-25", "TitledSingleSelectEnumSchema");
+    assert_eq!(titled.choices()[0], ("#FF0000", "Red"));
+    let form: FormElicitation = first("2025-11-25", "ElicitRequestFormParams");
+    assert!(form.requested_schema.is_required("name"));
+    assert!(form
+        .requested_schema
+        .properties
+        .values()
+        .all(|field| !matches!(field, PrimitiveSchema::Other(_))));
 }
 
 #[test]

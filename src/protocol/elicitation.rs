@@ -4,6 +4,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
+use super::form_schema::FormSchema;
 use crate::error::Error;
 
 /// The params of `elicitation/create`, by mode (absent means form).
@@ -25,8 +26,8 @@ pub struct FormElicitation {
     pub mode: Option<String>,
     /// What to ask the user.
     pub message: String,
-    /// The JSON Schema of the answer: an object with primitive properties.
-    pub requested_schema: Value,
+    /// The fields to ask for: a flat object of strings, numbers, booleans and enums.
+    pub requested_schema: FormSchema,
     /// The params' `_meta`.
     #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
     pub meta: Option<Map<String, Value>>,

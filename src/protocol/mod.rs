@@ -4,6 +4,7 @@ pub mod completion;
 pub mod content;
 pub mod discover;
 pub mod elicitation;
+pub mod form_schema;
 pub mod jsonrpc;
 pub mod lifecycle;
 pub mod logging;
