@@ -85,6 +85,7 @@
 pub mod auth;
 pub mod cancellation;
 pub mod client;
+pub mod config;
 pub mod connection;
 pub mod error;
 pub mod protocol;
@@ -99,6 +100,7 @@ pub use client::{
     AllPages, Call, CallFuture, Client, ConnectOptions, HandlerError, NotificationStream,
     Placement, ProgressStream, ProtocolEra,
 };
+pub use config::{AuthConfig, Config, ConfigError, ServerConfig, TransportConfig};
 pub use connection::{
     Cancel, Close, Connection, ConnectionStats, GetStats, Notify, PendingReply, Request,
     RequestOptions, Subscribe,
@@ -136,7 +138,10 @@ pub use protocol::{
     tools::{Icon, ToolAnnotations, ToolExecution},
     RawResult, RequestId,
 };
-pub use servers::Servers;
+pub use servers::{
+    CallTool, Catalogue, GetCatalogue, GetStatus, HealthProbe, Listed, RestartPolicy, RoutedCall,
+    ServerStatus, Servers, ServersActor, Status, StopAll,
+};
 #[cfg(feature = "http")]
 pub use transport::HttpTransport;
 pub use transport::{memory, MemoryPeer, MemoryTransport, StdioTransport, Transport};

@@ -191,3 +191,220 @@ fn a_result_that_breaks_its_output_schema_is_refused_in_one_line() {
         "{stderr}"
     );
 }
+
+fn protocol_version(info: &Output) -> String {
+    assert!(info.status.success(), "{}", text(&info.stderr));
+    let info: Value = serde_json::from_slice(&info.stdout).expect("JSON");
+    info["protocolVersion"]
+        .as_str()
+        .expect("protocolVersion")
+        .to_owned()
+}
+
+/// `--era legacy` speaks 2025-11-25 and `--era modern` 2026-07-28, to a server that speaks both;
+/// each refuses a server of the other era only.
+#[test]
+fn era_picks_the_protocol_revision() {
+    let dual = format!("{} --era dual", *DEMO_SERVER);
+    let legacy = cli(&["--stdio", &dual, "--era", "legacy", "--json", "info"]);
+    assert_eq!(protocol_version(&legacy), "2025-11-25");
+    let modern = cli(&["--stdio", &dual, "--era", "modern", "--json", "info"]);
+    assert_eq!(protocol_version(&modern), "2026-07-28");
+    // The flag is global: it may come after the subcommand too.
+    let modern_only = format!("{} --era modern", *DEMO_SERVER);
+    let modern = cli(&["--stdio", &modern_only, "--json", "info", "--era", "modern"]);
+    assert_eq!(protocol_version(&modern), "2026-07-28");
+    let refused = cli(&["--stdio", &modern_only, "--era", "legacy", "info"]);
+    assert_eq!(refused.status.code(), Some(1));
+    assert_eq!(text(&refused.stderr).trim().lines().count(), 1);
+    let unknown = cli(&["--stdio", &dual, "--era", "future", "info"]);
+    assert_eq!(unknown.status.code(), Some(2));
+}
+
+/// `-e KEY=VALUE` reaches the spawned server's environment; a malformed one is a usage error.
+#[test]
+fn env_sets_the_servers_environment() {
+    let server = stdio_arg(None);
+    let out = cli(&[
+        "--stdio",
+        &server,
+        "-e",
+        "X=42",
+        "--env",
+        "ACTIX_MCP_CLI_TEST=a=b c",
+        "call",
+        "env",
+        r#"{"name":"X"}"#,
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(text(&out.stdout).trim(), "42");
+    let out = cli(&[
+        "--stdio",
+        &server,
+        "--env",
+        "ACTIX_MCP_CLI_TEST=a=b c",
+        "call",
+        "env",
+        r#"{"name":"ACTIX_MCP_CLI_TEST"}"#,
+    ]);
+    assert_eq!(text(&out.stdout).trim(), "a=b c");
+    for bad in ["X", "=42"] {
+        let out = cli(&["--stdio", &server, "-e", bad, "tools"]);
+        assert_eq!(out.status.code(), Some(2), "{bad}");
+        let err = text(&out.stderr);
+        assert_eq!(err.trim().lines().count(), 1, "one line: {err}");
+        assert!(err.contains("--env"), "{err}");
+    }
+}
+
+/// `--tool-arg key=value`: JSON when the value parses as JSON, else a string; it overrides the
+/// JSON object's same-named keys.
+#[test]
+fn tool_args_are_typed_and_override_the_json_object() {
+    let server = stdio_arg(None);
+    let sum = cli(&[
+        "--stdio",
+        &server,
+        "call",
+        "add",
+        "--tool-arg",
+        "a=2",
+        "--tool-arg",
+        "b=3",
+    ]);
+    assert!(sum.status.success(), "{}", text(&sum.stderr));
+    assert_eq!(text(&sum.stdout).trim(), "5");
+    let sum = cli(&[
+        "--stdio",
+        &server,
+        "--json",
+        "call",
+        "add",
+        r#"{"a":100,"b":3}"#,
+        "--tool-arg",
+        "a=2.5",
+    ]);
+    let result: Value = serde_json::from_slice(&sum.stdout).expect("JSON");
+    assert_eq!(result["structuredContent"]["sum"], 5.5);
+    let echo = cli(&[
+        "--stdio",
+        &server,
+        "call",
+        "echo",
+        "--tool-arg",
+        "text=hello world",
+    ]);
+    assert_eq!(text(&echo.stdout).trim(), "hello world");
+    // A number where the tool wants a string: the value was sent as JSON, not as text.
+    let typed = cli(&["--stdio", &server, "call", "echo", "--tool-arg", "text=3"]);
+    assert!(!typed.status.success(), "{}", text(&typed.stdout));
+    let bad = cli(&["--stdio", &server, "call", "add", "--tool-arg", "a"]);
+    assert_eq!(bad.status.code(), Some(2));
+    assert_eq!(text(&bad.stderr).trim().lines().count(), 1);
+}
+
+#[test]
+fn ping_prints_pong_and_the_round_trip() {
+    let server = stdio_arg(None);
+    let human = cli(&["--stdio", &server, "ping"]);
+    assert!(human.status.success(), "{}", text(&human.stderr));
+    let line = text(&human.stdout);
+    let ms = line
+        .trim()
+        .strip_prefix("pong ")
+        .and_then(|rest| rest.strip_suffix(" ms"))
+        .unwrap_or_else(|| panic!("pong <ms> ms: {line}"));
+    assert!(ms.parse::<f64>().is_ok_and(|ms| ms >= 0.0), "{line}");
+    let json = cli(&["--stdio", &server, "--json", "ping"]);
+    let json: Value = serde_json::from_slice(&json.stdout).expect("JSON");
+    assert_eq!(json["ok"], true);
+    assert!(json["ms"].as_f64().is_some_and(|ms| ms >= 0.0), "{json}");
+}
+
+/// `set-level` sends `logging/setLevel`; an unknown level is a usage error naming the valid ones,
+/// reported before any server is started.
+#[test]
+fn set_level_sends_the_level_and_refuses_an_unknown_one() {
+    let journal = Journal::new("cli-set-level");
+    let server = stdio_arg(Some(&journal));
+    let out = cli(&["--stdio", &server, "set-level", "warning"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(journal
+        .frames()
+        .iter()
+        .any(|f| f["method"] == "logging/setLevel" && f["params"]["level"] == "warning"));
+    let json = cli(&["--stdio", &server, "--json", "set-level", "error"]);
+    let json: Value = serde_json::from_slice(&json.stdout).expect("JSON");
+    assert_eq!(json["level"], "error");
+
+    let bad = cli(&["--stdio", "/nonexistent/server", "set-level", "loud"]);
+    assert_eq!(bad.status.code(), Some(2));
+    let err = text(&bad.stderr);
+    assert_eq!(err.trim().lines().count(), 1, "one line: {err}");
+    for level in [
+        "debug",
+        "info",
+        "notice",
+        "warning",
+        "error",
+        "critical",
+        "alert",
+        "emergency",
+    ] {
+        assert!(err.contains(level), "{err}");
+    }
+}
+
+#[test]
+fn resource_templates_print_for_humans_and_for_scripts() {
+    let server = stdio_arg(None);
+    let human = cli(&["--stdio", &server, "resource-templates"]);
+    assert!(human.status.success(), "{}", text(&human.stderr));
+    let human = text(&human.stdout);
+    assert!(
+        human.contains("demo://text/{id}") && human.contains("text by id"),
+        "{human}"
+    );
+    let json = cli(&["--stdio", &server, "--json", "resource-templates"]);
+    let json: Value = serde_json::from_slice(&json.stdout).expect("JSON");
+    let templates = json.as_array().expect("an array");
+    assert_eq!(templates.len(), 1);
+    assert_eq!(templates[0]["uriTemplate"], "demo://text/{id}");
+    assert_eq!(templates[0]["name"], "text by id");
+}
+
+/// `--timeout` bounds the connect too: a server that never answers `initialize` (or
+/// `server/discover`) ends the run with 124 and one line, long before the default 30 s.
+#[test]
+fn a_timeout_covers_the_connect() {
+    let silent = format!("{} --initialize-delay-ms 60000", *DEMO_SERVER);
+    for args in [
+        vec!["--stdio", silent.as_str(), "--timeout", "2", "info"],
+        vec![
+            "--stdio",
+            "sleep 60",
+            "--timeout",
+            "1",
+            "--era",
+            "modern",
+            "tools",
+        ],
+    ] {
+        let start = std::time::Instant::now();
+        let out = cli(&args);
+        let took = start.elapsed();
+        assert_eq!(
+            out.status.code(),
+            Some(124),
+            "{args:?}: {}",
+            text(&out.stderr)
+        );
+        assert!(
+            took < std::time::Duration::from_secs(15),
+            "{args:?} took {took:?}"
+        );
+        let err = text(&out.stderr);
+        assert_eq!(err.trim().lines().count(), 1, "one line: {err}");
+        assert!(err.contains("timed out"), "{err}");
+    }
+}

@@ -3,7 +3,8 @@
 //! and on a use of a crate-root re-export inside the library (which would hide the real module).
 //!
 //! Layers, bottom to top (ARCHITECTURE.md draws them):
-//! error, cancellation, timeout → protocol → auth → transport → connection → client → servers, web
+//! error, cancellation, timeout → protocol → auth → transport → connection → client → config → servers,
+//! web
 
 use std::{collections::BTreeSet, fs, path::Path};
 
@@ -14,6 +15,7 @@ const LAYERS: &[&[&str]] = &[
     &["transport"],
     &["connection"],
     &["client"],
+    &["config"],
     &["servers", "web"],
 ];
 

@@ -12,7 +12,9 @@ use std::{
     time::Duration,
 };
 
-use actix_mcp::{Client, Error, Servers, StdioTransport};
+use actix_mcp::{
+    Cancellation, Client, Error, HealthProbe, RestartPolicy, Servers, ServersActor, StdioTransport,
+};
 use common::*;
 use serde_json::json;
 
@@ -56,7 +58,8 @@ async fn each_server_is_connected_once_and_shared() {
     assert!(!process_exists(pid_a));
 }
 
-/// A server process that dies takes its connection with it; the next use starts a new process.
+/// A server process that dies takes its connection with it; the next use starts a new process
+/// (at once: the first end within the restart window is restarted without delay).
 #[actix::test]
 async fn a_crashed_server_is_replaced_on_next_use() {
     let servers = two_servers();
@@ -82,7 +85,8 @@ async fn a_crashed_server_is_replaced_on_next_use() {
 }
 
 /// A server that cannot be started is not retried on every call: during the back-off its
-/// callers get the last error at once, and nothing is spawned.
+/// callers get the last error at once, and nothing is spawned; supervision retries it when the
+/// back-off has passed (0.5 s, then 1 s).
 #[actix::test]
 async fn a_server_that_cannot_start_is_backed_off() {
     let servers = Servers::new(Client::builder());
@@ -111,6 +115,278 @@ async fn a_server_that_cannot_start_is_backed_off() {
     assert_eq!(
         attempts.load(Ordering::SeqCst),
         2,
-        "retried once the back-off passed"
+        "retried once by supervision when the back-off passed"
     );
+}
+
+/// Status of `name`, as one word.
+fn status_of(servers: &Servers, name: &str) -> &'static str {
+    servers
+        .status()
+        .into_iter()
+        .find(|s| s.name == name)
+        .map(|s| s.status.name())
+        .unwrap_or("unknown")
+}
+
+/// A crash while calls are in flight: each caller gets a typed error (the connection closed),
+/// and supervision restarts the server by itself, without waiting for a next use.
+#[actix::test]
+async fn a_crash_fails_its_callers_with_typed_errors_and_is_restarted_by_supervision() {
+    let servers = two_servers();
+    let first = servers.client("a").await.unwrap();
+    let pid = server_pid(&first).await;
+    let sleepers: Vec<_> = (0..3)
+        .map(|_| {
+            let call = first.call_tool("sleep", json!({"ms": 60_000}));
+            tokio::spawn(std::future::IntoFuture::into_future(call))
+        })
+        .collect();
+    let _ = servers.call_tool("a", "crash", json!({"code": 3})).await;
+    for sleeper in sleepers {
+        let outcome = sleeper.await.unwrap();
+        assert!(
+            matches!(outcome, Err(Error::Closed { .. })),
+            "a caller in flight sees the end: {outcome:?}"
+        );
+    }
+    eventually("supervision restarts the server", || {
+        servers.connects("a") == Some(2) && status_of(&servers, "a") == "ready"
+    })
+    .await;
+    let second = servers.client("a").await.unwrap();
+    assert_ne!(server_pid(&second).await, pid);
+    assert_eq!(
+        servers.connects("b"),
+        Some(0),
+        "b was never used, never started"
+    );
+    servers.stop().await;
+}
+
+/// Restarts stop at the cap: a server that exits at once is started `max_restarts + 1` times,
+/// then reported failed with `GaveUp`, and not started again until an explicit restart.
+#[actix::test]
+async fn restarts_stop_at_the_cap() {
+    let servers = Servers::new(Client::builder()).restart_policy(RestartPolicy {
+        max_restarts: 2,
+        window: Duration::from_secs(60),
+        min_delay: Duration::from_millis(20),
+        max_delay: Duration::from_millis(40),
+    });
+    servers.add("flaky", || StdioTransport::new("sh").args(["-c", "exit 3"]));
+    assert!(servers.client("flaky").await.is_err());
+    eventually("supervision gives up", || {
+        status_of(&servers, "flaky") == "failed"
+    })
+    .await;
+    assert_eq!(servers.connects("flaky"), Some(3));
+    let status = servers.status().remove(0);
+    assert!(
+        matches!(status.status.error(), Some(Error::GaveUp { server, restarts: 3, .. }) if server == "flaky"),
+        "{status:?}"
+    );
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert_eq!(
+        servers.connects("flaky"),
+        Some(3),
+        "no start after giving up"
+    );
+    let refused = servers.client("flaky").await.unwrap_err();
+    assert!(matches!(refused, Error::GaveUp { .. }), "{refused}");
+    assert!(servers.restart("flaky").await.is_err());
+    assert_eq!(
+        servers.connects("flaky"),
+        Some(4),
+        "an explicit restart starts it"
+    );
+}
+
+/// One catalogue of both servers: each tool once per server; a name both offer is ambiguous
+/// bare and callable qualified; a routed call cancelled reaches the right server as a cancel.
+#[actix::test]
+async fn the_catalogue_keeps_colliding_names_callable_and_routed_calls_cancel_at_the_server() {
+    let servers = two_servers();
+    let catalogue = servers.catalogue().await;
+    assert!(
+        catalogue.unavailable.is_empty(),
+        "{:?}",
+        catalogue.unavailable
+    );
+    let echoes: Vec<&str> = catalogue
+        .tools
+        .iter()
+        .filter(|t| t.item.name == "echo")
+        .map(|t| t.qualified.as_str())
+        .collect();
+    assert_eq!(echoes, ["a/echo", "b/echo"]);
+    assert!(catalogue.tools.iter().all(|t| t.collides));
+    assert!(!catalogue.resources.is_empty() && !catalogue.prompts.is_empty());
+
+    let ambiguous = servers
+        .call("echo", json!({"text": "x"}))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&ambiguous, Error::AmbiguousTool { candidates, .. } if candidates.len() == 2),
+        "{ambiguous}"
+    );
+    let echoed = servers
+        .call("b/echo", json!({"text": "routed"}))
+        .await
+        .unwrap();
+    assert_eq!(echoed.text(), "routed");
+    assert!(matches!(
+        servers.call("nope", json!({})).await,
+        Err(Error::UnknownTool(_))
+    ));
+
+    let token = Cancellation::new();
+    let call = servers
+        .call("b/sleep", json!({"ms": 60_000}))
+        .cancellation(&token);
+    let running = tokio::spawn(std::future::IntoFuture::into_future(call));
+    let b = servers.client("b").await.unwrap();
+    eventually_async("b runs the sleep", || async {
+        server_stats(&b).await["pending"].as_u64() == Some(1)
+    })
+    .await;
+    token.cancel_with_reason("routed cancel");
+    assert!(running.await.unwrap().unwrap_err().is_cancelled());
+    eventually_async("the cancel reaches b", || async {
+        server_stats(&b).await["cancels_matched"].as_u64() == Some(1)
+    })
+    .await;
+    let a = servers.client("a").await.unwrap();
+    assert_eq!(
+        server_stats(&a).await["cancels"].as_u64(),
+        Some(0),
+        "a saw nothing"
+    );
+
+    // Cancelled before the route is found: nothing is sent anywhere.
+    let before = server_stats(&b).await["requests"].as_u64().unwrap();
+    let early = Cancellation::new();
+    early.cancel();
+    let refused = servers
+        .call("b/echo", json!({"text": "no"}))
+        .cancellation(&early)
+        .await;
+    assert!(refused.unwrap_err().is_cancelled());
+    // The stats call itself is one request.
+    assert_eq!(
+        server_stats(&b).await["requests"].as_u64(),
+        Some(before + 1)
+    );
+    servers.stop().await;
+}
+
+/// A list change drops the kept lists of that server: the next catalogue asks it again.
+#[actix::test]
+async fn a_list_change_refreshes_the_catalogue() {
+    let servers = two_servers();
+    servers.catalogue().await;
+    let a = servers.client("a").await.unwrap();
+    let asked = || async {
+        server_stats(&a).await["lists"]["tools/list"]
+            .as_u64()
+            .unwrap_or(0)
+    };
+    let before = asked().await;
+    servers.catalogue().await;
+    assert_eq!(asked().await, before, "kept lists are reused");
+    a.call_tool("notify", json!({"kind": "tools"}))
+        .await
+        .unwrap();
+    let mut refreshed = false;
+    for _ in 0..100 {
+        servers.catalogue().await;
+        if asked().await > before {
+            refreshed = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(
+        refreshed,
+        "the catalogue asked again after tools/list_changed"
+    );
+    servers.stop().await;
+}
+
+/// Stopping the manager stops every server: no process is left, and calls are refused with a
+/// typed error until a server is started again.
+#[actix::test]
+async fn stopping_the_manager_leaves_no_process() {
+    let servers = two_servers();
+    servers.start_all().await;
+    let mut pids = Vec::new();
+    for name in ["a", "b"] {
+        assert_eq!(status_of(&servers, name), "ready");
+        pids.push(server_pid(&servers.client(name).await.unwrap()).await);
+    }
+    servers.stop().await;
+    for pid in pids {
+        assert!(!process_exists(pid), "server {pid} left running");
+    }
+    assert_eq!(status_of(&servers, "a"), "stopped");
+    assert!(matches!(
+        servers.call_tool("a", "echo", json!({"text": "x"})).await,
+        Err(Error::ServerUnavailable {
+            state: "stopped",
+            ..
+        })
+    ));
+    servers.start_all().await;
+    assert_eq!(status_of(&servers, "a"), "ready");
+    servers.stop().await;
+}
+
+/// A server that stops answering fails its health probe and is restarted.
+#[actix::test]
+async fn a_server_that_stops_answering_is_restarted_by_the_health_probe() {
+    let servers = Servers::new(Client::builder()).health_probe(HealthProbe {
+        interval: Duration::from_millis(200),
+        timeout: Duration::from_millis(300),
+    });
+    servers.add("a", demo_server);
+    let first = servers.client("a").await.unwrap();
+    let pid = server_pid(&first).await;
+    first
+        .call_tool("pause_reading", json!({"ms": 30_000}))
+        .await
+        .unwrap();
+    eventually("the probe restarts the server", || {
+        servers.connects("a") == Some(2)
+    })
+    .await;
+    let second = servers.client("a").await.unwrap();
+    assert_ne!(server_pid(&second).await, pid);
+    servers.stop().await;
+    assert!(!process_exists(pid), "the unresponsive server was stopped");
+}
+
+/// The manager as an actor: status, catalogue and routed calls as messages.
+#[actix::test]
+async fn the_manager_answers_as_an_actor() {
+    use actix::Actor;
+    let servers = two_servers();
+    let addr = ServersActor::new(servers.clone()).start();
+    let status = addr.send(actix_mcp::GetStatus).await.unwrap();
+    assert_eq!(status.len(), 2);
+    let result = addr
+        .send(actix_mcp::CallTool {
+            tool: "a/echo".into(),
+            arguments: json!({"text": "by message"}),
+            cancellation: None,
+            timeout: None,
+        })
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(result.text(), "by message");
+    let catalogue = addr.send(actix_mcp::GetCatalogue).await.unwrap();
+    assert!(catalogue.tools.iter().any(|t| t.qualified == "b/add"));
+    addr.send(actix_mcp::StopAll).await.unwrap();
+    assert_eq!(status_of(&servers, "a"), "stopped");
 }

@@ -3,6 +3,8 @@
 //! ```text
 //! actix-mcp --stdio "npx -y @modelcontextprotocol/server-everything" tools
 //! actix-mcp --stdio "my-server --flag" call echo '{"text":"hi"}' --json
+//! actix-mcp --stdio "my-server" -e API_KEY=secret call add --tool-arg a=2 --tool-arg b=3
+//! actix-mcp --url http://127.0.0.1:3001/mcp --era modern ping
 //! ```
 //!
 //! Human output by default, `--json` for scripts. A long call shows a progress bar fed by the
@@ -11,15 +13,19 @@
 //! stderr and a non-zero exit.
 
 mod output;
+mod parse;
 
-use std::{process::ExitCode, time::Duration};
+use std::{
+    process::ExitCode,
+    time::{Duration, Instant},
+};
 
 use actix_mcp::auth::{FileStore, Loopback, OAuth, OAuthConfig};
 use actix_mcp::{
-    Cancellation, Client, CompletionReference, Error, HttpTransport, Progress, StdioTransport,
-    Transport,
+    Cancellation, Client, CompletionReference, ConnectOptions, Error, HttpTransport, Progress,
+    ProtocolEra, StdioTransport, Transport,
 };
-use clap::{Parser, Subcommand};
+use clap::{Parser, Subcommand, ValueEnum};
 use serde_json::{Map, Value};
 
 #[derive(Parser)]
@@ -28,6 +34,9 @@ struct Cli {
     /// The server to spawn, as a command line (no shell): "program arg1 arg2".
     #[arg(long, value_name = "COMMAND")]
     stdio: Option<String>,
+    /// An environment variable for the --stdio server, KEY=VALUE (repeatable).
+    #[arg(short = 'e', long = "env", value_name = "KEY=VALUE")]
+    env: Vec<String>,
     /// A Streamable HTTP endpoint, e.g. http://127.0.0.1:3001/mcp.
     #[arg(long, value_name = "URL", conflicts_with = "stdio")]
     url: Option<String>,
@@ -51,11 +60,37 @@ struct Cli {
     /// Print JSON instead of human-readable text.
     #[arg(long, global = true)]
     json: bool,
-    /// Give up (and cancel on the server) after this many seconds.
+    /// Give up after this many seconds: on connecting (default 30), and on each request
+    /// (default 60; the request is cancelled on the server). Exits 124.
     #[arg(long, global = true, value_name = "SECONDS")]
     timeout: Option<f64>,
+    /// The protocol era to speak.
+    #[arg(long, global = true, value_enum, value_name = "ERA", default_value_t = Era::Auto)]
+    era: Era,
     #[command(subcommand)]
     command: Command,
+}
+
+/// `--era`: which MCP protocol revisions to try.
+#[derive(Clone, Copy, ValueEnum)]
+enum Era {
+    /// The 2025-11-25 handshake (`initialize`), then the 2026-07-28 era if the server refuses
+    /// it the way a 2026-07-28-only server does.
+    Auto,
+    /// Only the `initialize` handshake (2025-11-25 and earlier revisions).
+    Legacy,
+    /// Only the 2026-07-28 era (`server/discover`, no handshake).
+    Modern,
+}
+
+impl From<Era> for ProtocolEra {
+    fn from(era: Era) -> Self {
+        match era {
+            Era::Auto => ProtocolEra::Auto,
+            Era::Legacy => ProtocolEra::Legacy,
+            Era::Modern => ProtocolEra::Modern,
+        }
+    }
 }
 
 #[derive(Subcommand)]
@@ -65,14 +100,39 @@ enum Command {
     /// List the tools.
     Tools,
     /// Call a tool.
+    ///
+    /// Its arguments come as a JSON object, as --tool-arg KEY=VALUE entries, or both (the
+    /// entries then replace the object's same-named keys).
+    #[command(after_help = "Examples:\n  \
+        actix-mcp --stdio SERVER call add '{\"a\":2,\"b\":3}'\n  \
+        actix-mcp --stdio SERVER call add --tool-arg a=2 --tool-arg b=3\n  \
+        actix-mcp --stdio SERVER call echo --tool-arg \"text=hello world\"")]
     Call {
+        /// The tool's name.
         name: String,
         /// Arguments as a JSON object.
         #[arg(default_value = "{}")]
         args: String,
+        /// One argument, KEY=VALUE (repeatable). VALUE is JSON when it parses as JSON
+        /// (n=3 is a number, flag=true a boolean, obj={"a":1} an object, s="3" a string), else
+        /// the text itself as a string (text=hello world).
+        #[arg(long = "tool-arg", value_name = "KEY=VALUE")]
+        tool_args: Vec<String>,
+    },
+    /// Check that the server answers; prints the round trip in milliseconds.
+    Ping,
+    /// Ask the server for log messages at LEVEL and above.
+    ///
+    /// Sends logging/setLevel. In the 2026-07-28 era, which has no such method, the level only
+    /// rides on this client's later requests, so nothing is sent.
+    SetLevel {
+        /// debug, info, notice, warning, error, critical, alert or emergency.
+        level: String,
     },
     /// List the resources.
     Resources,
+    /// List the resource templates.
+    ResourceTemplates,
     /// Read a resource.
     Read { uri: String },
     /// List the prompts.
@@ -145,12 +205,8 @@ fn main() -> ExitCode {
 }
 
 async fn run(cli: Cli) -> Result<(), Failure> {
-    let transport = transport(&cli)?;
-    let timeout = match cli.timeout {
-        Some(s) if s.is_finite() && s > 0.0 => Some(Duration::from_secs_f64(s)),
-        Some(_) => return Err(usage("--timeout must be a positive number of seconds")),
-        None => None,
-    };
+    // A usage error is reported before any server is started.
+    check_arguments(&cli.command)?;
 
     // Ctrl-C cancels whatever is running, on the server too.
     let interrupt = Cancellation::new();
@@ -163,15 +219,48 @@ async fn run(cli: Cli) -> Result<(), Failure> {
         }
     });
 
-    let client = Client::builder()
-        .cancellation(&interrupt)
-        .request_timeout(timeout.or(Some(actix_mcp::client::DEFAULT_REQUEST_TIMEOUT)))
-        .connect(transport)
-        .await?;
+    let client = connect(&cli, &interrupt).await?;
     let outcome = execute(&client, &cli, &interrupt).await;
     // Written before we exit: a cancel queued by Ctrl-C or a timeout, then EOF to the server.
     client.shutdown().await;
     outcome
+}
+
+/// A client connected to the server the command line names (`--stdio` or `--url`).
+async fn connect(cli: &Cli, interrupt: &Cancellation) -> Result<Client, Failure> {
+    let transport = transport(cli)?;
+    let options = connect_options(cli, interrupt)?;
+    options.connect(transport).await.map_err(|e| {
+        let failure = Failure::from(e);
+        Failure {
+            message: format!("connecting: {}", failure.message),
+            ..failure
+        }
+    })
+}
+
+/// How to connect, whatever the transport: the era, the timeouts, Ctrl-C.
+fn connect_options(cli: &Cli, interrupt: &Cancellation) -> Result<ConnectOptions, Failure> {
+    let mut options = Client::builder()
+        .cancellation(interrupt)
+        .era(cli.era.into());
+    if let Some(timeout) = timeout(cli)? {
+        options = options
+            .timeout(Some(timeout))
+            .request_timeout(Some(timeout));
+    }
+    Ok(options)
+}
+
+/// `--timeout`, checked.
+fn timeout(cli: &Cli) -> Result<Option<Duration>, Failure> {
+    match cli.timeout {
+        Some(s) if s.is_finite() && s > 0.0 => Duration::try_from_secs_f64(s)
+            .map(Some)
+            .map_err(|_| usage("--timeout is too large")),
+        Some(_) => Err(usage("--timeout must be a positive number of seconds")),
+        None => Ok(None),
+    }
 }
 
 /// Where the CLI keeps OAuth credentials: `$XDG_CONFIG_HOME/actix-mcp/credentials.json` (or
@@ -188,7 +277,11 @@ fn credentials_path() -> std::path::PathBuf {
 
 /// The transport the command line names: `--stdio "<command>"` or `--url <URL>`.
 fn transport(cli: &Cli) -> Result<Box<dyn Transport>, Failure> {
+    let env = parse::env_vars(&cli.env)?;
     if let Some(url) = &cli.url {
+        if !env.is_empty() {
+            return Err(usage("--env is for --stdio servers, not --url"));
+        }
         let mut http = HttpTransport::new(url);
         for header in &cli.headers {
             let (name, value) = header
@@ -224,7 +317,11 @@ fn transport(cli: &Cli) -> Result<Box<dyn Transport>, Failure> {
         return Err(usage("--stdio: empty command"));
     }
     let program = words.remove(0);
-    Ok(Box::new(StdioTransport::new(program).args(words)))
+    let mut stdio = StdioTransport::new(program).args(words);
+    for (key, value) in env {
+        stdio = stdio.env(key, value);
+    }
+    Ok(Box::new(stdio))
 }
 
 async fn execute(client: &Client, cli: &Cli, interrupt: &Cancellation) -> Result<(), Failure> {
@@ -232,8 +329,13 @@ async fn execute(client: &Client, cli: &Cli, interrupt: &Cancellation) -> Result
     match &cli.command {
         Command::Info => out.info(client),
         Command::Tools => out.tools(&client.tools().cancellation(interrupt).await?),
-        Command::Call { name, args } => {
-            let args = parse_object(args, "arguments")?;
+        Command::Call {
+            name,
+            args,
+            tool_args,
+        } => {
+            let mut args = parse_object(args, "arguments")?;
+            args.extend(parse::tool_args(tool_args)?);
             // The tool list carries the tools' output schemas: the result is checked against
             // its tool's. A server that cannot list its tools is still called.
             let _ = client.tools().cancellation(interrupt).await;
@@ -247,7 +349,29 @@ async fn execute(client: &Client, cli: &Cli, interrupt: &Cancellation) -> Result
             bar.finish();
             out.tool_result(&result?)
         }
+        Command::Ping => {
+            let start = Instant::now();
+            client.ping().cancellation(interrupt).await?;
+            out.pong(start.elapsed())
+        }
+        Command::SetLevel { level } => {
+            let level = parse::level(level)?;
+            // `set_logging_level` takes no cancellation token: Ctrl-C is raced here.
+            tokio::select! {
+                result = client.set_logging_level(level) => result?,
+                () = interrupt.cancelled() => {
+                    return Err(Error::Cancelled {
+                        reason: interrupt.reason().map(str::to_owned),
+                    }
+                    .into())
+                }
+            }
+            out.level_set(level)
+        }
         Command::Resources => out.resources(&client.resources().cancellation(interrupt).await?),
+        Command::ResourceTemplates => {
+            out.resource_templates(&client.resource_templates().cancellation(interrupt).await?)
+        }
         Command::Read { uri } => {
             out.read(&client.read_resource(uri).cancellation(interrupt).await?)
         }
@@ -284,6 +408,33 @@ async fn execute(client: &Client, cli: &Cli, interrupt: &Cancellation) -> Result
             out.completion(&result)
         }
     }
+}
+
+/// The command's own arguments, parsed once before connecting so that a usage error (exit 2)
+/// never waits for a server; `execute` parses them again.
+fn check_arguments(command: &Command) -> Result<(), Failure> {
+    match command {
+        Command::Call {
+            args, tool_args, ..
+        } => {
+            parse_object(args, "arguments")?;
+            parse::tool_args(tool_args)?;
+        }
+        Command::Prompt { args, .. } => {
+            parse_object(args, "arguments")?;
+        }
+        Command::Complete {
+            context: Some(context),
+            ..
+        } => {
+            parse_object(context, "--context")?;
+        }
+        Command::SetLevel { level } => {
+            parse::level(level)?;
+        }
+        _ => {}
+    }
+    Ok(())
 }
 
 fn parse_object(text: &str, what: &str) -> Result<Map<String, Value>, Failure> {

@@ -1,10 +1,13 @@
 //! How results are shown: human-readable text, or JSON with `--json`.
 
-use std::sync::{Arc, Mutex};
+use std::{
+    sync::{Arc, Mutex},
+    time::Duration,
+};
 
 use actix_mcp::{
-    CallToolResult, Client, CompleteResult, ContentBlock, GetPromptResult, Progress, Prompt,
-    ReadResourceResult, Resource, ResourceContents, Tool,
+    CallToolResult, Client, CompleteResult, ContentBlock, GetPromptResult, LoggingLevel, Progress,
+    Prompt, ReadResourceResult, Resource, ResourceContents, ResourceTemplate, Tool,
 };
 use serde::Serialize;
 use serde_json::json;
@@ -125,6 +128,35 @@ impl Printer {
         for r in resources {
             out!("{:<32} {}", r.uri, r.name);
         }
+        Ok(())
+    }
+
+    pub fn resource_templates(&self, templates: &[ResourceTemplate]) -> Result<(), Failure> {
+        if self.json {
+            return self.print_json(&templates);
+        }
+        for t in templates {
+            out!("{:<32} {}", t.uri_template, t.name);
+        }
+        Ok(())
+    }
+
+    /// The answer to `ping`, after `round_trip`.
+    pub fn pong(&self, round_trip: Duration) -> Result<(), Failure> {
+        // Milliseconds, to the microsecond.
+        let ms = (round_trip.as_secs_f64() * 1e6).round() / 1e3;
+        if self.json {
+            return self.print_json(&json!({ "ok": true, "ms": ms }));
+        }
+        out!("pong {ms:.3} ms");
+        Ok(())
+    }
+
+    pub fn level_set(&self, level: LoggingLevel) -> Result<(), Failure> {
+        if self.json {
+            return self.print_json(&json!({ "ok": true, "level": level }));
+        }
+        out!("logging level: {}", level.as_str());
         Ok(())
     }
 

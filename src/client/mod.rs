@@ -145,6 +145,40 @@ impl Client {
         self.shared.has_ended()
     }
 
+    /// Why the connection ended ([`Error::Closed`] with its [`CloseReason`] for an end the
+    /// connection saw), or `None` while it is open.
+    pub fn close_reason(&self) -> Option<Error> {
+        if !self.is_closed() {
+            return None;
+        }
+        Some(self.shared.end_reason().unwrap_or(Error::Closed {
+            reason: CloseReason::ActorStopped,
+        }))
+    }
+
+    /// Resolves, with why, once the connection has ended and its transport has let everything
+    /// go (the server process is reaped). The future does not keep the connection open: it
+    /// resolves when the last handle is dropped too.
+    pub fn closed(&self) -> impl std::future::Future<Output = Error> + Send + 'static {
+        let released = self.shared.addr().send(WaitReleased);
+        let shared = Arc::downgrade(&self.shared);
+        let inbox = self.shared.inbox();
+        async move {
+            if let Ok(mut released) = released.await {
+                let _ = released.wait_for(|done| *done).await;
+            }
+            drop(shared);
+            inbox.end_reason().cloned().unwrap_or(Error::Closed {
+                reason: CloseReason::ActorStopped,
+            })
+        }
+    }
+
+    /// Whether the connection speaks the 2026-07-28 era.
+    pub(crate) fn is_modern(&self) -> bool {
+        self.shared.is_modern()
+    }
+
     /// The protocol version the server chose.
     pub fn protocol_version(&self) -> &str {
         &self.server.protocol_version

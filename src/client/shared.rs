@@ -80,6 +80,16 @@ impl Shared {
         self.link.inbox.has_ended() || !self.link.addr.connected()
     }
 
+    /// The connection's inbox (it does not keep the connection open).
+    pub fn inbox(&self) -> Arc<crate::connection::Inbox> {
+        self.link.inbox.clone()
+    }
+
+    /// Why the connection ended, if it has.
+    pub fn end_reason(&self) -> Option<crate::error::Error> {
+        self.link.inbox.end_reason().cloned()
+    }
+
     pub fn is_modern(&self) -> bool {
         self.modern.load(Ordering::Relaxed)
     }

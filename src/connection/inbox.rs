@@ -51,6 +51,8 @@ pub(crate) struct Inbox {
     /// The connection can carry nothing more (its transport closed, or the actor is gone): every
     /// call would fail. Read by `Client::is_closed` without asking the actor.
     ended: AtomicBool,
+    /// Why the connection ended, once it has (the first reason wins).
+    end_reason: std::sync::OnceLock<Error>,
 }
 
 #[derive(Default)]
@@ -99,6 +101,17 @@ impl Inbox {
     /// Records that the connection can carry nothing more.
     pub fn mark_ended(&self) {
         self.ended.store(true, Ordering::Release);
+    }
+
+    /// Records that the connection can carry nothing more, and why.
+    pub fn mark_ended_with(&self, reason: &Error) {
+        let _ = self.end_reason.set(reason.clone());
+        self.mark_ended();
+    }
+
+    /// Why the connection ended, if it has and said why.
+    pub fn end_reason(&self) -> Option<&Error> {
+        self.end_reason.get()
     }
 
     pub fn has_ended(&self) -> bool {

@@ -207,8 +207,8 @@ impl Connection {
     /// request's write) is still written before the transport closes.
     fn close_with(&mut self, error: Error, drain: bool) {
         let drain = drain && self.lifecycle.is_open();
+        self.requests.inbox().mark_ended_with(&error);
         self.requests.get().close(error, drain);
-        self.requests.inbox().mark_ended();
         self.server_requests.cancel_all();
         if drain {
             self.lifecycle.start_draining();

@@ -96,6 +96,22 @@ pub async fn eventually(what: &str, mut check: impl FnMut() -> bool) {
     }
 }
 
+/// `eventually` for a check that needs to ask (e.g. the server's stats).
+pub async fn eventually_async<F, Fut>(what: &str, mut check: F)
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    while !check().await {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "timed out waiting for {what}"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
 /// Starts a one-minute `sleep` call that `token` cancels, on a task of its own.
 pub fn spawn_sleep(
     client: &Client,

@@ -1,0 +1,850 @@
+//! [`Servers`]: many MCP servers behind one handle, supervised, with one catalogue.
+//!
+//! Each named server gets its own connection actor, started on first use (or by
+//! [`Servers::start_all`]) and shared by every caller after that; concurrent first callers share
+//! one connect. From then on the server is **supervised**: when its connection ends (the server
+//! crashed, its session expired, a health probe failed) it is restarted after a growing
+//! back-off, and a start that fails is retried the same way, until the restart cap
+//! ([`RestartPolicy`]) is reached; the server is then `failed` until [`Servers::restart`].
+//! While a server backs off or has failed, its callers get its last error at once, without
+//! spawning or dialling anything. [`Servers::stop`] stops every server and waits until their
+//! processes are gone; dropping the last handle closes every connection too.
+//!
+//! [`Servers::catalogue`] lists every server's tools, resources, templates and prompts
+//! concurrently, each server within its own time limit, so a slow or dead server delays nobody.
+//! The lists are kept per server and dropped by its `notifications/*/list_changed` and by a
+//! reconnect. Names several servers share stay callable by their qualified name
+//! (`server/tool`, see [`catalogue`]); [`Servers::call`] routes a call by either name, with
+//! every guarantee of a direct call.
+//!
+//! [`ServersActor`] offers the same to an actix service as messages; the handle itself works
+//! from plain tokio as well.
+
+mod actor;
+pub mod catalogue;
+mod supervision;
+#[cfg(test)]
+mod supervision_model;
+
+use std::{
+    collections::BTreeMap,
+    future::{Future, IntoFuture},
+    pin::Pin,
+    sync::{Arc, Mutex, MutexGuard, PoisonError, Weak},
+    time::{Duration, Instant},
+};
+
+use futures::{
+    future::{BoxFuture, Shared},
+    FutureExt,
+};
+use serde_json::Value;
+
+pub use actor::{CallTool, GetCatalogue, GetStatus, ServersActor, StopAll};
+pub use catalogue::{Catalogue, Listed};
+pub use supervision::{RestartPolicy, Status};
+
+use self::supervision::{Next, Supervision};
+use crate::{
+    cancellation::Cancellation,
+    client::{Client, ConnectOptions},
+    error::Error,
+    protocol::{
+        notifications::ServerNotification,
+        prompts::Prompt,
+        resources::{Resource, ResourceTemplate},
+        tools::{CallToolResult, Tool},
+    },
+    transport::Transport,
+};
+
+type MakeTransport = Arc<dyn Fn() -> Result<Box<dyn Transport>, Error> + Send + Sync>;
+type Connecting = Shared<BoxFuture<'static, Result<Client, Error>>>;
+
+/// How long [`Servers::catalogue`] waits for one server's lists by default.
+pub const DEFAULT_LIST_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// An optional health probe: every `interval`, each ready server is asked something cheap
+/// (`ping`; `server/discover` in the 2026-07-28 era); no answer within `timeout` ends the
+/// connection, which supervision then restarts. Any answer, an error one included, is alive.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HealthProbe {
+    /// Time between probes.
+    pub interval: Duration,
+    /// How long a probe may take.
+    pub timeout: Duration,
+}
+
+/// Many named MCP servers, each connected on first use, supervised, and listed together.
+///
+/// ```no_run
+/// # async fn run() -> Result<(), actix_mcp::Error> {
+/// use actix_mcp::{Client, HttpTransport, Servers, StdioTransport};
+/// use serde_json::json;
+///
+/// let servers = Servers::new(Client::builder());
+/// servers.add("files", || StdioTransport::new("mcp-files").arg("/srv"));
+/// servers.add("search", || HttpTransport::new("http://127.0.0.1:3001/mcp"));
+/// let hits = servers.call_tool("search", "query", json!({"q": "actix"})).await?;
+/// // Or routed by name: "query" if only one server has it, else "search/query".
+/// let again = servers.call("search/query", json!({"q": "actix"})).await?;
+/// servers.stop().await;
+/// # Ok(()) }
+/// ```
+#[derive(Clone)]
+pub struct Servers {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    options: ConnectOptions,
+    policy: Mutex<RestartPolicy>,
+    probe: Mutex<Option<HealthProbe>>,
+    list_timeout: Mutex<Duration>,
+    entries: Mutex<BTreeMap<String, Entry>>,
+}
+
+struct Entry {
+    make_transport: MakeTransport,
+    /// This server's options, when they differ from the manager's.
+    options: Option<ConnectOptions>,
+    supervision: Supervision,
+    conn: Conn,
+    /// Counts connects, so that a late event of an old connection is told apart.
+    generation: u64,
+    lists: Lists,
+}
+
+enum Conn {
+    None,
+    Connecting(Connecting),
+    Ready(Client),
+}
+
+/// What the server listed, kept until its `list_changed` or a reconnect.
+#[derive(Default, Clone)]
+struct Lists {
+    tools: Option<Vec<Tool>>,
+    resources: Option<Vec<Resource>>,
+    resource_templates: Option<Vec<ResourceTemplate>>,
+    prompts: Option<Vec<Prompt>>,
+}
+
+/// One server's state, as [`Servers::status`] reports it.
+#[derive(Debug, Clone)]
+pub struct ServerStatus {
+    /// The server's name.
+    pub name: String,
+    /// Where it is.
+    pub status: Status,
+    /// Connects started so far (restarts included).
+    pub starts: u64,
+}
+
+impl Servers {
+    /// Every server is connected with these options (client info, handlers, timeouts, era),
+    /// unless added with options of its own ([`add_with`](Self::add_with)).
+    pub fn new(options: ConnectOptions) -> Self {
+        Self {
+            inner: Arc::new(Inner {
+                options,
+                policy: Mutex::new(RestartPolicy::default()),
+                probe: Mutex::new(None),
+                list_timeout: Mutex::new(DEFAULT_LIST_TIMEOUT),
+                entries: Mutex::new(BTreeMap::new()),
+            }),
+        }
+    }
+
+    /// The restart policy of servers added from now on (default: [`RestartPolicy::default`]).
+    pub fn restart_policy(self, policy: RestartPolicy) -> Self {
+        *lock(&self.inner.policy) = policy;
+        self
+    }
+
+    /// Probes every ready server's health (off by default).
+    pub fn health_probe(self, probe: HealthProbe) -> Self {
+        *lock(&self.inner.probe) = Some(probe);
+        self
+    }
+
+    /// How long [`catalogue`](Self::catalogue) waits for one server (default
+    /// [`DEFAULT_LIST_TIMEOUT`]).
+    pub fn list_timeout(self, timeout: Duration) -> Self {
+        *lock(&self.inner.list_timeout) = timeout;
+        self
+    }
+
+    fn entries(&self) -> MutexGuard<'_, BTreeMap<String, Entry>> {
+        lock(&self.inner.entries)
+    }
+
+    /// Adds (or replaces) a server. `transport` describes how to reach it; it is called for each
+    /// connect, so a crashed server is started afresh.
+    pub fn add<T: Transport>(
+        &self,
+        name: impl Into<String>,
+        transport: impl Fn() -> T + Send + Sync + 'static,
+    ) {
+        self.insert(
+            name.into(),
+            Arc::new(move || Ok(Box::new(transport()) as Box<dyn Transport>)),
+            None,
+            true,
+        );
+    }
+
+    /// Adds (or replaces) a server with options of its own and a transport that may fail to
+    /// build (its error is then the server's start error). `enabled: false` keeps it listed
+    /// as `disabled`, never started.
+    pub fn add_with(
+        &self,
+        name: impl Into<String>,
+        options: Option<ConnectOptions>,
+        enabled: bool,
+        transport: impl Fn() -> Result<Box<dyn Transport>, Error> + Send + Sync + 'static,
+    ) {
+        self.insert(name.into(), Arc::new(transport), options, enabled);
+    }
+
+    fn insert(
+        &self,
+        name: String,
+        make_transport: MakeTransport,
+        options: Option<ConnectOptions>,
+        enabled: bool,
+    ) {
+        let policy = lock(&self.inner.policy).clone();
+        let entry = Entry {
+            make_transport,
+            options,
+            supervision: Supervision::new(policy, enabled),
+            conn: Conn::None,
+            generation: 0,
+            lists: Lists::default(),
+        };
+        self.entries().insert(name, entry);
+    }
+
+    /// Removes a server; its connection closes when the last handle to it is dropped.
+    pub fn remove(&self, name: &str) -> bool {
+        self.entries().remove(name).is_some()
+    }
+
+    /// The servers' names, sorted.
+    pub fn names(&self) -> Vec<String> {
+        self.entries().keys().cloned().collect()
+    }
+
+    /// How many connects were started for this server (for monitoring restarts).
+    pub fn connects(&self, name: &str) -> Option<u64> {
+        self.entries().get(name).map(|e| e.supervision.starts())
+    }
+
+    /// Every server's status, by name.
+    pub fn status(&self) -> Vec<ServerStatus> {
+        self.entries()
+            .iter()
+            .map(|(name, entry)| ServerStatus {
+                name: name.clone(),
+                status: named(entry.supervision.status().clone(), name),
+                starts: entry.supervision.starts(),
+            })
+            .collect()
+    }
+
+    /// The client of server `name`: the live one, or a new connection if there is none yet or
+    /// the last one ended. During a back-off, and once the server has failed, its last error.
+    pub async fn client(&self, name: &str) -> Result<Client, Error> {
+        let connecting = {
+            let mut entries = self.entries();
+            let entry = entries
+                .get_mut(name)
+                .ok_or_else(|| Error::UnknownServer(name.to_owned()))?;
+            match &entry.conn {
+                Conn::Ready(client) if !client.is_closed() => return Ok(client.clone()),
+                Conn::Connecting(connecting) => connecting.clone(),
+                Conn::Ready(client) => {
+                    // Ended, and its watcher has not run yet: what it would do, now.
+                    let error = client.close_reason().unwrap_or(Error::Closed {
+                        reason: crate::error::CloseReason::ActorStopped,
+                    });
+                    entry.conn = Conn::None;
+                    entry.lists = Lists::default();
+                    let now = Instant::now();
+                    match entry.supervision.ended(error, now) {
+                        Next::RestartAt(at) if at > now => {
+                            schedule(Arc::downgrade(&self.inner), name.to_owned(), at);
+                        }
+                        _ => {}
+                    }
+                    self.begin(name, entry, false)?
+                }
+                Conn::None => self.begin(name, entry, false)?,
+            }
+        };
+        connecting.await
+    }
+
+    /// Starts every enabled server that is not running (idle, stopped), and waits for each
+    /// start to end; the outcomes are in [`status`](Self::status).
+    pub async fn start_all(&self) {
+        let starts: Vec<Connecting> = {
+            let mut entries = self.entries();
+            entries
+                .iter_mut()
+                .filter_map(|(name, entry)| match &entry.conn {
+                    Conn::Connecting(c) => Some(c.clone()),
+                    Conn::Ready(c) if !c.is_closed() => None,
+                    _ => {
+                        let forced = matches!(entry.supervision.status(), Status::Stopped);
+                        self.begin(name, entry, forced).ok()
+                    }
+                })
+                .collect()
+        };
+        futures::future::join_all(starts).await;
+    }
+
+    /// Starts server `name` again now, whatever its state (failed, stopped, backing off),
+    /// forgetting its past failures. Its current connection, if any, is closed first.
+    pub async fn restart(&self, name: &str) -> Result<Client, Error> {
+        let (old, connecting) = {
+            let mut entries = self.entries();
+            let entry = entries
+                .get_mut(name)
+                .ok_or_else(|| Error::UnknownServer(name.to_owned()))?;
+            let old = match std::mem::replace(&mut entry.conn, Conn::None) {
+                Conn::Ready(client) => Some(client),
+                _ => None,
+            };
+            entry.supervision.stop();
+            (old, self.begin(name, entry, true)?)
+        };
+        if let Some(old) = old {
+            old.shutdown().await;
+        }
+        connecting.await
+    }
+
+    /// Stops server `name`: no restart until [`restart`](Self::restart) or
+    /// [`start_all`](Self::start_all); waits until its process is gone.
+    pub async fn stop_server(&self, name: &str) -> Result<(), Error> {
+        let client = {
+            let mut entries = self.entries();
+            let entry = entries
+                .get_mut(name)
+                .ok_or_else(|| Error::UnknownServer(name.to_owned()))?;
+            entry.supervision.stop();
+            entry.lists = Lists::default();
+            match std::mem::replace(&mut entry.conn, Conn::None) {
+                Conn::Ready(client) => Some(client),
+                _ => None,
+            }
+        };
+        if let Some(client) = client {
+            client.shutdown().await;
+        }
+        Ok(())
+    }
+
+    /// Stops every server (see [`stop_server`](Self::stop_server)) and waits until their
+    /// processes are gone. Calls fail with [`Error::ServerUnavailable`] until a server is
+    /// started again.
+    pub async fn stop(&self) {
+        let clients: Vec<Client> = self
+            .entries()
+            .values_mut()
+            .filter_map(|entry| {
+                entry.supervision.stop();
+                entry.lists = Lists::default();
+                match std::mem::replace(&mut entry.conn, Conn::None) {
+                    Conn::Ready(client) => Some(client),
+                    _ => None,
+                }
+            })
+            .collect();
+        futures::future::join_all(clients.iter().map(Client::shutdown)).await;
+    }
+
+    /// The same as [`stop`](Self::stop).
+    pub async fn shutdown(&self) {
+        self.stop().await;
+    }
+
+    /// Begins a connect if supervision allows it (entry locked by the caller).
+    fn begin(&self, name: &str, entry: &mut Entry, forced: bool) -> Result<Connecting, Error> {
+        let now = Instant::now();
+        if !entry.supervision.start(now, forced) {
+            return Err(match named(entry.supervision.status().clone(), name) {
+                Status::BackingOff { error, .. } | Status::Failed { error } => error,
+                Status::Disabled => Error::ServerUnavailable {
+                    server: name.to_owned(),
+                    state: "disabled",
+                },
+                _ => Error::ServerUnavailable {
+                    server: name.to_owned(),
+                    state: "stopped",
+                },
+            });
+        }
+        entry.generation += 1;
+        entry.lists = Lists::default();
+        let generation = entry.generation;
+        let options = entry
+            .options
+            .clone()
+            .unwrap_or_else(|| self.inner.options.clone());
+        let transport = (entry.make_transport)();
+        let connecting: Connecting = async move { options.connect(transport?).await }
+            .boxed()
+            .shared();
+        entry.conn = Conn::Connecting(connecting.clone());
+        // The outcome is settled here, not by a caller who may leave before it.
+        let weak = Arc::downgrade(&self.inner);
+        let name = name.to_owned();
+        let settle = connecting.clone();
+        spawn(async move {
+            let outcome = settle.await;
+            settled(&weak, &name, generation, outcome).await;
+        });
+        Ok(connecting)
+    }
+
+    /// `tools/call` on server `server`.
+    pub async fn call_tool(
+        &self,
+        server: &str,
+        tool: &str,
+        arguments: Value,
+    ) -> Result<CallToolResult, Error> {
+        self.client(server).await?.call_tool(tool, arguments).await
+    }
+
+    /// `tools/call` routed by the tool's name: a qualified `server/tool`, or a bare name that
+    /// one server offers. Set a token and a timeout on the returned call as on a direct one;
+    /// cancelling before the server is found sends nothing.
+    pub fn call(&self, tool: &str, arguments: Value) -> RoutedCall {
+        RoutedCall {
+            servers: self.clone(),
+            tool: tool.to_owned(),
+            arguments,
+            cancellation: None,
+            timeout: None,
+        }
+    }
+
+    /// Which server and tool a name routes to (see [`call`](Self::call)).
+    pub async fn route(&self, tool: &str) -> Result<(String, String), Error> {
+        let names = self.names();
+        if let Some((server, tool)) =
+            catalogue::split_qualified(tool, names.iter().map(String::as_str))
+        {
+            return Ok((server.to_owned(), tool.to_owned()));
+        }
+        let tools = self.catalogue_of(Kinds::TOOLS).await.tools;
+        catalogue::route(tool, &names, &tools)
+    }
+
+    /// Every server's tools, listed concurrently: `(server, its tools or why not)`, by name.
+    pub async fn tools(&self) -> Vec<(String, Result<Vec<Tool>, Error>)> {
+        let names = self.names();
+        let lists = names.into_iter().map(|name| async move {
+            let tools = self
+                .lists_of(&name, Kinds::TOOLS)
+                .await
+                .map(|l| l.tools.unwrap_or_default());
+            (name, tools)
+        });
+        futures::future::join_all(lists).await
+    }
+
+    /// Every enabled server's tools, resources, resource templates and prompts, listed
+    /// concurrently (servers not yet started are started); see [`Catalogue`].
+    pub async fn catalogue(&self) -> Catalogue {
+        self.catalogue_of(Kinds::ALL).await
+    }
+
+    async fn catalogue_of(&self, kinds: Kinds) -> Catalogue {
+        let names: Vec<String> = self
+            .entries()
+            .iter()
+            .filter(|(_, e)| !matches!(e.supervision.status(), Status::Disabled | Status::Stopped))
+            .map(|(name, _)| name.clone())
+            .collect();
+        let lists = futures::future::join_all(names.into_iter().map(|name| async move {
+            let lists = self.lists_of(&name, kinds).await;
+            (name, lists)
+        }))
+        .await;
+        let mut catalogue = Catalogue::default();
+        let (mut tools, mut resources, mut templates, mut prompts) =
+            (vec![], vec![], vec![], vec![]);
+        for (name, lists) in lists {
+            match lists {
+                Ok(lists) => {
+                    tools.push((name.clone(), lists.tools.unwrap_or_default()));
+                    resources.push((name.clone(), lists.resources.unwrap_or_default()));
+                    templates.push((name.clone(), lists.resource_templates.unwrap_or_default()));
+                    prompts.push((name, lists.prompts.unwrap_or_default()));
+                }
+                Err(e) => catalogue.unavailable.push((name, e)),
+            }
+        }
+        catalogue.tools = catalogue::entries(tools, |t| t.name.as_str());
+        catalogue.resources = catalogue::entries(resources, |r| r.uri.as_str());
+        catalogue.resource_templates = catalogue::entries(templates, |t| t.uri_template.as_str());
+        catalogue.prompts = catalogue::entries(prompts, |p| p.name.as_str());
+        catalogue
+    }
+
+    /// One server's lists of `kinds`: kept ones, else fetched (what the server does not offer
+    /// is empty), all within the list timeout.
+    async fn lists_of(&self, name: &str, kinds: Kinds) -> Result<Lists, Error> {
+        let limit = *lock(&self.inner.list_timeout);
+        let work = async {
+            let client = self.client(name).await?;
+            let (kept, generation) = {
+                let entries = self.entries();
+                let entry = entries
+                    .get(name)
+                    .ok_or_else(|| Error::UnknownServer(name.to_owned()))?;
+                (entry.lists.clone(), entry.generation)
+            };
+            let capabilities = client.capabilities();
+            let mut lists = kept;
+            if kinds.tools && lists.tools.is_none() {
+                lists.tools = Some(match capabilities.tools {
+                    Some(_) => client.tools().await?,
+                    None => Vec::new(),
+                });
+            }
+            if kinds.others && lists.resources.is_none() {
+                lists.resources = Some(match capabilities.resources {
+                    Some(_) => client.resources().await?,
+                    None => Vec::new(),
+                });
+            }
+            if kinds.others && lists.resource_templates.is_none() {
+                lists.resource_templates = Some(match capabilities.resources {
+                    Some(_) => client.resource_templates().await?,
+                    None => Vec::new(),
+                });
+            }
+            if kinds.others && lists.prompts.is_none() {
+                lists.prompts = Some(match capabilities.prompts {
+                    Some(_) => client.prompts().await?,
+                    None => Vec::new(),
+                });
+            }
+            // Kept unless the server reconnected or a list changed meanwhile (the notification
+            // dropped what it named: keep only what is still unset there).
+            let mut entries = self.entries();
+            if let Some(entry) = entries.get_mut(name) {
+                if entry.generation == generation {
+                    let kept = &mut entry.lists;
+                    if kept.tools.is_none() && lists.tools.is_some() {
+                        kept.tools.clone_from(&lists.tools);
+                    }
+                    if kept.resources.is_none() && lists.resources.is_some() {
+                        kept.resources.clone_from(&lists.resources);
+                        kept.resource_templates
+                            .clone_from(&lists.resource_templates);
+                    }
+                    if kept.prompts.is_none() && lists.prompts.is_some() {
+                        kept.prompts.clone_from(&lists.prompts);
+                    }
+                }
+            }
+            Ok(lists)
+        };
+        match tokio::time::timeout(limit, work).await {
+            Ok(outcome) => outcome,
+            Err(_) => Err(Error::Timeout { after: limit }),
+        }
+    }
+}
+
+/// Which lists a catalogue needs.
+#[derive(Clone, Copy)]
+struct Kinds {
+    tools: bool,
+    others: bool,
+}
+
+impl Kinds {
+    const TOOLS: Kinds = Kinds {
+        tools: true,
+        others: false,
+    };
+    const ALL: Kinds = Kinds {
+        tools: true,
+        others: true,
+    };
+}
+
+/// Runs `task` beside the caller: on the current actix arbiter when there is one (a connection
+/// started there needs it), else on the tokio runtime.
+fn spawn(task: impl Future<Output = ()> + Send + 'static) {
+    if actix_rt::Arbiter::try_current().is_some() {
+        actix_rt::spawn(task);
+    } else {
+        tokio::spawn(task);
+    }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    // Nothing panics while holding these locks; a poisoned one is still consistent.
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// A status whose error names its server.
+fn named(status: Status, server: &str) -> Status {
+    match status {
+        Status::Failed {
+            error:
+                Error::GaveUp {
+                    restarts,
+                    window,
+                    last,
+                    ..
+                },
+        } => Status::Failed {
+            error: Error::GaveUp {
+                server: server.to_owned(),
+                restarts,
+                window,
+                last,
+            },
+        },
+        other => other,
+    }
+}
+
+/// A connect ended: record it, watch the new connection, or schedule the next start.
+async fn settled(weak: &Weak<Inner>, name: &str, generation: u64, outcome: Result<Client, Error>) {
+    let Some(inner) = weak.upgrade() else {
+        return;
+    };
+    let servers = Servers { inner };
+    let now = Instant::now();
+    let (next, unwanted) = {
+        let mut entries = servers.entries();
+        let Some(entry) = entries.get_mut(name) else {
+            return;
+        };
+        if entry.generation != generation {
+            (Next::Nothing, outcome.ok())
+        } else {
+            match outcome {
+                Ok(client) if matches!(entry.supervision.status(), Status::Starting) => {
+                    entry.supervision.connected(now);
+                    entry.conn = Conn::Ready(client.clone());
+                    watch(&servers, name, generation, &client);
+                    (Next::Nothing, None)
+                }
+                // Stopped while it was starting.
+                Ok(client) => (Next::Nothing, Some(client)),
+                Err(error) => {
+                    entry.conn = Conn::None;
+                    tracing::warn!(server = %name, %error, "MCP server did not start");
+                    (entry.supervision.connect_failed(error, now), None)
+                }
+            }
+        }
+    };
+    if let Some(client) = unwanted {
+        client.shutdown().await;
+    }
+    if let Next::RestartAt(at) = next {
+        schedule(Arc::downgrade(&servers.inner), name.to_owned(), at);
+    }
+}
+
+/// Restarts `name` at `at` if supervision still wants it then.
+fn schedule(weak: Weak<Inner>, name: String, at: Instant) {
+    spawn(async move {
+        tokio::time::sleep_until(at.into()).await;
+        let Some(inner) = weak.upgrade() else {
+            return;
+        };
+        let servers = Servers { inner };
+        let mut entries = servers.entries();
+        if let Some(entry) = entries.get_mut(&name) {
+            if matches!(entry.conn, Conn::None) {
+                // Refused (stopped, failed, a caller started it already): nothing to do.
+                let _ = servers.begin(&name, entry, false);
+            }
+        }
+    });
+}
+
+/// Watches a ready connection: its end (restart), its list changes (drop kept lists), and,
+/// when configured, its health. Nothing here keeps the connection open: the watchers hold no
+/// client, and stop with the manager.
+fn watch(servers: &Servers, name: &str, generation: u64, client: &Client) {
+    let weak = Arc::downgrade(&servers.inner);
+    let closed = client.closed();
+    {
+        let weak = weak.clone();
+        let name = name.to_owned();
+        spawn(async move {
+            let error = closed.await;
+            ended(&weak, &name, generation, error);
+        });
+    }
+    let mut notifications = client.notifications();
+    {
+        let weak = weak.clone();
+        let name = name.to_owned();
+        spawn(async move {
+            while let Some(notification) = notifications.next().await {
+                let Some(inner) = weak.upgrade() else { return };
+                let mut entries = lock(&inner.entries);
+                let Some(entry) = entries.get_mut(&name) else {
+                    return;
+                };
+                if entry.generation != generation {
+                    return;
+                }
+                match notification {
+                    ServerNotification::ToolsListChanged => entry.lists.tools = None,
+                    ServerNotification::PromptsListChanged => entry.lists.prompts = None,
+                    ServerNotification::ResourcesListChanged => {
+                        entry.lists.resources = None;
+                        entry.lists.resource_templates = None;
+                    }
+                    _ => {}
+                }
+            }
+        });
+    }
+    if let Some(probe) = *lock(&servers.inner.probe) {
+        let name = name.to_owned();
+        spawn(async move {
+            loop {
+                tokio::time::sleep(probe.interval).await;
+                let client = {
+                    let Some(inner) = weak.upgrade() else { return };
+                    let entries = lock(&inner.entries);
+                    match entries.get(&name) {
+                        Some(Entry {
+                            conn: Conn::Ready(client),
+                            generation: g,
+                            ..
+                        }) if *g == generation && !client.is_closed() => client.clone(),
+                        _ => return,
+                    }
+                };
+                if !alive(&client, probe.timeout).await {
+                    tracing::warn!(server = %name, "MCP server failed its health probe; restarting it");
+                    client.close().await;
+                    return;
+                }
+            }
+        });
+    }
+}
+
+/// One health probe: any answer within `timeout`, an error one included, is alive.
+async fn alive(client: &Client, timeout: Duration) -> bool {
+    let answer = if client.is_modern() {
+        client
+            .request("server/discover", None)
+            .timeout(timeout)
+            .await
+            .map(drop)
+    } else {
+        client.ping().timeout(timeout).await.map(drop)
+    };
+    matches!(answer, Ok(()) | Err(Error::Server { .. }))
+}
+
+/// A ready connection ended by itself: schedule its restart.
+fn ended(weak: &Weak<Inner>, name: &str, generation: u64, error: Error) {
+    let Some(inner) = weak.upgrade() else {
+        return;
+    };
+    let servers = Servers { inner };
+    let mut entries = servers.entries();
+    let Some(entry) = entries.get_mut(name) else {
+        return;
+    };
+    if entry.generation != generation || !matches!(entry.conn, Conn::Ready(_)) {
+        return; // stopped or restarted on purpose meanwhile, or already handled by a caller
+    }
+    entry.conn = Conn::None;
+    entry.lists = Lists::default();
+    tracing::warn!(server = %name, %error, "MCP server connection ended");
+    let now = Instant::now();
+    match entry.supervision.ended(error, now) {
+        Next::RestartAt(at) if at > now => {
+            schedule(Arc::downgrade(&servers.inner), name.to_owned(), at)
+        }
+        Next::RestartAt(_) => {
+            let _ = servers.begin(name, entry, false);
+        }
+        Next::Nothing => {}
+    }
+}
+
+/// A `tools/call` routed by name ([`Servers::call`]): set a token and a timeout, then await.
+#[must_use = "a RoutedCall does nothing until it is awaited"]
+pub struct RoutedCall {
+    servers: Servers,
+    tool: String,
+    arguments: Value,
+    cancellation: Option<Cancellation>,
+    timeout: Option<Duration>,
+}
+
+impl RoutedCall {
+    /// Cancels the call when `token` is cancelled (on the server, once it was sent).
+    pub fn cancellation(mut self, token: &Cancellation) -> Self {
+        self.cancellation = Some(token.clone());
+        self
+    }
+
+    /// The call's timeout, as [`Call::timeout`](crate::Call::timeout) (finding the server
+    /// is not counted).
+    pub fn timeout(mut self, after: Duration) -> Self {
+        self.timeout = Some(after);
+        self
+    }
+}
+
+impl IntoFuture for RoutedCall {
+    type Output = Result<CallToolResult, Error>;
+    type IntoFuture = Pin<Box<dyn Future<Output = Self::Output> + Send>>;
+
+    fn into_future(self) -> Self::IntoFuture {
+        Box::pin(async move {
+            let token = self.cancellation.clone();
+            let find = async {
+                let (server, tool) = self.servers.route(&self.tool).await?;
+                let client = self.servers.client(&server).await?;
+                Ok::<_, Error>((client, tool))
+            };
+            // A cancel while the server is being found: nothing was sent, nothing is.
+            let (client, tool) = match &token {
+                Some(token) => {
+                    if token.is_cancelled() {
+                        return Err(Error::cancelled(token.reason_owned()));
+                    }
+                    tokio::select! {
+                        found = find => found?,
+                        () = token.cancelled() => return Err(Error::cancelled(token.reason_owned())),
+                    }
+                }
+                None => find.await?,
+            };
+            let mut call = client
+                .call_tool(&tool, self.arguments)
+                .cancellation_opt(token.as_ref());
+            if let Some(after) = self.timeout {
+                call = call.timeout(after);
+            }
+            call.await
+        })
+    }
+}
