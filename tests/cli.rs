@@ -408,3 +408,189 @@ fn a_timeout_covers_the_connect() {
         assert!(err.contains("timed out"), "{err}");
     }
 }
+
+/// An `mcp.json` with the demo server (with a journal), the reference server, a Python SDK
+/// server, and a program that does not exist.
+fn many_servers_config(name: &str, journal: &Journal) -> tempfile_path::TempConfig {
+    let (python, script) = common::python::python_server();
+    let config = serde_json::json!({
+        "mcpServers": {
+            "demo": {"command": &*DEMO_SERVER, "args": ["--journal", journal.path]},
+            "everything": {"command": "node", "args": [everything::server_script(), "stdio"]},
+            "python": {"command": python, "args": [script]},
+            "missing": {"command": "/nonexistent/mcp-server"},
+        }
+    });
+    tempfile_path::TempConfig::new(name, &config)
+}
+
+mod tempfile_path {
+    /// A config file in the temp dir, removed when dropped.
+    pub struct TempConfig(pub std::path::PathBuf);
+
+    impl TempConfig {
+        pub fn new(name: &str, config: &serde_json::Value) -> Self {
+            let path = std::env::temp_dir()
+                .join(format!("actix-mcp-cli-{name}-{}.json", std::process::id()));
+            std::fs::write(&path, config.to_string()).expect("write the config");
+            Self(path)
+        }
+
+        pub fn arg(&self) -> String {
+            self.0.display().to_string()
+        }
+    }
+
+    impl Drop for TempConfig {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_file(&self.0);
+        }
+    }
+}
+
+/// `servers` reports every server; the one that cannot start is `failed` with its error, the
+/// others are ready (demo, the reference server, a Python SDK server).
+#[test]
+fn servers_reports_each_server_of_a_config_file() {
+    let journal = Journal::new("cli-config-servers");
+    let config = many_servers_config("cli-config-servers", &journal);
+    let out = cli(&["--config", &config.arg(), "servers", "--json"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let rows: Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    let status = |name: &str| {
+        rows.as_array()
+            .and_then(|rows| rows.iter().find(|r| r["name"] == name))
+            .cloned()
+            .unwrap_or_default()
+    };
+    for name in ["demo", "everything", "python"] {
+        assert_eq!(status(name)["status"], "ready", "{name}: {rows}");
+    }
+    assert_eq!(status("python")["server"]["name"], "python-demo");
+    let missing = status("missing");
+    assert_eq!(missing["status"], "failed");
+    assert!(missing["error"]
+        .as_str()
+        .unwrap_or_default()
+        .contains("/nonexistent/mcp-server"));
+
+    let human = cli(&["--config", &config.arg(), "servers"]);
+    assert!(human.status.success());
+    let lines = text(&human.stdout);
+    assert!(
+        lines
+            .lines()
+            .any(|l| l.starts_with("missing") && l.contains("failed")),
+        "{lines}"
+    );
+}
+
+/// `tools --all`: each tool once per server, names several servers share present under each.
+#[test]
+fn tools_all_lists_every_ready_servers_tools_with_collisions_kept() {
+    let journal = Journal::new("cli-config-tools");
+    let config = many_servers_config("cli-config-tools", &journal);
+    let out = cli(&["--config", &config.arg(), "tools", "--all", "--json"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let tools: Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    let qualified: Vec<&str> = tools
+        .as_array()
+        .expect("a list")
+        .iter()
+        .filter_map(|t| t["qualified"].as_str())
+        .collect();
+    for name in [
+        "demo/echo",
+        "everything/echo",
+        "python/echo",
+        "python/shout",
+        "demo/add",
+    ] {
+        assert!(
+            qualified.contains(&name),
+            "{name} missing from {qualified:?}"
+        );
+    }
+    let echo = tools
+        .as_array()
+        .and_then(|t| t.iter().find(|t| t["qualified"] == "python/echo"))
+        .cloned()
+        .unwrap_or_default();
+    assert_eq!(echo["collides"], true);
+    assert!(
+        text(&out.stderr).contains("missing"),
+        "{}",
+        text(&out.stderr)
+    );
+}
+
+/// `--server NAME`: every subcommand against one server of the file; Ctrl-C cancels the call
+/// on that server and exits 130.
+#[test]
+fn one_server_of_a_config_file_by_name_with_ctrl_c_cancelling_on_it() {
+    let journal = Journal::new("cli-config-server");
+    let config = many_servers_config("cli-config-server", &journal);
+    let shout = cli(&[
+        "--config",
+        &config.arg(),
+        "--server",
+        "python",
+        "call",
+        "shout",
+        "--tool-arg",
+        "text=hi",
+    ]);
+    assert!(shout.status.success(), "{}", text(&shout.stderr));
+    assert_eq!(text(&shout.stdout).trim(), "HI");
+    let unknown = cli(&["--config", &config.arg(), "--server", "nope", "ping"]);
+    assert_eq!(unknown.status.code(), Some(2));
+    assert!(text(&unknown.stderr).contains("demo"), "lists the names");
+
+    let child = Command::new(cli_program())
+        .args([
+            "--config",
+            &config.arg(),
+            "--server",
+            "demo",
+            "call",
+            "sleep",
+            r#"{"ms":60000}"#,
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while !journal.lines().iter().any(|l| l.contains("\"sleep\"")) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the call never reached the server"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    signal(i32::try_from(child.id()).expect("pid fits"), Signal::SIGINT);
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(130), "{}", text(&out.stderr));
+    let (_, cancel) = journal.cancelled_call("sleep");
+    assert_eq!(cancel["params"]["reason"], "interrupted (Ctrl-C)");
+}
+
+/// A malformed config file: one line naming the file, the line and the column; exit 1.
+#[test]
+fn a_malformed_config_file_is_one_line_with_its_position() {
+    let path = std::env::temp_dir().join(format!("actix-mcp-cli-bad-{}.json", std::process::id()));
+    std::fs::write(
+        &path,
+        "{\n  \"mcpServers\": {\n    \"a\": {\"command\": }\n  }\n}\n",
+    )
+    .unwrap();
+    let out = cli(&["--config", &path.display().to_string(), "servers"]);
+    let _ = std::fs::remove_file(&path);
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = text(&out.stderr);
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(
+        stderr.contains(&format!("{}:3:", path.display())),
+        "{stderr}"
+    );
+}

@@ -12,6 +12,7 @@
 //! `notifications/cancelled` goes out before we exit) and exits 130. Errors are one line on
 //! stderr and a non-zero exit.
 
+mod many;
 mod output;
 mod parse;
 
@@ -57,6 +58,13 @@ struct Cli {
     /// OAuth: the loopback port the browser is sent back to (http://127.0.0.1:PORT/callback).
     #[arg(long, value_name = "PORT", default_value_t = 8976, requires = "url")]
     callback_port: u16,
+    /// An mcp.json file (Claude Desktop's `mcpServers` or VS Code's `servers`): its servers
+    /// are used by name with --server, or all together by `servers` and `tools --all`.
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["stdio", "url"])]
+    config: Option<std::path::PathBuf>,
+    /// The server of --config to use (needed when it has more than one enabled).
+    #[arg(long, value_name = "NAME", requires = "config")]
+    server: Option<String>,
     /// Print JSON instead of human-readable text.
     #[arg(long, global = true)]
     json: bool,
@@ -97,8 +105,14 @@ impl From<Era> for ProtocolEra {
 enum Command {
     /// Server name, version, protocol, capabilities and instructions.
     Info,
-    /// List the tools.
-    Tools,
+    /// List the tools (with --config --all: every server's).
+    Tools {
+        /// Every ready server of --config, each tool once per server (server/tool).
+        #[arg(long)]
+        all: bool,
+    },
+    /// Start every server of --config and report each one's status.
+    Servers,
     /// Call a tool.
     ///
     /// Its arguments come as a JSON object, as --tool-arg KEY=VALUE entries, or both (the
@@ -185,7 +199,7 @@ impl From<Error> for Failure {
     }
 }
 
-fn usage(message: impl Into<String>) -> Failure {
+pub(crate) fn usage(message: impl Into<String>) -> Failure {
     Failure {
         message: message.into(),
         code: 2,
@@ -219,6 +233,20 @@ async fn run(cli: Cli) -> Result<(), Failure> {
         }
     });
 
+    // The many-server forms of --config.
+    if let Some(path) = &cli.config {
+        let all = matches!(cli.command, Command::Servers | Command::Tools { all: true });
+        if all {
+            let config = many::load(path)?;
+            let out = output::Printer { json: cli.json };
+            let base = connect_options(&cli, &interrupt)?;
+            return match cli.command {
+                Command::Servers => many::servers(&config, base, &out).await,
+                _ => many::all_tools(&config, base, &out).await,
+            };
+        }
+    }
+
     let client = connect(&cli, &interrupt).await?;
     let outcome = execute(&client, &cli, &interrupt).await;
     // Written before we exit: a cancel queued by Ctrl-C or a timeout, then EOF to the server.
@@ -228,9 +256,21 @@ async fn run(cli: Cli) -> Result<(), Failure> {
 
 /// A client connected to the server the command line names (`--stdio` or `--url`).
 async fn connect(cli: &Cli, interrupt: &Cancellation) -> Result<Client, Failure> {
-    let transport = transport(cli)?;
     let options = connect_options(cli, interrupt)?;
-    options.connect(transport).await.map_err(|e| {
+    let connected = match &cli.config {
+        Some(path) => {
+            if !cli.env.is_empty() {
+                return Err(usage(
+                    "--env is for --stdio servers; set env in the config file",
+                ));
+            }
+            let config = many::load(path)?;
+            let server = many::pick(&config, cli.server.as_deref())?;
+            many::connect(server, &options).await
+        }
+        None => options.connect(transport(cli)?).await,
+    };
+    connected.map_err(|e| {
         let failure = Failure::from(e);
         Failure {
             message: format!("connecting: {}", failure.message),
@@ -265,7 +305,7 @@ fn timeout(cli: &Cli) -> Result<Option<Duration>, Failure> {
 
 /// Where the CLI keeps OAuth credentials: `$XDG_CONFIG_HOME/actix-mcp/credentials.json` (or
 /// `~/.config/…`), readable by the owner only.
-fn credentials_path() -> std::path::PathBuf {
+pub(crate) fn credentials_path() -> std::path::PathBuf {
     let base = std::env::var_os("XDG_CONFIG_HOME")
         .map(std::path::PathBuf::from)
         .or_else(|| {
@@ -328,7 +368,9 @@ async fn execute(client: &Client, cli: &Cli, interrupt: &Cancellation) -> Result
     let out = output::Printer { json: cli.json };
     match &cli.command {
         Command::Info => out.info(client),
-        Command::Tools => out.tools(&client.tools().cancellation(interrupt).await?),
+        Command::Tools { all: true } => Err(usage("tools --all needs --config FILE")),
+        Command::Tools { all: false } => out.tools(&client.tools().cancellation(interrupt).await?),
+        Command::Servers => Err(usage("servers needs --config FILE")),
         Command::Call {
             name,
             args,

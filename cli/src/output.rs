@@ -72,6 +72,48 @@ impl Printer {
         Ok(())
     }
 
+    /// `servers`: one line per server, or the rows as JSON.
+    pub fn servers(&self, rows: &[serde_json::Value]) -> Result<(), Failure> {
+        if self.json {
+            return self.print_json(&rows);
+        }
+        for row in rows {
+            let detail = match (row.get("error"), row.get("server")) {
+                (Some(error), _) => error.as_str().unwrap_or_default().to_owned(),
+                (None, Some(server)) => format!(
+                    "{} {} ({})",
+                    server["name"].as_str().unwrap_or_default(),
+                    server["version"].as_str().unwrap_or_default(),
+                    row["protocol"].as_str().unwrap_or_default()
+                ),
+                (None, None) => String::new(),
+            };
+            out!(
+                "{:<20} {:<6} {:<12} {}",
+                row["name"].as_str().unwrap_or_default(),
+                row["transport"].as_str().unwrap_or_default(),
+                row["status"].as_str().unwrap_or_default(),
+                detail
+            );
+        }
+        Ok(())
+    }
+
+    /// `tools --all`: each tool as `server/tool`, once per server.
+    pub fn catalogue_tools(&self, tools: &[actix_mcp::Listed<Tool>]) -> Result<(), Failure> {
+        if self.json {
+            return self.print_json(&tools);
+        }
+        for tool in tools {
+            out!(
+                "{:<32} {}",
+                tool.qualified,
+                tool.item.description.as_deref().unwrap_or("")
+            );
+        }
+        Ok(())
+    }
+
     pub fn tools(&self, tools: &[Tool]) -> Result<(), Failure> {
         if self.json {
             return self.print_json(&tools);

@@ -48,6 +48,7 @@ use self::supervision::{Next, Supervision};
 use crate::{
     cancellation::Cancellation,
     client::{Client, ConnectOptions},
+    config::{Config, ServerConfig},
     error::Error,
     protocol::{
         notifications::ServerNotification,
@@ -154,6 +155,41 @@ impl Servers {
                 entries: Mutex::new(BTreeMap::new()),
             }),
         }
+    }
+
+    /// Every server of a configuration file, each with its own options (timeouts, era) over
+    /// `base`; disabled ones are kept as `disabled`. Nothing starts until first use or
+    /// [`start_all`](Self::start_all). A server whose transport cannot be made (an `sse` one)
+    /// fails its start with that error.
+    pub fn from_config(config: &Config, base: ConnectOptions) -> Self {
+        Self::from_config_with(config, base, ServerConfig::transport)
+    }
+
+    /// [`from_config`](Self::from_config), with the transports made by `transport` (e.g.
+    /// `|server| server.transport_with_store(store.clone())` to keep OAuth credentials in a
+    /// file).
+    pub fn from_config_with(
+        config: &Config,
+        base: ConnectOptions,
+        transport: impl Fn(&ServerConfig) -> Result<Box<dyn Transport>, Error>
+            + Clone
+            + Send
+            + Sync
+            + 'static,
+    ) -> Self {
+        let servers = Self::new(base.clone());
+        for server in &config.servers {
+            let options = server.connect_options(&base);
+            let make = transport.clone();
+            let described = server.clone();
+            servers.add_with(
+                server.name.clone(),
+                Some(options),
+                server.enabled,
+                move || make(&described),
+            );
+        }
+        servers
     }
 
     /// The restart policy of servers added from now on (default: [`RestartPolicy::default`]).

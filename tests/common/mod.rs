@@ -2,6 +2,7 @@
 #![allow(dead_code)]
 
 pub mod everything;
+pub mod python;
 #[path = "../support/workspace_bins.rs"]
 pub mod workspace_bins;
 

@@ -1,0 +1,137 @@
+//! `--config FILE`: the servers of an `mcp.json`. `servers` starts them all and reports each
+//! one's status; `tools --all` lists the catalogue of every ready server; `--server NAME`
+//! connects to one of them for any other subcommand.
+
+use std::{path::Path, sync::Arc};
+
+use actix_mcp::{
+    auth::{CredentialStore, FileStore},
+    Client, Config, ConnectOptions, Error, ServerConfig, Servers, Status, Transport,
+    TransportConfig,
+};
+use serde_json::{json, Value};
+
+use super::{credentials_path, output::Printer, usage, Failure};
+
+/// Reads the configuration file, warnings to stderr.
+pub fn load(path: &Path) -> Result<Config, Failure> {
+    let config = Config::load(path).map_err(|e| Failure {
+        message: e.to_string(),
+        code: 1,
+    })?;
+    for warning in &config.warnings {
+        eprintln!("actix-mcp: warning: {warning}");
+    }
+    Ok(config)
+}
+
+/// The transport of a configured server; OAuth credentials in the CLI's owner-only file.
+pub fn transport(server: &ServerConfig) -> Result<Box<dyn Transport>, Error> {
+    let store: Arc<dyn CredentialStore> = Arc::new(FileStore::new(credentials_path()));
+    server.transport_with_store(store)
+}
+
+/// The server `--server NAME` names, or the only enabled one.
+pub fn pick<'c>(config: &'c Config, name: Option<&str>) -> Result<&'c ServerConfig, Failure> {
+    let names = || {
+        config
+            .servers
+            .iter()
+            .map(|s| s.name.as_str())
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let server = match name {
+        Some(name) => config.server(name).ok_or_else(|| {
+            usage(format!(
+                "{}: no server named {name:?} (it has: {})",
+                config.origin,
+                names()
+            ))
+        })?,
+        None => {
+            let mut enabled = config.enabled();
+            match (enabled.next(), enabled.next()) {
+                (Some(only), None) => only,
+                _ => {
+                    return Err(usage(format!(
+                        "say which server: --server NAME (one of: {})",
+                        names()
+                    )))
+                }
+            }
+        }
+    };
+    if !server.enabled {
+        return Err(Failure {
+            message: format!("server {:?} is disabled in {}", server.name, config.origin),
+            code: 1,
+        });
+    }
+    Ok(server)
+}
+
+/// One configured server, connected with its own options over the command line's.
+pub async fn connect(server: &ServerConfig, base: &ConnectOptions) -> Result<Client, Error> {
+    server
+        .connect_options(base)
+        .connect(transport(server)?)
+        .await
+}
+
+fn kind(server: &ServerConfig) -> &'static str {
+    match server.transport {
+        TransportConfig::Stdio { .. } => "stdio",
+        TransportConfig::Http { .. } => "http",
+        TransportConfig::Sse { .. } => "sse",
+    }
+}
+
+/// `servers`: starts every enabled server, reports each, stops them all. A server that cannot
+/// start is `failed` with its error; the others are reported all the same.
+pub async fn servers(config: &Config, base: ConnectOptions, out: &Printer) -> Result<(), Failure> {
+    let servers = Servers::from_config_with(config, base, transport);
+    servers.start_all().await;
+    let mut rows = Vec::new();
+    for status in servers.status() {
+        let transport = config.server(&status.name).map_or("?", kind);
+        let (word, error) = match &status.status {
+            // A start that failed is reported as failed, whatever supervision does next.
+            Status::BackingOff { error, .. } | Status::Failed { error } => {
+                ("failed", Some(error.to_string()))
+            }
+            other => (other.name(), None),
+        };
+        let mut row = json!({"name": status.name, "transport": transport, "status": word});
+        if let Some(error) = error {
+            row["error"] = Value::from(error);
+        }
+        if word == "ready" {
+            if let Ok(client) = servers.client(&status.name).await {
+                row["server"] = json!({
+                    "name": client.server_info().name,
+                    "version": client.server_info().version,
+                });
+                row["protocol"] = Value::from(client.protocol_version());
+            }
+        }
+        rows.push(row);
+    }
+    servers.stop().await;
+    out.servers(&rows)
+}
+
+/// `tools --all`: every ready server's tools, each once per server.
+pub async fn all_tools(
+    config: &Config,
+    base: ConnectOptions,
+    out: &Printer,
+) -> Result<(), Failure> {
+    let servers = Servers::from_config_with(config, base, transport);
+    let catalogue = servers.catalogue().await;
+    servers.stop().await;
+    for (server, error) in &catalogue.unavailable {
+        eprintln!("actix-mcp: server {server:?} left out: {error}");
+    }
+    out.catalogue_tools(&catalogue.tools)
+}
