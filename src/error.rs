@@ -63,6 +63,14 @@ pub enum Error {
         body: String,
     },
 
+    /// The HTTP server ended the session (`404` to its `Mcp-Session-Id`) while this request was
+    /// at it, and the transport renews expired sessions (`HttpTransport::renew_expired_sessions`):
+    /// the request was lost with the old session and was **not** sent again (it may have had
+    /// effects there). The connection goes on with a new session; sending the request again is
+    /// the caller's decision.
+    #[error("the HTTP session expired with this request at the server; it was not sent again")]
+    SessionLost,
+
     /// [`Servers`](crate::Servers) has no server by this name.
     #[error("no MCP server named {0:?}")]
     UnknownServer(String),

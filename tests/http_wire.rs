@@ -735,3 +735,436 @@ async fn hostile_http_answers_never_break_the_connection() {
         "plain JSON"
     );
 }
+
+// ---------------------------------------------------------------------------------------------
+// Renewing an expired session (`HttpTransport::renew_expired_sessions`, 2025-11-25).
+
+/// A server whose sessions expire: it forgets `session-1` when the `forget_after + 1`-th
+/// `tools/call` arrives on it (and answers that call 404, as every later use of the old id).
+/// Each later `initialize` makes a new session (`session-2`, …) unless `reinit_status` says how
+/// to refuse it; with `hold_reinit` it waits for `release_reinit` before answering.
+#[derive(Default)]
+struct Expiring {
+    seen: Mutex<Vec<Seen>>,
+    /// The session the server knows now.
+    session: Mutex<Option<String>>,
+    initializes: std::sync::atomic::AtomicUsize,
+    calls_on_first: std::sync::atomic::AtomicUsize,
+    forget_after: usize,
+    /// Answer a later `initialize` with this status instead of a new session.
+    reinit_status: Option<u16>,
+    hold_reinit: bool,
+    /// Set when a later `initialize` arrived (and, with `hold_reinit`, waits).
+    reinit_arrived: std::sync::atomic::AtomicBool,
+    release_reinit: tokio::sync::Notify,
+    /// The `slow` call's event stream, held open.
+    slow_stream: Mutex<Option<mpsc::UnboundedSender<String>>>,
+    slow_abandoned: Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl Expiring {
+    fn seen(&self) -> Vec<Seen> {
+        self.seen.lock().unwrap().clone()
+    }
+
+    fn posts_of(&self, method: &str) -> Vec<Seen> {
+        self.seen()
+            .into_iter()
+            .filter(|s| s.body["method"] == method)
+            .collect()
+    }
+
+    /// The POSTs of `tools/call` with this request id.
+    fn calls_with_id(&self, id: u64) -> Vec<Seen> {
+        self.posts_of("tools/call")
+            .into_iter()
+            .filter(|s| s.body["id"] == id)
+            .collect()
+    }
+}
+
+async fn expiring_handle(
+    req: HttpRequest,
+    body: web::Bytes,
+    script: web::Data<Expiring>,
+) -> HttpResponse {
+    use std::sync::atomic::Ordering::SeqCst;
+    let headers: HashMap<String, String> = req
+        .headers()
+        .iter()
+        .map(|(k, v)| (k.as_str().to_owned(), v.to_str().unwrap_or("").to_owned()))
+        .collect();
+    let body: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+    script.seen.lock().unwrap().push(Seen {
+        method: req.method().as_str().to_owned(),
+        headers: headers.clone(),
+        body: body.clone(),
+    });
+    let id = body["id"].clone();
+    let method = body["method"].as_str().unwrap_or("");
+    if req.method() == "POST" && method == "initialize" {
+        let n = script.initializes.fetch_add(1, SeqCst) + 1;
+        if n > 1 {
+            script.reinit_arrived.store(true, SeqCst);
+            if script.hold_reinit {
+                script.release_reinit.notified().await;
+            }
+            if let Some(status) = script.reinit_status {
+                let status = actix_web::http::StatusCode::from_u16(status).unwrap();
+                return HttpResponse::build(status).body("no new session");
+            }
+        }
+        let session = format!("session-{n}");
+        *script.session.lock().unwrap() = Some(session.clone());
+        return HttpResponse::Ok()
+            .insert_header(("mcp-session-id", session))
+            .json(json!({"jsonrpc": "2.0", "id": id, "result": {
+                "protocolVersion": "2025-11-25", "capabilities": {"tools": {}},
+                "serverInfo": {"name": "expiring", "version": "0"}}}));
+    }
+    let known = script.session.lock().unwrap().clone();
+    let given = headers.get("mcp-session-id").cloned();
+    if given.is_none() || given != known {
+        return HttpResponse::NotFound().body("unknown session");
+    }
+    match req.method().as_str() {
+        "GET" => return HttpResponse::MethodNotAllowed().finish(),
+        "DELETE" => return HttpResponse::Ok().finish(),
+        _ => {}
+    }
+    if id.is_null() {
+        return HttpResponse::Accepted().finish(); // a notification
+    }
+    if given.as_deref() == Some("session-1") {
+        let calls = script.calls_on_first.fetch_add(1, SeqCst) + 1;
+        if calls > script.forget_after {
+            *script.session.lock().unwrap() = None;
+            return HttpResponse::NotFound().body("session expired");
+        }
+    }
+    let name = body["params"]["name"].as_str().unwrap_or("");
+    if name == "slow" {
+        let (tx, rx) = mpsc::unbounded_channel::<String>();
+        let progress = json!({"jsonrpc": "2.0", "method": "notifications/progress",
+            "params": {"progressToken": body["params"]["_meta"]["progressToken"], "progress": 1}});
+        tx.send(event(&progress)).unwrap();
+        *script.slow_stream.lock().unwrap() = Some(tx);
+        let guard = AbandonGuard(script.slow_abandoned.clone());
+        let stream = futures::stream::unfold((rx, guard), |(mut rx, guard)| async move {
+            rx.recv().await.map(|text| {
+                (
+                    Ok::<_, actix_web::Error>(web::Bytes::from(text)),
+                    (rx, guard),
+                )
+            })
+        });
+        return HttpResponse::Ok()
+            .content_type("text/event-stream")
+            .streaming(stream);
+    }
+    let text = format!("{name} on {}", given.unwrap_or_default());
+    HttpResponse::Ok().json(json!({"jsonrpc": "2.0", "id": id,
+        "result": {"content": [{"type": "text", "text": text}]}}))
+}
+
+fn start_expiring(script: Expiring) -> (String, Arc<Expiring>) {
+    let script = web::Data::new(script);
+    let data = script.clone();
+    let server = HttpServer::new(move || {
+        App::new()
+            .app_data(data.clone())
+            .default_service(web::to(expiring_handle))
+    })
+    .workers(1)
+    .bind(("127.0.0.1", 0))
+    .expect("bind 127.0.0.1");
+    let port = server.addrs()[0].port();
+    actix_rt::spawn(server.run());
+    (format!("http://127.0.0.1:{port}/mcp"), script.into_inner())
+}
+
+async fn connected_renewing(script: Expiring) -> (Client, Arc<Expiring>) {
+    let (url, script) = start_expiring(script);
+    let transport = HttpTransport::new(url).renew_expired_sessions();
+    let client = Client::connect(transport).await.expect("connect");
+    (client, script)
+}
+
+fn is_session_expired<T>(outcome: &Result<T, Error>) -> bool {
+    matches!(
+        outcome,
+        Err(Error::Closed {
+            reason: CloseReason::SessionExpired
+        })
+    )
+}
+
+/// Waits (bounded) until the connection holds `n` requests.
+async fn in_flight(client: &Client, n: usize) {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let now = client.stats().await.unwrap().in_flight;
+        if now == n {
+            return;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "timed out: {now} requests in flight, not {n}"
+        );
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+}
+
+/// The session expires with requests at it: the one answered 404 and the one whose stream was
+/// still open both fail with `SessionLost` and are never posted again. The transport re-runs the
+/// handshake by itself (the same `initialize` without session id, then `initialized` with the
+/// new id, then the GET stream again) and later calls use the new session.
+#[actix::test]
+async fn an_expired_session_is_renewed_and_the_requests_at_it_fail_without_replay() {
+    let (client, script) = connected_renewing(Expiring {
+        forget_after: 2,
+        ..Expiring::default()
+    })
+    .await;
+    let first_initialize = script.posts_of("initialize")[0].body.clone();
+
+    // In flight on session-1: its event stream stays open.
+    let (slow, mut progress) = client.call_tool("slow", json!({})).progress_stream();
+    let slow_id = slow.id().as_u64();
+    let slow = actix_rt::spawn(async move { slow.await });
+    tokio::time::timeout(Duration::from_secs(10), progress.next())
+        .await
+        .expect("progress within 10 s")
+        .expect("progress");
+    assert_eq!(
+        client.call_tool("json", json!({})).await.unwrap().text(),
+        "json on session-1"
+    );
+
+    // The third call on session-1: the server forgot the session.
+    let lost = client.call_tool("json", json!({}));
+    let lost_id = lost.id().as_u64();
+    let outcome = lost.await;
+    assert!(matches!(outcome, Err(Error::SessionLost)), "{outcome:?}");
+    let outcome = slow.await.unwrap();
+    assert!(matches!(outcome, Err(Error::SessionLost)), "{outcome:?}");
+
+    let later = client.call_tool("json", json!({})).await.unwrap();
+    assert_eq!(later.text(), "json on session-2");
+    assert!(!client.is_closed());
+
+    let initializes = script.posts_of("initialize");
+    assert_eq!(initializes.len(), 2, "{initializes:?}");
+    assert_eq!(
+        initializes[1].body, first_initialize,
+        "the same frame again"
+    );
+    assert!(!initializes[1].headers.contains_key("mcp-session-id"));
+    let initialized = script.posts_of("notifications/initialized");
+    assert_eq!(initialized.len(), 2, "{initialized:?}");
+    assert_eq!(initialized[0].headers["mcp-session-id"], "session-1");
+    assert_eq!(initialized[1].headers["mcp-session-id"], "session-2");
+    // Server order: the renewal's handshake before the later call.
+    let seen = script.seen();
+    let reinit = seen
+        .iter()
+        .enumerate()
+        .filter(|(_, s)| s.body["method"] == "initialize")
+        .map(|(i, _)| i)
+        .nth(1)
+        .unwrap();
+    let reinitialized = seen
+        .iter()
+        .position(|s| {
+            s.body["method"] == "notifications/initialized"
+                && s.headers.get("mcp-session-id").map(String::as_str) == Some("session-2")
+        })
+        .unwrap();
+    let later_call = seen
+        .iter()
+        .position(|s| {
+            s.body["method"] == "tools/call"
+                && s.headers.get("mcp-session-id").map(String::as_str) == Some("session-2")
+        })
+        .unwrap();
+    assert!(reinit < reinitialized && reinitialized < later_call);
+
+    // Never replayed: each lost request went out once, on session-1.
+    for id in [lost_id, slow_id] {
+        let posts = script.calls_with_id(id);
+        assert_eq!(posts.len(), 1, "request {id}: {posts:?}");
+        assert_eq!(posts[0].headers["mcp-session-id"], "session-1");
+    }
+    assert!(script.posts_of("notifications/cancelled").is_empty());
+    // The GET stream is asked for again, on the new session.
+    eventually("a GET on session-2", || {
+        script.seen().iter().any(|s| {
+            s.method == "GET"
+                && s.headers.get("mcp-session-id").map(String::as_str) == Some("session-2")
+        })
+    })
+    .await;
+    // The old session's stream of the lost request was closed by the client.
+    let stream = script.slow_stream.lock().unwrap().take().unwrap();
+    eventually("the lost request's stream is closed", || {
+        let _ = stream.send(": keep-alive\n\n".to_owned());
+        script
+            .slow_abandoned
+            .load(std::sync::atomic::Ordering::SeqCst)
+    })
+    .await;
+}
+
+/// A call made while the renewal runs waits, and goes out on the new session after its
+/// handshake; a call cancelled while it waits is never written, and no cancel is sent for it.
+#[actix::test]
+async fn a_call_made_during_the_renewal_waits_for_the_new_session() {
+    let (client, script) = connected_renewing(Expiring {
+        forget_after: 0,
+        hold_reinit: true,
+        ..Expiring::default()
+    })
+    .await;
+    let expired = client.call_tool("json", json!({})).await;
+    assert!(matches!(expired, Err(Error::SessionLost)), "{expired:?}");
+    eventually("the renewal's initialize reached the server", || {
+        script
+            .reinit_arrived
+            .load(std::sync::atomic::Ordering::SeqCst)
+    })
+    .await;
+
+    let waiting = client.call_tool("json", json!({}));
+    let waiting_id = waiting.id().as_u64();
+    let waiting = actix_rt::spawn(async move { waiting.await });
+    let token = Cancellation::new();
+    let dropped = client.call_tool("json", json!({})).cancellation(&token);
+    let dropped_id = dropped.id().as_u64();
+    let dropped = actix_rt::spawn(async move { dropped.await });
+    in_flight(&client, 2).await;
+    token.cancel();
+    assert!(dropped.await.unwrap().unwrap_err().is_cancelled());
+    in_flight(&client, 1).await;
+    assert!(
+        script.calls_with_id(waiting_id).is_empty(),
+        "held meanwhile"
+    );
+
+    script.release_reinit.notify_one();
+    let answered = waiting.await.unwrap().unwrap();
+    assert_eq!(answered.text(), "json on session-2");
+
+    let seen = script.seen();
+    let methods: Vec<(String, Option<String>)> = seen
+        .iter()
+        .filter(|s| s.method == "POST")
+        .map(|s| {
+            (
+                s.body["method"].as_str().unwrap_or("").to_owned(),
+                s.headers.get("mcp-session-id").cloned(),
+            )
+        })
+        .collect();
+    let session = |n: &str| Some(format!("session-{n}"));
+    assert_eq!(
+        methods,
+        vec![
+            ("initialize".into(), None),
+            ("notifications/initialized".into(), session("1")),
+            ("tools/call".into(), session("1")),
+            ("initialize".into(), None),
+            ("notifications/initialized".into(), session("2")),
+            ("tools/call".into(), session("2")),
+        ]
+    );
+    assert_eq!(script.calls_with_id(waiting_id).len(), 1);
+    assert!(script.calls_with_id(dropped_id).is_empty());
+    assert!(script.posts_of("notifications/cancelled").is_empty());
+    assert_eq!(
+        client.call_tool("json", json!({})).await.unwrap().text(),
+        "json on session-2"
+    );
+}
+
+/// The renewal's `initialize` refused (`status`): the connection ends with `SessionExpired`, the
+/// call waiting for the renewal fails with it and is never sent, and nothing is tried again.
+async fn a_failed_renewal_ends_the_connection(status: u16) {
+    let (client, script) = connected_renewing(Expiring {
+        forget_after: 0,
+        hold_reinit: true,
+        reinit_status: Some(status),
+        ..Expiring::default()
+    })
+    .await;
+    let expired = client.call_tool("json", json!({})).await;
+    assert!(matches!(expired, Err(Error::SessionLost)), "{expired:?}");
+    eventually("the renewal's initialize reached the server", || {
+        script
+            .reinit_arrived
+            .load(std::sync::atomic::Ordering::SeqCst)
+    })
+    .await;
+    let waiting = client.call_tool("json", json!({}));
+    let waiting_id = waiting.id().as_u64();
+    let waiting = actix_rt::spawn(async move { waiting.await });
+    in_flight(&client, 1).await;
+
+    script.release_reinit.notify_one();
+    let outcome = waiting.await.unwrap();
+    assert!(is_session_expired(&outcome), "{outcome:?}");
+    eventually("the connection is closed", || client.is_closed()).await;
+    let after = client.call_tool("json", json!({})).await;
+    assert!(is_session_expired(&after), "{after:?}");
+
+    assert_eq!(script.posts_of("initialize").len(), 2, "one renewal only");
+    assert_eq!(script.posts_of("notifications/initialized").len(), 1);
+    assert!(script.calls_with_id(waiting_id).is_empty());
+    assert_eq!(script.posts_of("tools/call").len(), 1);
+}
+
+#[actix::test]
+async fn a_renewal_answered_500_ends_the_connection_and_fails_the_waiting_calls() {
+    a_failed_renewal_ends_the_connection(500).await;
+}
+
+#[actix::test]
+async fn a_renewal_answered_404_is_final() {
+    a_failed_renewal_ends_the_connection(404).await;
+}
+
+/// Without `renew_expired_sessions`, an expired session still ends the connection: no second
+/// `initialize` is sent.
+#[actix::test]
+async fn without_the_opt_in_an_expired_session_ends_the_connection() {
+    let (url, script) = start_expiring(Expiring::default());
+    let client = Client::connect(HttpTransport::new(url)).await.unwrap();
+    let expired = client.call_tool("json", json!({})).await;
+    assert!(is_session_expired(&expired), "{expired:?}");
+    eventually("the connection is closed", || client.is_closed()).await;
+    let after = client.call_tool("json", json!({})).await;
+    assert!(is_session_expired(&after), "{after:?}");
+    assert_eq!(script.posts_of("initialize").len(), 1);
+}
+
+/// A renewed session that expires before it answered anything is not renewed again: the
+/// connection ends (no loop of renewals).
+#[actix::test]
+async fn a_renewed_session_that_expires_at_once_ends_the_connection() {
+    let (client, script) = connected_renewing(Expiring {
+        forget_after: 0,
+        ..Expiring::default()
+    })
+    .await;
+    let expired = client.call_tool("json", json!({})).await;
+    assert!(matches!(expired, Err(Error::SessionLost)), "{expired:?}");
+    eventually("the renewal's initialized", || {
+        script.posts_of("notifications/initialized").len() == 2
+    })
+    .await;
+    // The server forgets the new session too before answering anything on it.
+    *script.session.lock().unwrap() = None;
+    let again = client.call_tool("json", json!({})).await;
+    assert!(is_session_expired(&again), "{again:?}");
+    eventually("the connection is closed", || client.is_closed()).await;
+    assert_eq!(script.posts_of("initialize").len(), 2, "no second renewal");
+}

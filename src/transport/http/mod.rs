@@ -9,7 +9,26 @@
 //!   is not a cancel), queued by the actor only after the request's `Written`.
 //! - The session id from the `initialize` answer and the protocol version the connection settled
 //!   on ([`TransportIo::use_protocol_version`]) go on every later request; a 404 to a request
-//!   carrying the session id ends the connection ([`CloseReason::SessionExpired`]).
+//!   carrying the session id ends the connection ([`CloseReason::SessionExpired`]), unless the
+//!   transport renews expired sessions (below).
+//! - **Renewing an expired session** (opt-in, [`HttpTransport::renew_expired_sessions`];
+//!   2025-11-25 only, `renew.rs`): the frames of `initialize` and `notifications/initialized` are
+//!   kept, byte for byte, as they pass through `send` (recognized by the method each frame
+//!   carries, never by reading the JSON). At the first 404 of a session, every request still at
+//!   that session (its POST or its resumption running) fails with [`Error::SessionLost`] and is
+//!   **never** sent again; every later message waits at the gate, and each request waiting there
+//!   is reported [`TransportEvent::RequestHeld`] (nothing of it is at the server: a cancel
+//!   drops it where it waits and writes nothing). The transport then POSTs the kept
+//!   `initialize` without `Mcp-Session-Id`, takes the new session id from the answer and
+//!   swallows the answer itself (the connection had its `initialize` result long ago; the id is
+//!   old), POSTs the kept `notifications/initialized` with the new id, re-opens the GET stream if
+//!   one was open, and lets the waiting messages go, in order, on the new session. Other 404s of
+//!   the old session meanwhile are part of the same expiry: their requests are lost, no second
+//!   renewal starts. If the renewal fails (an error status, a 404, no session id, a network
+//!   error, or no end within 30 s), or a renewed session expires before any of its POSTs was
+//!   answered, the connection ends with [`CloseReason::SessionExpired`] as without the opt-in,
+//!   and every waiting request fails with it. At most one renewal runs per expiry; a 404 on the
+//!   renewal is final.
 //! - 2026-07-28: no session; `Mcp-Method`, `Mcp-Name` and `Mcp-Param-*` headers from what each
 //!   frame carries ([`Frame`](crate::transport::Frame)); a cancel aborts the request's POST.
 //! - After the handshake a GET stream takes what the server sends on its own (405: none).
@@ -20,6 +39,7 @@
 //! [`Error::Transport`].
 
 mod post;
+mod renew;
 mod session;
 mod sse;
 
@@ -29,7 +49,11 @@ use bytes::Bytes;
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 use tokio_util::sync::CancellationToken;
 
-use self::{post::Shared, session::Session};
+use self::{
+    post::Shared,
+    renew::{Renewal, State},
+    session::Session,
+};
 use super::{
     CancelStyle, EventSender, Outbound, ResumePoint, Sent, Transport, TransportEvent, TransportIo,
     DEFAULT_MAX_FRAME_BYTES,
@@ -64,6 +88,7 @@ pub struct HttpTransport {
     event_stream: bool,
     max_frame: usize,
     http2_prior_knowledge: bool,
+    renew_sessions: bool,
     #[cfg(feature = "auth")]
     auth: Option<crate::auth::OAuth>,
 }
@@ -78,9 +103,37 @@ impl HttpTransport {
             event_stream: true,
             max_frame: DEFAULT_MAX_FRAME_BYTES,
             http2_prior_knowledge: false,
+            renew_sessions: false,
             #[cfg(feature = "auth")]
             auth: None,
         }
+    }
+
+    /// Renew an expired session in place instead of ending the connection (2025-11-25 era only;
+    /// the 2026-07-28 era has no sessions).
+    ///
+    /// Without it, a `404` to a request carrying `Mcp-Session-Id` ends the connection with
+    /// [`CloseReason::SessionExpired`]. With it:
+    ///
+    /// - the requests that were at the expired session (their answer not yet read) fail with
+    ///   [`Error::SessionLost`]: they are **never** sent again, since the server may have acted
+    ///   on them. Sending one again is the caller's decision;
+    /// - the transport runs the handshake again by itself on a new session: the very
+    ///   `initialize` frame the connection sent first (its answer is not delivered), then
+    ///   `notifications/initialized` with the new session id, then the GET stream if one was
+    ///   open;
+    /// - requests made meanwhile wait and go out on the new session (a cancel meanwhile drops
+    ///   them, nothing is written); later requests simply use it;
+    /// - if the renewal fails (error status, `404`, no session id, or no end within 30 s), or the
+    ///   new session expires before any of its requests was answered, the connection ends with
+    ///   [`CloseReason::SessionExpired`] as without this option, and every waiting request fails
+    ///   with [`Error::Closed`]. There is at most one renewal per expiry.
+    ///
+    /// The server sees a new session: state it kept for the old one (subscriptions, log level,
+    /// anything the tools remember) is gone.
+    pub fn renew_expired_sessions(mut self) -> Self {
+        self.renew_sessions = true;
+        self
     }
 
     /// Authorize with OAuth when the server answers `401` (feature `auth`): every request,
@@ -177,6 +230,8 @@ impl Transport for HttpTransport {
             max_frame: self.max_frame,
             posts: RefCell::new(HashMap::new()),
             gate: RefCell::new(None),
+            event_task: RefCell::new(None),
+            renewal: RefCell::new(Renewal::new(self.renew_sessions)),
             #[cfg(feature = "auth")]
             auth: self.auth,
         });
@@ -206,9 +261,21 @@ pub(super) struct Outgoing {
     cancels: Option<RequestId>,
 }
 
-/// Starts the POST of one message, unless the gate is closed (the GET stream is opening): then
-/// it waits there, in order.
+/// Starts the POST of one message, unless the gate is closed (the GET stream is opening, or an
+/// expired session is being renewed): then it waits there, in order.
 fn post_or_hold(shared: &Rc<Shared>, outgoing: Outgoing) {
+    let state = shared.renewal.borrow().state;
+    match state {
+        // The connection is ending with the expired session: the request fails with it.
+        State::Failed => return,
+        State::Running => {
+            if let Some(id) = outgoing.request {
+                // Nothing of it is at the server until the new session exists.
+                shared.events.send(TransportEvent::RequestHeld(id));
+            }
+        }
+        State::Idle => {}
+    }
     if let Some(held) = shared.gate.borrow_mut().as_mut() {
         held.push(outgoing);
         return;
@@ -224,6 +291,10 @@ fn spawn_post(shared: &Rc<Shared>, outgoing: Outgoing) {
         opens_event_stream,
         cancels,
     } = outgoing;
+    if cancels.is_some_and(|id| shared.renewal.borrow().lost.contains(&id)) {
+        return; // its request was lost with an expired session: the new one never saw it
+    }
+    let generation = shared.session.borrow().generation;
     let task_shared = shared.clone();
     let handle = actix_rt::spawn(async move {
         let shared = task_shared;
@@ -231,7 +302,8 @@ fn spawn_post(shared: &Rc<Shared>, outgoing: Outgoing) {
         tokio::select! {
             _ = shutdown.cancelled() => {}
             _ = post::post(shared.clone(), frame, request, routing) => {
-                if opens_event_stream {
+                // Not if the session expired meanwhile: the renewal opens the GET stream then.
+                if opens_event_stream && renew::is_current(&shared, generation) {
                     spawn_event_stream(shared.clone());
                 }
                 let cancelled = cancels.and_then(|id| shared.posts.borrow_mut().remove(&id));
@@ -254,21 +326,32 @@ fn spawn_post(shared: &Rc<Shared>, outgoing: Outgoing) {
 /// that stream while handling one of ours (e.g. an elicitation) would otherwise send it before
 /// the stream exists, and it would be lost.
 fn spawn_event_stream(shared: Rc<Shared>) {
+    let generation = shared.session.borrow().generation;
     let gate_shared = shared.clone();
     actix_rt::spawn(async move {
         tokio::time::sleep(GATE_LIMIT).await;
-        open_gate(&gate_shared);
+        open_gate(&gate_shared, generation);
     });
-    actix_rt::spawn(async move {
+    let task_shared = shared.clone();
+    let task = actix_rt::spawn(async move {
+        let shared = task_shared;
         let shutdown = shared.shutdown.clone();
         tokio::select! {
             _ = shutdown.cancelled() => {}
-            _ = post::event_stream(shared.clone(), || open_gate(&shared)) => {}
+            _ = post::event_stream(shared.clone(), || open_gate(&shared, generation)) => {}
         }
     });
+    if let Some(previous) = shared.event_task.borrow_mut().replace(task) {
+        previous.abort();
+    }
 }
 
-fn open_gate(shared: &Rc<Shared>) {
+/// Lets what waits at the gate go, unless the gate was closed for another session than
+/// `generation` (a renewal holds it now).
+fn open_gate(shared: &Rc<Shared>, generation: u64) {
+    if !renew::is_current(shared, generation) {
+        return;
+    }
     let held = shared.gate.borrow_mut().take();
     for outgoing in held.into_iter().flatten() {
         spawn_post(shared, outgoing);
@@ -279,11 +362,14 @@ impl TransportIo for HttpIo {
     fn send(&mut self, batch: Outbound) -> Sent {
         for frame in batch.frames() {
             let bytes = frame.bytes.strip_suffix(b"\n").unwrap_or(frame.bytes);
+            let bytes = Bytes::copy_from_slice(bytes);
             let (routing, opens_event_stream) = {
                 let mut session = self.shared.session.borrow_mut();
                 if session.modern {
                     (session::routing_headers(frame.method, frame.routing), false)
                 } else {
+                    // Kept for a renewal (opt-in): the handshake's frames, as they were sent.
+                    self.shared.renewal.borrow_mut().remember(&frame, &bytes);
                     // The handshake is done once `notifications/initialized` goes out.
                     let opens = self.event_stream
                         && !session.event_stream_opened
@@ -295,7 +381,7 @@ impl TransportIo for HttpIo {
             post_or_hold(
                 &self.shared,
                 Outgoing {
-                    frame: Bytes::copy_from_slice(bytes),
+                    frame: bytes,
                     request: frame.request(),
                     routing,
                     opens_event_stream,
@@ -315,6 +401,9 @@ impl TransportIo for HttpIo {
         self.shared.gate.borrow_mut().take();
         for (_, post) in self.shared.posts.borrow_mut().drain() {
             post.abort();
+        }
+        if let Some(task) = self.shared.event_task.borrow_mut().take() {
+            task.abort();
         }
         let shared = self.shared.clone();
         Box::pin(async move {

@@ -34,6 +34,7 @@ use reqwest::{
 use tokio_util::sync::CancellationToken;
 
 use super::{
+    renew::{self, Renewal},
     session::Session,
     sse::{read_events, StreamEnd},
 };
@@ -65,24 +66,48 @@ pub(super) struct Shared {
     pub max_frame: usize,
     /// The POST of each request still running, to abort it.
     pub posts: RefCell<HashMap<RequestId, tokio::task::JoinHandle<()>>>,
-    /// While the GET stream opens: the messages waiting to be POSTed, in order.
+    /// While the GET stream opens, or an expired session is renewed: the messages waiting to be
+    /// POSTed, in order.
     pub gate: RefCell<Option<Vec<super::Outgoing>>>,
+    /// The GET stream's task, aborted when its session expires.
+    pub event_task: RefCell<Option<tokio::task::JoinHandle<()>>>,
+    /// Renewing an expired session (opt-in; `renew.rs`).
+    pub renewal: RefCell<Renewal>,
     /// The authorization every request carries (feature `auth`).
     #[cfg(feature = "auth")]
     pub auth: Option<crate::auth::OAuth>,
 }
 
+/// What a POST was sent with.
+#[derive(Clone, Copy)]
+pub(super) struct SentOn {
+    /// It carried `Mcp-Session-Id` (2025-11-25).
+    pub had_session: bool,
+    /// The session's generation then.
+    pub generation: u64,
+}
+
 impl Shared {
-    fn request(&self, method: Method) -> reqwest::RequestBuilder {
+    pub(super) fn request(&self, method: Method) -> reqwest::RequestBuilder {
+        self.request_with(method, true)
+    }
+
+    /// A request with the user's headers and the authorization; with `in_session`, also the
+    /// session id and the settled version (without: as the first `initialize` went out).
+    pub(super) fn request_with(&self, method: Method, in_session: bool) -> reqwest::RequestBuilder {
         let mut builder = self
             .client
             .request(method.clone(), self.url.clone())
             .headers(self.headers.clone());
         let session = self.session.borrow();
-        if let Some(id) = session.id.as_ref().filter(|_| !session.modern) {
+        if let Some(id) = session
+            .id
+            .as_ref()
+            .filter(|_| !session.modern && in_session)
+        {
             builder = builder.header("mcp-session-id", id.clone());
         }
-        if let Some(version) = &session.protocol_version {
+        if let Some(version) = session.protocol_version.as_ref().filter(|_| in_session) {
             builder = builder.header("mcp-protocol-version", version.clone());
         }
         #[cfg(feature = "auth")]
@@ -110,7 +135,7 @@ impl Shared {
         self.events.send(TransportEvent::RequestWritten(request));
     }
 
-    fn fail(&self, request: Option<RequestId>, error: Error) {
+    pub(super) fn fail(&self, request: Option<RequestId>, error: Error) {
         match request {
             Some(id) => {
                 self.events.send(TransportEvent::RequestFailed(id, error));
@@ -160,13 +185,9 @@ pub(super) async fn post(
     request: Option<RequestId>,
     routing: Vec<(HeaderName, HeaderValue)>,
 ) {
-    let had_session = {
-        let session = shared.session.borrow();
-        session.id.is_some() && !session.modern
-    };
     #[cfg(feature = "auth")]
     let mut rounds = 0;
-    let response = loop {
+    let (response, sent_on) = loop {
         #[cfg(feature = "auth")]
         let seen = match &shared.auth {
             Some(auth) => {
@@ -176,7 +197,8 @@ pub(super) async fn post(
             }
             None => None,
         };
-        let Some(response) = send_once(&shared, frame.clone(), request, &routing).await else {
+        let Some((response, sent_on)) = send_once(&shared, frame.clone(), request, &routing).await
+        else {
             return;
         };
         #[cfg(feature = "auth")]
@@ -212,23 +234,15 @@ pub(super) async fn post(
                 }
             }
         }
-        break response;
+        break (response, sent_on);
     };
 
     let status = response.status();
-    if status == StatusCode::NOT_FOUND && had_session {
-        // The session is gone: every request of this connection is.
-        shared.fail(
-            request,
-            Error::Closed {
-                reason: CloseReason::SessionExpired,
-            },
-        );
-        shared
-            .events
-            .send(TransportEvent::Closed(CloseReason::SessionExpired));
-        return;
+    if status == StatusCode::NOT_FOUND && sent_on.had_session {
+        // The session is gone: the connection ends, or (opt-in) renews it.
+        return renew::expired(&shared, request, sent_on.generation);
     }
+    renew::answered(&shared, sent_on.generation);
     if status.is_success() && shared.session.borrow().id.is_none() {
         if let Some(id) = response.headers().get("mcp-session-id") {
             shared.session.borrow_mut().id = Some(id.clone());
@@ -267,9 +281,17 @@ async fn send_once(
     frame: Bytes,
     request: Option<RequestId>,
     routing: &[(HeaderName, HeaderValue)],
-) -> Option<Response> {
+) -> Option<(Response, SentOn)> {
     let (sent_tx, sent_rx) = oneshot::channel::<()>();
     let length = frame.len();
+    // Read with the headers, before anything is awaited.
+    let sent_on = {
+        let session = shared.session.borrow();
+        SentOn {
+            had_session: session.id.is_some() && !session.modern,
+            generation: session.generation,
+        }
+    };
     let mut builder = shared
         .request(Method::POST)
         .header(CONTENT_TYPE, "application/json")
@@ -305,7 +327,7 @@ async fn send_once(
     match response {
         Ok(response) => {
             report_written();
-            Some(response)
+            Some((response, sent_on))
         }
         Err(e) => {
             shared.fail(request, shared.transport_error("POST", e));
@@ -333,7 +355,7 @@ fn one_chunk(
     })
 }
 
-fn content_type(response: &Response) -> String {
+pub(super) fn content_type(response: &Response) -> String {
     response
         .headers()
         .get(CONTENT_TYPE)
@@ -362,7 +384,7 @@ async fn refused(shared: &Shared, response: Response, request: Option<RequestId>
     }
 }
 
-async fn read_capped(mut response: Response, limit: usize) -> Result<Bytes, Error> {
+pub(super) async fn read_capped(mut response: Response, limit: usize) -> Result<Bytes, Error> {
     let mut body = Vec::new();
     loop {
         match response.chunk().await {

@@ -14,8 +14,13 @@ pub(super) struct Session {
     pub protocol_version: Option<HeaderValue>,
     /// The 2026-07-28 era: no session, routing headers on every POST, cancel = abort the POST.
     pub modern: bool,
-    /// The GET stream was opened (once, after `notifications/initialized`).
+    /// The GET stream was opened (once, after `notifications/initialized`; again after a
+    /// renewal).
     pub event_stream_opened: bool,
+    /// Which session this is: 0 for the first, one more for each renewal (`renew.rs`). A POST
+    /// remembers the generation it was sent on, so a late `404` of an older session is told from
+    /// the expiry of the current one.
+    pub generation: u64,
 }
 
 /// The 2026-07-28 routing headers of one outgoing message: `Mcp-Method`, `Mcp-Name` for the
