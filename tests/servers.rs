@@ -390,3 +390,84 @@ async fn the_manager_answers_as_an_actor() {
     addr.send(actix_mcp::StopAll).await.unwrap();
     assert_eq!(status_of(&servers, "a"), "stopped");
 }
+
+/// A log of many servers can be read: what a connection logs (here, its server's stderr) is in
+/// an `mcp.connection` span naming the server, and a call at debug level in an `mcp.request`
+/// span with its method and id.
+#[actix::test]
+async fn logs_name_the_server_and_each_request() {
+    #[derive(Clone, Default)]
+    struct Captured(Arc<std::sync::Mutex<Vec<u8>>>);
+    impl std::io::Write for Captured {
+        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().unwrap().extend_from_slice(bytes);
+            Ok(bytes.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let captured = Captured::default();
+    let writer = captured.clone();
+    let subscriber = tracing_subscriber::fmt()
+        .with_writer(move || writer.clone())
+        .with_max_level(tracing::Level::DEBUG)
+        .with_ansi(false)
+        .finish();
+    let _guard = tracing::subscriber::set_default(subscriber);
+
+    let servers = two_servers();
+    for name in ["a", "b"] {
+        let text = format!("hello from {name}");
+        servers
+            .call_tool(name, "stderr", json!({"text": text}))
+            .await
+            .unwrap();
+    }
+    let logs = || String::from_utf8_lossy(&captured.0.lock().unwrap()).into_owned();
+    eventually("both servers' stderr is logged", || {
+        logs().contains("hello from a") && logs().contains("hello from b")
+    })
+    .await;
+    servers.stop().await;
+    let logs = logs();
+    for name in ["a", "b"] {
+        let line = logs
+            .lines()
+            .find(|l| l.contains(&format!("hello from {name}")))
+            .unwrap_or_default();
+        assert!(
+            line.contains(&format!("mcp.connection{{server={name}}}")),
+            "{line}"
+        );
+    }
+    assert!(
+        logs.contains("mcp.request{method=tools/call id="),
+        "a request span: {logs}"
+    );
+}
+
+/// The manager from plain tokio (no actix System): connections run on threads of their own,
+/// supervision on the runtime; stopping it leaves no process.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_manager_works_from_plain_tokio() {
+    let servers = two_servers();
+    let echoed = servers
+        .call("a/echo", json!({"text": "tokio"}))
+        .await
+        .unwrap();
+    assert_eq!(echoed.text(), "tokio");
+    let a = servers.client("a").await.unwrap();
+    let pid = server_pid(&a).await;
+    let _ = servers.call_tool("a", "crash", json!({"code": 3})).await;
+    eventually("supervision restarts it", || {
+        servers.connects("a") == Some(2) && status_of(&servers, "a") == "ready"
+    })
+    .await;
+    assert_ne!(server_pid(&servers.client("a").await.unwrap()).await, pid);
+    let catalogue = servers.catalogue().await;
+    assert!(catalogue.tools.iter().any(|t| t.qualified == "b/echo"));
+    let second = server_pid(&servers.client("a").await.unwrap()).await;
+    servers.stop().await;
+    assert!(!process_exists(second));
+}

@@ -263,7 +263,15 @@ impl<T: DeserializeOwned> IntoFuture for Call<T> {
         let screen_tools = self.request.method() == "tools/list";
         let output_check = self.output_check.take();
         let page = self.page.take();
-        let needs_extras = self.cancellation.is_some()
+        // Only when debug logging is on for it: the request's span, entered at each poll.
+        let span = tracing::debug_span!(
+            "mcp.request",
+            method = %self.request.method(),
+            id = self.request.id().as_u64()
+        );
+        let span = (!span.is_disabled()).then_some(span);
+        let needs_extras = span.is_some()
+            || self.cancellation.is_some()
             || timers.is_some()
             || retry.is_some()
             || screen_tools
@@ -279,6 +287,7 @@ impl<T: DeserializeOwned> IntoFuture for Call<T> {
                 output_check,
                 page,
                 lookup: None,
+                span,
             })
         });
         CallFuture {
@@ -316,6 +325,7 @@ pin_project_lite::pin_project! {
         page: Option<(Box<PageKey>, bool)>,
         // Where the answer goes in the list cache, once it comes.
         lookup: Option<Lookup>,
+        span: Option<tracing::Span>,
     }
 }
 
@@ -466,6 +476,8 @@ impl<T: DeserializeOwned> Future for CallFuture<T> {
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let this = self.get_mut();
+        let span = this.extras.as_ref().and_then(|e| e.span.clone());
+        let _in = span.as_ref().map(tracing::Span::enter);
         if let Stage::Start(request) = &mut this.stage {
             let Some(request) = request.take() else {
                 return Poll::Ready(Err(Error::Protocol(
@@ -493,6 +505,9 @@ impl<T: DeserializeOwned> Future for CallFuture<T> {
             if let Some((reason, error)) =
                 this.extras.as_mut().and_then(|e| e.as_mut().poll_end(cx))
             {
+                if span.is_some() {
+                    tracing::debug!(%error, "given up by the caller");
+                }
                 return this.abandon(reason, error);
             }
             match &mut this.stage {
@@ -505,6 +520,12 @@ impl<T: DeserializeOwned> Future for CallFuture<T> {
                         }),
                     };
                     this.stage = Stage::Done;
+                    if span.is_some() {
+                        match &outcome {
+                            Ok(_) => tracing::debug!("answered"),
+                            Err(error) => tracing::debug!(%error, "failed"),
+                        }
+                    }
                     let mut raw = match outcome {
                         Ok(raw) => raw,
                         Err(e) => return Poll::Ready(Err(e)),

@@ -79,6 +79,8 @@ pub struct ConnectOptions {
     max_pages: usize,
     placement: Placement,
     mailbox_capacity: usize,
+    /// The server's name in logs (the connection's span).
+    name: Option<String>,
     pub(super) era: ProtocolEra,
     validate_output: bool,
     log_level: Option<LoggingLevel>,
@@ -103,6 +105,7 @@ impl Default for ConnectOptions {
             max_pages: DEFAULT_MAX_PAGES,
             placement: Placement::Auto,
             mailbox_capacity: DEFAULT_MAILBOX_CAPACITY,
+            name: None,
             era: ProtocolEra::Auto,
             validate_output: true,
             log_level: None,
@@ -202,6 +205,15 @@ impl ConnectOptions {
     /// call are checked. Per call: [`Call::validate_output`](super::Call::validate_output).
     pub fn validate_output(mut self, validate: bool) -> Self {
         self.validate_output = validate;
+        self
+    }
+
+    /// The server's name in logs: the connection and its transport log inside a
+    /// `mcp.connection` span with `server = name` (each call inside an `mcp.request` span with
+    /// its method and id, at debug level), so the log of many servers can be read.
+    /// [`Servers`](crate::Servers) names each connection after its server.
+    pub fn name(mut self, name: impl Into<String>) -> Self {
+        self.name = Some(name.into());
         self
     }
 
@@ -365,8 +377,13 @@ impl ConnectOptions {
     ) -> Result<Addr<Connection>, Error> {
         let capacity = self.mailbox_capacity;
         let handlers = self.handlers.clone();
+        let span = match &self.name {
+            Some(name) => tracing::info_span!("mcp.connection", server = %name),
+            None => tracing::info_span!("mcp.connection"),
+        };
         let connection = move || {
             Connection::from_boxed(transport)
+                .span(span)
                 .mailbox_capacity(capacity)
                 .handlers(handlers)
                 .notifications(notifications)

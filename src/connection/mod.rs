@@ -81,6 +81,9 @@ pub struct Connection {
     mailbox_capacity: usize,
     /// When this connection runs on a System of its own, stop it once the transport is shut down.
     owns_system: bool,
+    /// `mcp.connection{server}`: every handler runs in it, so whatever the connection and its
+    /// transport log names the server.
+    span: tracing::Span,
 }
 
 impl Connection {
@@ -104,7 +107,14 @@ impl Connection {
             released: watch::Sender::new(false),
             mailbox_capacity: DEFAULT_MAILBOX_CAPACITY,
             owns_system: false,
+            span: tracing::Span::none(),
         }
+    }
+
+    /// Runs the connection in `span` (see `ConnectOptions::name`).
+    pub(crate) fn span(mut self, span: tracing::Span) -> Self {
+        self.span = span;
+        self
     }
 
     /// The actor's mailbox bound (default [`DEFAULT_MAILBOX_CAPACITY`]; at least 1).
@@ -280,6 +290,8 @@ impl Actor for Connection {
     type Context = Context<Self>;
 
     fn started(&mut self, ctx: &mut Self::Context) {
+        let span = self.span.clone();
+        let _in = span.enter();
         ctx.set_mailbox_capacity(self.mailbox_capacity);
         self.myself = Some(ctx.address().downgrade());
         let Some(transport) = self.lifecycle.take_transport() else {
@@ -328,6 +340,8 @@ impl Handler<Request> for Connection {
     type Result = MessageResult<Request>;
 
     fn handle(&mut self, request: Request, ctx: &mut Self::Context) -> Self::Result {
+        let span = self.span.clone();
+        let _in = span.enter();
         let (reply, rx) = oneshot::channel();
         let id = request.id;
         self.requests.call_here(Box::new(request), reply);
@@ -340,6 +354,8 @@ impl Handler<Cancel> for Connection {
     type Result = ();
 
     fn handle(&mut self, cancel: Cancel, ctx: &mut Self::Context) {
+        let span = self.span.clone();
+        let _in = span.enter();
         self.requests.cancel_here(cancel.id, cancel.reason);
         self.settle(ctx);
     }
@@ -356,6 +372,8 @@ impl Handler<Expire> for Connection {
     type Result = ();
 
     fn handle(&mut self, _: Expire, ctx: &mut Self::Context) {
+        let span = self.span.clone();
+        let _in = span.enter();
         self.wake = None;
         self.requests.get().expire(Instant::now());
         self.settle(ctx);
@@ -366,6 +384,8 @@ impl Handler<Drain> for Connection {
     type Result = ();
 
     fn handle(&mut self, _: Drain, ctx: &mut Self::Context) {
+        let span = self.span.clone();
+        let _in = span.enter();
         self.settle(ctx);
     }
 }
@@ -374,6 +394,8 @@ impl Handler<Notify> for Connection {
     type Result = Result<(), Error>;
 
     fn handle(&mut self, notify: Notify, ctx: &mut Self::Context) -> Self::Result {
+        let span = self.span.clone();
+        let _in = span.enter();
         let frame = notification_frame(&notify.method, notify.params.as_ref())
             .map_err(|e| Error::Protocol(format!("cannot serialize {}: {e}", notify.method)))?;
         let queued = self.requests.get().send_frame(
@@ -390,6 +412,8 @@ impl Handler<Close> for Connection {
     type Result = ();
 
     fn handle(&mut self, _: Close, ctx: &mut Self::Context) {
+        let span = self.span.clone();
+        let _in = span.enter();
         let error = Error::Closed {
             reason: CloseReason::ClosedByClient,
         };
@@ -423,6 +447,8 @@ impl Handler<ServerRequestDone> for Connection {
     type Result = ();
 
     fn handle(&mut self, done: ServerRequestDone, ctx: &mut Self::Context) {
+        let span = self.span.clone();
+        let _in = span.enter();
         let outcome = done
             .outcome
             .map_err(|e| crate::protocol::jsonrpc::ErrorObject {
@@ -439,6 +465,8 @@ impl Handler<UseProtocol> for Connection {
     type Result = ();
 
     fn handle(&mut self, protocol: UseProtocol, ctx: &mut Self::Context) {
+        let span = self.span.clone();
+        let _in = span.enter();
         let requests = self.requests.get();
         requests.set_request_meta(protocol.request_meta);
         if let Some(wire) = self.lifecycle.wire() {
@@ -477,6 +505,8 @@ impl Handler<Event> for Connection {
     type Result = ();
 
     fn handle(&mut self, Event(event): Event, ctx: &mut Self::Context) {
+        let span = self.span.clone();
+        let _in = span.enter();
         match event {
             TransportEvent::Written(batch) => {
                 self.requests.get().batch_written(batch);

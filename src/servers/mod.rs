@@ -192,8 +192,12 @@ impl Servers {
         servers
     }
 
-    /// The restart policy of servers added from now on (default: [`RestartPolicy::default`]).
+    /// The restart policy of every server, those already added and those added later
+    /// (default: [`RestartPolicy::default`]).
     pub fn restart_policy(self, policy: RestartPolicy) -> Self {
+        for entry in self.entries().values_mut() {
+            entry.supervision.set_policy(policy.clone());
+        }
         *lock(&self.inner.policy) = policy;
         self
     }
@@ -430,7 +434,8 @@ impl Servers {
         let options = entry
             .options
             .clone()
-            .unwrap_or_else(|| self.inner.options.clone());
+            .unwrap_or_else(|| self.inner.options.clone())
+            .name(name);
         let transport = (entry.make_transport)();
         let connecting: Connecting = async move { options.connect(transport?).await }
             .boxed()

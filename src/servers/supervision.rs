@@ -142,6 +142,12 @@ impl Supervision {
         }
     }
 
+    /// Replaces the policy (the delays start over).
+    pub fn set_policy(&mut self, policy: RestartPolicy) {
+        self.backoff = backoff(&policy);
+        self.policy = policy;
+    }
+
     pub fn status(&self) -> &Status {
         &self.status
     }

@@ -30,6 +30,7 @@ use tokio::{
     sync::{mpsc, oneshot},
     time::timeout,
 };
+use tracing::Instrument as _;
 
 use super::{
     EventSender, Outbound, Sent, Transport, TransportEvent, TransportIo, DEFAULT_MAX_FRAME_BYTES,
@@ -180,19 +181,24 @@ impl Transport for StdioTransport {
             let end = read_frames(stdout, max_frame, &reader_events).await;
             let _ = read_end_tx.send(end);
         });
-        actix_rt::spawn(log_stderr(stderr, pid));
-        actix_rt::spawn(supervise(
-            child,
-            child_pid,
-            Signals {
-                read_end: read_end_rx,
-                write_failed: write_failed_rx,
-                close: close_rx,
-            },
-            events,
-            self.shutdown_grace,
-            done_tx,
-        ));
+        // The server's stderr and its exit are logged in the connection's span (server name).
+        let span = tracing::Span::current();
+        actix_rt::spawn(log_stderr(stderr, pid).instrument(span.clone()));
+        actix_rt::spawn(
+            supervise(
+                child,
+                child_pid,
+                Signals {
+                    read_end: read_end_rx,
+                    write_failed: write_failed_rx,
+                    close: close_rx,
+                },
+                events,
+                self.shutdown_grace,
+                done_tx,
+            )
+            .instrument(span),
+        );
 
         Ok(Box::new(StdioIo {
             batches: Some(batches_tx),
