@@ -63,6 +63,11 @@ pub(crate) struct Cli {
     /// the list methods, as a 2026-07-28 server may (0: no cache hints).
     #[arg(long, value_name = "MS", default_value_t = 0)]
     pub(crate) list_ttl_ms: u64,
+
+    /// Send `notifications/tasks/status` (the Task as params) at every step and status change
+    /// of a task.
+    #[arg(long)]
+    pub(crate) task_status_notifications: bool,
 }
 
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]

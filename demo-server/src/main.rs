@@ -22,8 +22,17 @@
 //!
 //! Modules: `args` (the command line), `stdio` (the two threads and the line splitting),
 //! `jsonrpc` (messages and error codes), `server` (state, dispatch of each line, cancellation,
-//! the MCP methods), `tools` (every tool), `catalog` (resources, prompts, completion), `stats`
-//! (the counters), `journal` (the record of every line read, SIGTERM), `http` (`--http ADDR`).
+//! the MCP methods), `tools` (every tool), `tasks` (2025-11-25 tasks: `task_sleep`,
+//! `task_required`, `tasks/get|result|cancel|list`, and the 2026-07-28 tasks extension),
+//! `catalog` (resources, prompts, completion), `stats` (the counters), `journal` (the record of
+//! every line read, SIGTERM), `http` (`--http ADDR`).
+//!
+//! Tasks: `initialize` declares `capabilities.tasks` (`list`, `cancel`, `requests.tools.call`);
+//! a `tools/call` of `task_sleep` (taskSupport `optional`) or `task_required` (`required`) with
+//! `params.task: {ttl?}` is answered at once with `{task}` and runs on its own. The `stats` tool
+//! counts tasks (`tasks.{created,working,completed,failed,cancelled}`), `task_cancels`,
+//! `task_cancels_unknown_or_terminal`, `cancels_for_tasks` (forbidden `notifications/cancelled`
+//! naming a task-creating request), `task_gets`, `task_results` and `task_lists`.
 
 mod args;
 mod catalog;
@@ -33,6 +42,7 @@ mod jsonrpc;
 mod server;
 mod stats;
 mod stdio;
+mod tasks;
 mod tools;
 
 use std::{cell::RefCell, ffi::OsString, process::ExitCode, rc::Rc};

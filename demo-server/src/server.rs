@@ -25,6 +25,7 @@ use crate::{
     jsonrpc::*,
     stats::Counters,
     stdio::{Outgoing, StdinChunk, StdinLines},
+    tasks::Tasks,
     INSTRUCTIONS, LATEST_VERSION, MODERN_VERSION, SERVER_NAME, SERVER_VERSION, SUPPORTED_VERSIONS,
 };
 
@@ -103,6 +104,8 @@ pub(crate) struct State {
     /// The log level of the `tools/call` being run: `None` in the legacy era (the session's
     /// level applies), `Some(None)` for a 2026-07-28 request without `logLevel` (no logging).
     pub(crate) request_log_level: Option<Option<LogLevel>>,
+    /// Tasks (2025-11-25) created by task-augmented `tools/call`s.
+    pub(crate) tasks: Tasks,
 }
 
 /// Index in `LOG_LEVELS` of the minimum level `log` lets through.
@@ -245,7 +248,11 @@ impl Server {
                 let tools = self.tools.get("tools").and_then(Value::as_array);
                 Step::Reply(self.paginate("tools", tools.map_or(&[], Vec::as_slice), &params))
             }
-            "tools/call" => self.call_tool(params),
+            "tools/call" => self.call_tool(&key, params),
+            "tasks/get" => Step::Reply(self.tasks_get(&params)),
+            "tasks/result" if self.cli.era != Era::Modern => self.tasks_result(&params),
+            "tasks/list" if self.cli.era != Era::Modern => Step::Reply(self.tasks_list(&params)),
+            "tasks/cancel" => Step::Reply(self.tasks_cancel(&params)),
             "resources/list" => Step::Reply(self.paginate("resources", &resource_list(), &params)),
             "resources/templates/list" => {
                 Step::Reply(self.paginate("resourceTemplates", &resource_template_list(), &params))
@@ -310,6 +317,10 @@ impl Server {
             return;
         };
         let key = request_id.to_string();
+        if state.tasks.creating_requests.contains(&key) {
+            // Forbidden by the spec (tasks/cancel is the way); counted and otherwise ignored.
+            state.counters.cancels_for_tasks += 1;
+        }
         match state.running.get_mut(&key) {
             Some(task) => {
                 state.counters.cancels_matched += 1;
@@ -472,6 +483,7 @@ impl Server {
                 "prompts": {"listChanged": true},
                 "logging": {},
                 "completions": {},
+                "tasks": {"list": {}, "cancel": {}, "requests": {"tools": {"call": {}}}},
             },
             "serverInfo": {"name": SERVER_NAME, "version": SERVER_VERSION},
             "instructions": INSTRUCTIONS,

@@ -17,6 +17,18 @@ pub(crate) struct Counters {
     pub(crate) client_responses_after_cancel: u64,
     /// Requests of each list method (`tools/list`, ...), to tell a cached list from a fetched one.
     pub(crate) lists: std::collections::BTreeMap<String, u64>,
+    pub(crate) tasks_created: u64,
+    pub(crate) tasks_completed: u64,
+    pub(crate) tasks_failed: u64,
+    pub(crate) tasks_cancelled: u64,
+    /// `tasks/cancel` requests, and those answered `-32602` (unknown or terminal task).
+    pub(crate) task_cancels: u64,
+    pub(crate) task_cancels_unknown_or_terminal: u64,
+    /// `notifications/cancelled` naming a task-creating `tools/call` (the spec forbids them).
+    pub(crate) cancels_for_tasks: u64,
+    pub(crate) task_gets: u64,
+    pub(crate) task_results: u64,
+    pub(crate) task_lists: u64,
 }
 
 impl Server {
@@ -43,6 +55,19 @@ impl Server {
             "log_level": state.log_level.name(),
             "subscriptions": state.subscriptions,
             "lists": counters.lists,
+            "tasks": {
+                "created": counters.tasks_created,
+                "working": state.tasks.working(),
+                "completed": counters.tasks_completed,
+                "failed": counters.tasks_failed,
+                "cancelled": counters.tasks_cancelled,
+            },
+            "task_cancels": counters.task_cancels,
+            "task_cancels_unknown_or_terminal": counters.task_cancels_unknown_or_terminal,
+            "cancels_for_tasks": counters.cancels_for_tasks,
+            "task_gets": counters.task_gets,
+            "task_results": counters.task_results,
+            "task_lists": counters.task_lists,
         })
     }
 }

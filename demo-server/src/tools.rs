@@ -14,6 +14,10 @@ use tokio::{sync::oneshot, time::Instant};
 use crate::{
     jsonrpc::*,
     server::{LogLevel, Reply, Server, Step, LOG_LEVELS},
+    tasks::{
+        declares_tasks_extension, parse_task_param, plain_sleep, task_support, SleepPlan, TaskAsk,
+        TaskSupport,
+    },
 };
 
 pub(crate) const PROGRESS_INTERVAL: Duration = Duration::from_millis(100);
@@ -36,7 +40,7 @@ pub(crate) const GARBAGE: &str = concat!(
 );
 
 impl Server {
-    pub(crate) fn call_tool(self: &Rc<Self>, params: Value) -> Step {
+    pub(crate) fn call_tool(self: &Rc<Self>, request_key: &str, params: Value) -> Step {
         let Value::Object(mut params) = params else {
             return Step::Reply(Err((
                 INVALID_PARAMS,
@@ -55,6 +59,10 @@ impl Server {
             Some(_) if !is_tool(&name) => Map::new(),
             Some(_) => return Step::Reply(Ok(tool_error("`arguments` must be an object"))),
         };
+        let task = match parse_task_param(params.remove("task")) {
+            Ok(task) => task,
+            Err(err) => return Step::Reply(Err(err)),
+        };
         let progress_token = params
             .get("_meta")
             .and_then(|meta| meta.get("progressToken"))
@@ -69,7 +77,30 @@ impl Server {
             .and_then(Value::as_str)
             .and_then(LogLevel::parse);
         self.state.borrow_mut().request_log_level = modern.then_some(request_level);
-        match self.run_tool(&name, &args, progress_token) {
+        let support = task_support(&name);
+        // 2026-07-28: the server alone turns a call into a task, if the request opts in.
+        let task = task.or_else(|| {
+            (support != TaskSupport::Forbidden && declares_tasks_extension(meta))
+                .then_some(TaskAsk::Modern)
+        });
+        match (task, support) {
+            (Some(_), TaskSupport::Forbidden) if is_tool(&name) => {
+                return Step::Reply(Err((
+                    METHOD_NOT_FOUND,
+                    format!(
+                        "tool {name} does not support task augmentation (taskSupport forbidden)"
+                    ),
+                )))
+            }
+            (None, TaskSupport::Required) => {
+                return Step::Reply(Err((
+                    METHOD_NOT_FOUND,
+                    format!("tool {name} requires task augmentation (params.task)"),
+                )))
+            }
+            _ => {}
+        }
+        match self.run_tool(&name, &args, progress_token, task, request_key) {
             Ok(step) => step,
             // Bad arguments are a tool-level failure, reported to the model, not a protocol error.
             Err(problem) => Step::Reply(Ok(tool_error(&problem))),
@@ -81,8 +112,22 @@ impl Server {
         name: &str,
         args: &Map<String, Value>,
         progress_token: Option<Value>,
+        task: Option<TaskAsk>,
+        request_key: &str,
     ) -> Result<Step, String> {
         let step = match name {
+            "task_sleep" | "task_required" => {
+                let plan = SleepPlan::parse(args);
+                match task {
+                    Some(ask) => {
+                        Step::Reply(self.create_task(request_key, ask, plan, progress_token))
+                    }
+                    None => Step::Spawn {
+                        task: plain_sleep(Rc::clone(self), plan?, progress_token).boxed_local(),
+                        cancellable: true,
+                    },
+                }
+            }
             "echo" => Step::Reply(Ok(text_result(str_arg(args, "text")?))),
             "add" => {
                 let sum = num_arg(args, "a")? + num_arg(args, "b")?;
@@ -578,6 +623,8 @@ pub(crate) const TOOL_NAMES: &[&str] = &[
     "progress",
     "ask_client_then_cancel",
     "sample",
+    "task_sleep",
+    "task_required",
 ];
 
 pub(crate) fn is_tool(name: &str) -> bool {
@@ -758,6 +805,24 @@ pub(crate) fn tool_list(ttl_ms: u64) -> Value {
             json!({}),
             &[],
         ),
+        tool(
+            "task_sleep",
+            "Sleep for `ms` milliseconds in `steps` steps; with `params.task` it runs as a task (taskSupport optional) whose statusMessage goes `step i/N`. Answers `slept {ms} ms in {steps} steps`.",
+            json!({
+                "ms": integer("Total duration, in milliseconds."),
+                "steps": integer("Number of steps, 1 or more (default 5)."),
+            }),
+            &["ms"],
+        ),
+        tool(
+            "task_required",
+            "Like task_sleep, but only as a task (taskSupport required): a call without `params.task` fails with -32601.",
+            json!({
+                "ms": integer("Total duration, in milliseconds."),
+                "steps": integer("Number of steps, 1 or more (default 5)."),
+            }),
+            &["ms"],
+        ),
     ];
     debug_assert_eq!(tools.len(), TOOL_NAMES.len());
     // `add` and `add-wrong` declare what their structured content holds.
@@ -768,6 +833,14 @@ pub(crate) fn tool_list(ttl_ms: u64) -> Value {
         .map(|mut tool| {
             if matches!(tool["name"].as_str(), Some("add" | "add-wrong")) {
                 tool["outputSchema"] = sum_schema.clone();
+            }
+            let support = match tool["name"].as_str().map(task_support) {
+                Some(TaskSupport::Optional) => Some("optional"),
+                Some(TaskSupport::Required) => Some("required"),
+                _ => None,
+            };
+            if let Some(support) = support {
+                tool["execution"] = json!({"taskSupport": support});
             }
             tool
         })

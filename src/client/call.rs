@@ -23,6 +23,7 @@ use super::{
     mrtr::{classify, forward_progress, Fulfilling, Retry, SharedProgress, Verdict, RETRYABLE},
     progress::{ProgressCallback, ProgressClock, ProgressStream},
     shared::Shared,
+    tasks::{TaskOptions, TaskRun},
 };
 use crate::{
     cancellation::Cancellation,
@@ -52,8 +53,61 @@ pub struct Call<T> {
     output_check: Option<Box<(String, Arc<jsonschema::Validator>)>>,
     /// A list page that may be answered from the cache, and whether a kept page may be used.
     page: Option<(Box<PageKey>, bool)>,
+    /// Given up in flight: withdrawn (never cancelled on the wire), its answer handed here.
+    withdraw_then: Option<WithdrawThen>,
+    /// Run as a task (`params.task`), polled to its end.
+    task: Option<Box<TaskOptions>>,
     _result: PhantomData<fn() -> T>,
 }
+
+impl Call<crate::protocol::tools::CallToolResult> {
+    /// Runs this `tools/call` as a task (`params.task`; for tools whose
+    /// `execution.taskSupport` is `optional`; `required` ones are run as tasks without asking):
+    /// created, polled at the server's interval, its result fetched. The token and the timeout
+    /// cover the whole task, and cancel it with `tasks/cancel` (see the `tasks` notes on
+    /// [`TaskHandle`](super::TaskHandle)). A server that answers with a plain result is answered
+    /// so.
+    pub fn as_task(mut self) -> Self {
+        self.task.get_or_insert_with(Box::default);
+        self
+    }
+
+    /// Asks the server to keep the task for `ttl` after its creation (implies
+    /// [`as_task`](Self::as_task)).
+    pub fn task_ttl(mut self, ttl: Duration) -> Self {
+        self.task.get_or_insert_with(Box::default).ttl = Some(ttl);
+        self
+    }
+
+    /// Calls `callback` with the task each time it is read (created, then each poll): its
+    /// status and status message, e.g. for a progress display (implies
+    /// [`as_task`](Self::as_task)).
+    pub fn on_task_status(
+        mut self,
+        callback: impl Fn(&crate::protocol::tasks::Task) + Send + Sync + 'static,
+    ) -> Self {
+        self.task.get_or_insert_with(Box::default).on_status = Some(Arc::new(callback));
+        self
+    }
+
+    /// Creates the task and hands back its handle at once, **detached**: the task runs on
+    /// whatever happens to the handle; wait for it, read it or cancel it later, from here or
+    /// (by its id, [`Client::task`](super::Client::task)) from another process. Cancelling the
+    /// creation in flight still cancels the task it creates.
+    pub async fn start_task(mut self) -> Result<super::TaskHandle, Error> {
+        let ttl = self.task.take().and_then(|t| t.ttl);
+        if let Some(token) = &self.cancellation {
+            if token.is_cancelled() {
+                return Err(Error::cancelled(token.reason_owned()));
+            }
+        }
+        let start = super::tasks::start(self.link.clone(), Box::new(self.request), ttl);
+        super::tasks::bounded(start, self.cancellation.as_ref(), self.timeout).await
+    }
+}
+
+/// What takes the answer of a call given up in flight that must not be cancelled on the wire.
+pub(crate) type WithdrawThen = Box<dyn FnOnce(oneshot::Receiver<Outcome>) + Send>;
 
 impl<T> Call<T> {
     pub(crate) fn new(link: Arc<Shared>, request: Request) -> Self {
@@ -68,8 +122,17 @@ impl<T> Call<T> {
             progress: None,
             output_check: None,
             page: None,
+            withdraw_then: None,
+            task: None,
             _result: PhantomData,
         }
+    }
+
+    /// Given up in flight, the request is withdrawn if not yet written and otherwise left to
+    /// run (no cancel on the wire); `then` gets its answer.
+    pub(crate) fn withdraw_on_cancel(mut self, then: WithdrawThen) -> Self {
+        self.withdraw_then = Some(then);
+        self
     }
 
     /// A page of a list method: answered from the cache while a page kept for its `ttlMs` is
@@ -227,7 +290,10 @@ impl<T: DeserializeOwned> IntoFuture for Call<T> {
         let clock = self.prepare();
         // A plain timeout is kept by the actor (no timer per call); one that restarts on progress
         // or has a total cap runs here, where the progress clock is.
-        let local = self.reset_on_progress || self.max_total.is_some();
+        let task = self.task.take();
+        let withdraw_then = self.withdraw_then.take();
+        // A task's timeout is the whole task's, and it cancels with `tasks/cancel`: kept here.
+        let local = self.reset_on_progress || self.max_total.is_some() || task.is_some();
         if !local {
             self.request.options.timeout = self.timeout.map(Timeout::new);
         }
@@ -271,6 +337,8 @@ impl<T: DeserializeOwned> IntoFuture for Call<T> {
         );
         let span = (!span.is_disabled()).then_some(span);
         let needs_extras = span.is_some()
+            || task.is_some()
+            || withdraw_then.is_some()
             || self.cancellation.is_some()
             || timers.is_some()
             || retry.is_some()
@@ -288,6 +356,8 @@ impl<T: DeserializeOwned> IntoFuture for Call<T> {
                 page,
                 lookup: None,
                 span,
+                withdraw_then,
+                task,
             })
         });
         CallFuture {
@@ -305,6 +375,8 @@ enum Stage {
     Start(Option<Box<Request>>),
     /// Handed to the actor; the answer comes on this channel.
     Waiting(oneshot::Receiver<Outcome>),
+    /// Run as a task: created, polled, its result fetched. Dropping it cancels the task.
+    Task(TaskRun),
     /// The server asked for input (2026-07-28): the handlers are answering; nothing in flight.
     Fulfilling(Box<Fulfilling>),
     Done,
@@ -326,6 +398,8 @@ pin_project_lite::pin_project! {
         // Where the answer goes in the list cache, once it comes.
         lookup: Option<Lookup>,
         span: Option<tracing::Span>,
+        withdraw_then: Option<WithdrawThen>,
+        task: Option<Box<TaskOptions>>,
     }
 }
 
@@ -462,11 +536,23 @@ impl<T> CallFuture<T> {
 
     /// Cancels the request (if it was sent) and ends this future with `error`.
     fn abandon(&mut self, reason: Option<String>, error: Error) -> Poll<Result<T, Error>> {
-        if matches!(self.stage, Stage::Waiting(_)) {
-            // Behind its request on the connection's inbox: the cancel always meets it.
-            self.link.cancel(self.id, reason);
+        let withdraw_then = self
+            .extras
+            .as_mut()
+            .and_then(|e| e.as_mut().project().withdraw_then.take());
+        // A task being followed is cancelled as its work is dropped (`tasks/cancel`).
+        if let Stage::Waiting(answer) = std::mem::replace(&mut self.stage, Stage::Done) {
+            match withdraw_then {
+                Some(then) => {
+                    // Never cancelled on the wire: withdrawn if unsent, else its answer is
+                    // awaited by `then`.
+                    self.link.withdraw(self.id);
+                    then(answer);
+                }
+                // Behind its request on the connection's inbox: the cancel always meets it.
+                None => self.link.cancel(self.id, reason),
+            }
         }
-        self.stage = Stage::Done;
         Poll::Ready(Err(error))
     }
 }
@@ -494,9 +580,21 @@ impl<T: DeserializeOwned> Future for CallFuture<T> {
                     return Poll::Ready(decode(&page));
                 }
             }
-            let (reply, rx) = oneshot::channel();
-            this.link.submit(request, reply);
-            this.stage = Stage::Waiting(rx);
+            let task = this
+                .extras
+                .as_mut()
+                .and_then(|e| e.as_mut().project().task.take());
+            match task {
+                Some(options) => {
+                    let run = super::tasks::run(this.link.clone(), request, *options);
+                    this.stage = Stage::Task(run);
+                }
+                None => {
+                    let (reply, rx) = oneshot::channel();
+                    this.link.submit(request, reply);
+                    this.stage = Stage::Waiting(rx);
+                }
+            }
         }
 
         loop {
@@ -552,6 +650,15 @@ impl<T: DeserializeOwned> Future for CallFuture<T> {
                     if let Some(retry) = this.extras.as_mut().and_then(|e| e.as_mut().retry()) {
                         match classify(&raw) {
                             Verdict::Complete => {}
+                            Verdict::Task(task) => {
+                                let run = super::tasks::follow(
+                                    this.link.clone(),
+                                    *task,
+                                    TaskOptions::default(),
+                                );
+                                this.stage = Stage::Task(run);
+                                continue;
+                            }
                             Verdict::Invalid(why) => return Poll::Ready(Err(Error::Protocol(why))),
                             Verdict::InputRequired(input) => {
                                 match Fulfilling::start(input, retry, &this.link.handlers) {
@@ -593,6 +700,24 @@ impl<T: DeserializeOwned> Future for CallFuture<T> {
                     let (reply, rx) = oneshot::channel();
                     this.link.submit(Box::new(request), reply);
                     this.stage = Stage::Waiting(rx);
+                }
+                Stage::Task(run) => {
+                    let raw = match run.as_mut().poll(cx) {
+                        Poll::Pending => return Poll::Pending,
+                        Poll::Ready(outcome) => outcome,
+                    };
+                    this.stage = Stage::Done;
+                    let raw = match raw {
+                        Ok(raw) => raw,
+                        Err(e) => return Poll::Ready(Err(e)),
+                    };
+                    let check = this.extras.as_ref().and_then(|e| e.output_check.as_deref());
+                    if let Some((tool, schema)) = check {
+                        if let Err(e) = super::output_schemas::check(tool, schema, &raw) {
+                            return Poll::Ready(Err(e));
+                        }
+                    }
+                    return Poll::Ready(decode(&raw));
                 }
                 Stage::Start(_) | Stage::Done => {
                     return Poll::Ready(Err(Error::Protocol(

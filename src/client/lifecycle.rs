@@ -90,7 +90,14 @@ impl ConnectOptions {
     ) -> Result<InitializeResult, Error> {
         // Server-to-client requests do not exist in this era; the same handlers fulfil the
         // `input_required` results of calls instead (`mrtr.rs`), so the same capabilities hold.
-        let capabilities = self.handlers.capabilities();
+        let mut capabilities = self.handlers.capabilities();
+        // Calls the server makes tasks of are followed to their end (`tasks.rs`).
+        if let Some(caps) = capabilities.as_object_mut() {
+            caps.insert(
+                "extensions".into(),
+                serde_json::json!({ crate::protocol::tasks::TASKS_EXTENSION: {} }),
+            );
+        }
         let mut version = MODERN_PROTOCOL_VERSION.to_owned();
         for _ in 0..2 {
             let meta = request_meta(&version, &capabilities, &self.client_info);

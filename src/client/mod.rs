@@ -10,6 +10,7 @@ mod output_schemas;
 mod pages;
 mod progress;
 mod shared;
+mod tasks;
 mod tool_headers;
 
 use std::{sync::Arc, time::Duration};
@@ -26,6 +27,7 @@ pub use lifecycle::{ProtocolEra, DISCOVER_PROBE_TIMEOUT};
 pub use notifications::{NotificationStream, NOTIFICATION_BUFFER};
 pub use pages::{AllPages, Page, DEFAULT_MAX_PAGES};
 pub use progress::{ProgressCallback, ProgressStream, PROGRESS_BUFFER};
+pub use tasks::{TaskHandle, TaskStatusCallback, TaskWait};
 
 use self::shared::Shared;
 use crate::{
@@ -297,7 +299,23 @@ impl Client {
         } else {
             None
         };
-        self.call(request).check_output(name, schema)
+        let call = self.call(request).check_output(name, schema);
+        // A tool that says it must run as a task is run as one (2025-11-25 `taskSupport`).
+        if self.shared.task_required(name) {
+            return call.as_task();
+        }
+        call
+    }
+
+    /// A task on the server, by its id (from [`Call::start_task`], perhaps in another
+    /// process): read it, wait for it, cancel it.
+    pub fn task(&self, task_id: impl Into<String>) -> TaskHandle {
+        TaskHandle::new(self.shared.clone(), task_id.into())
+    }
+
+    /// `tasks/list` (2025-11-25): the server's tasks, one page.
+    pub fn list_tasks(&self, cursor: Option<&str>) -> Call<Value> {
+        self.call(Request::new("tasks/list", cursor_params(cursor)))
     }
 
     /// Any request, with typed params and result: for methods this crate has no method for.

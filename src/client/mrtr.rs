@@ -65,6 +65,8 @@ pub(crate) enum Verdict {
     /// `resultType` absent (a server of an older revision) or `"complete"`: the result.
     Complete,
     InputRequired(InputRequired),
+    /// `"task"` (the 2026-07-28 tasks extension): the server made a task of the call.
+    Task(Box<crate::protocol::tasks::Task>),
     /// Any other `resultType`: invalid for a call that did not ask for it.
     Invalid(String),
 }
@@ -93,6 +95,10 @@ pub(crate) fn classify(result: &RawValue) -> Verdict {
             "input_required" => match serde_json::from_str(result.get()) {
                 Ok(input) => Verdict::InputRequired(input),
                 Err(e) => Verdict::Invalid(format!("malformed input_required result: {e}")),
+            },
+            "task" => match serde_json::from_str(result.get()) {
+                Ok(task) => Verdict::Task(Box::new(task)),
+                Err(e) => Verdict::Invalid(format!("malformed task result: {e}")),
             },
             other => Verdict::Invalid(format!("unexpected resultType {other:?}")),
         },
@@ -258,8 +264,21 @@ mod tests {
             )),
             Verdict::InputRequired(_)
         ));
+        assert!(
+            matches!(
+                classify(&raw(r#"{"resultType":"task","taskId":"t"}"#)),
+                Verdict::Invalid(_)
+            ),
+            "a task without its status is malformed"
+        );
         assert!(matches!(
-            classify(&raw(r#"{"resultType":"task","taskId":"t"}"#)),
+            classify(&raw(
+                r#"{"resultType":"task","taskId":"t","status":"working"}"#
+            )),
+            Verdict::Task(_)
+        ));
+        assert!(matches!(
+            classify(&raw(r#"{"resultType":"later"}"#)),
             Verdict::Invalid(_)
         ));
     }

@@ -38,6 +38,9 @@ pub(crate) struct Shared {
     output_schemas: Mutex<OutputSchemas>,
     /// Whether any tool has one: calls to other tools never touch the lock.
     has_output_schemas: AtomicBool,
+    /// The tools whose `execution.taskSupport` is `required` (run as tasks without asking).
+    task_required: Mutex<HashSet<String>>,
+    has_task_required: AtomicBool,
     /// List pages a 2026-07-28 server marked cacheable.
     pub list_cache: Arc<ListCache>,
     /// Whether a tool list was ever fetched: only then does a `tools/list_changed` refetch it.
@@ -56,6 +59,8 @@ impl Shared {
             tool_headers: Mutex::default(),
             output_schemas: Mutex::default(),
             has_output_schemas: AtomicBool::new(false),
+            task_required: Mutex::default(),
+            has_task_required: AtomicBool::new(false),
             list_cache,
             tools_learned: AtomicBool::new(false),
             refetching: AtomicBool::new(false),
@@ -73,6 +78,11 @@ impl Shared {
 
     pub fn cancel(&self, id: RequestId, reason: Option<String>) {
         self.link.cancel(id, reason);
+    }
+
+    /// Withdraws request `id` if it never reached the server; else it runs on.
+    pub fn withdraw(&self, id: RequestId) {
+        self.link.withdraw(id);
     }
 
     /// Whether every call would fail: the connection ended.
@@ -151,7 +161,54 @@ impl Shared {
         output_schemas::learn(result, &mut schemas);
         self.has_output_schemas
             .store(!schemas.is_empty(), Ordering::Release);
+        self.learn_task_support(result);
         self.tools_learned.store(true, Ordering::Relaxed);
+    }
+
+    /// Learns which listed tools must run as tasks (one page: tools on other pages are kept).
+    fn learn_task_support(&self, result: &RawResult) {
+        #[derive(serde::Deserialize)]
+        struct Page {
+            #[serde(default)]
+            tools: Vec<Listed>,
+        }
+        #[derive(serde::Deserialize)]
+        struct Listed {
+            name: String,
+            #[serde(default)]
+            execution: Option<Value>,
+        }
+        let Ok(page) = serde_json::from_str::<Page>(result.get()) else {
+            return;
+        };
+        let mut required = self
+            .task_required
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        for tool in page.tools {
+            let support = tool
+                .execution
+                .as_ref()
+                .and_then(|e| e.get("taskSupport"))
+                .and_then(Value::as_str);
+            if support == Some("required") {
+                required.insert(tool.name);
+            } else {
+                required.remove(&tool.name);
+            }
+        }
+        self.has_task_required
+            .store(!required.is_empty(), Ordering::Release);
+    }
+
+    /// Whether `tool` must run as a task.
+    pub fn task_required(&self, tool: &str) -> bool {
+        self.has_task_required.load(Ordering::Acquire)
+            && self
+                .task_required
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .contains(tool)
     }
 
     /// The server's tools changed (`notifications/tools/list_changed`): if this client ever

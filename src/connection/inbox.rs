@@ -40,8 +40,15 @@ pub(crate) enum Entry {
     Call(Box<Request>, Reply),
     /// Cancel a request. Its reason, if any, waits in the inbox's side table, so that this
     /// stays a word (ids are never 0).
+    /// With [`WITHDRAW`] set: withdraw the request if nothing of it reached the server yet
+    /// (queued or held), otherwise leave it be, its answer still coming to its reply channel.
+    /// For task-creating calls, which must never be cancelled on the wire (2025-11-25) and whose
+    /// answer names the task to cancel. (A flag, not a variant: the entry stays two words.)
     Cancel(NonZeroU64),
 }
+
+/// The bit of [`Entry::Cancel`] that makes it a withdrawal (no request id comes near it).
+const WITHDRAW: u64 = 1 << 63;
 
 const _: () = assert!(std::mem::size_of::<Entry>() == 16);
 
@@ -148,6 +155,14 @@ impl Link {
         }
     }
 
+    /// Withdraws request `id` if it never reached the server; else it runs on (see
+    /// [`Entry::Withdraw`]).
+    pub fn withdraw(&self, id: RequestId) {
+        if let Some(id) = NonZeroU64::new(id.as_u64() | WITHDRAW) {
+            self.push(Entry::Cancel(id), None);
+        }
+    }
+
     fn push(&self, entry: Entry, reason: Option<(RequestId, String)>) {
         if self.inbox.push(entry, reason) {
             // do_send ignores the mailbox bound: a wake-up is never lost to a full mailbox.
@@ -201,6 +216,10 @@ impl Ordered {
             for entry in entries.drain(..) {
                 match entry {
                     Entry::Call(request, reply) => self.requests.accept(request, reply, now),
+                    Entry::Cancel(id) if id.get() & WITHDRAW != 0 => {
+                        let id = RequestId::from_u64(id.get() & !WITHDRAW);
+                        self.requests.withdraw(id, Error::cancelled(None));
+                    }
                     Entry::Cancel(id) => {
                         let id = RequestId::from_u64(id.get());
                         // Usually empty: skip hashing then.

@@ -184,6 +184,19 @@ impl Requests {
         }
     }
 
+    /// Withdraws request `id` if nothing of it reached the server (queued, or held for a
+    /// retry): answered with `error`, nothing on the wire. A request being written or written
+    /// is left as it is: its answer comes as usual.
+    pub fn withdraw(&mut self, id: RequestId, error: Error) {
+        let Some(entry) = self.table.get(&id) else {
+            return;
+        };
+        match entry.phase() {
+            Phase::Queued | Phase::Held => self.cancel(id, None, error),
+            Phase::Writing | Phase::CancelAfterWrite | Phase::Written => {}
+        }
+    }
+
     fn cancel_on_wire(&mut self, id: RequestId, reason: Option<String>, wire_cancellable: bool) {
         if !wire_cancellable {
             return;
@@ -524,6 +537,26 @@ mod tests {
             Error::Cancelled { .. }
         ));
         assert!(requests.next_batch().is_none(), "nothing goes on the wire");
+        assert!(requests.is_empty());
+    }
+
+    #[test]
+    fn withdrawn_while_queued_it_is_never_written_once_written_it_is_answered_as_usual() {
+        let now = Instant::now();
+        let mut requests = Requests::new(now);
+        let (queued, queued_rx) = submit(&mut requests, None, now);
+        requests.withdraw(queued, Error::cancelled(None));
+        assert!(queued_rx.try_recv().unwrap().is_err());
+        assert!(requests.next_batch().is_none(), "nothing goes on the wire");
+
+        let (id, rx) = submit(&mut requests, None, now);
+        let batch = requests.next_batch().unwrap();
+        requests.withdraw(id, Error::cancelled(None)); // being written: left be
+        requests.batch_written(batch);
+        requests.withdraw(id, Error::cancelled(None)); // written: left be
+        assert!(requests.next_batch().is_none(), "no cancel on the wire");
+        assert!(requests.answered(Some(id), Ok(result())));
+        assert!(rx.try_recv().unwrap().is_ok(), "its answer still comes");
         assert!(requests.is_empty());
     }
 

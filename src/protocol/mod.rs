@@ -15,6 +15,7 @@ pub mod results;
 pub mod roots;
 pub mod routing;
 pub mod sampling;
+pub mod tasks;
 pub mod tools;
 
 pub use jsonrpc::{RawResult, RequestId};

@@ -1,0 +1,440 @@
+//! Tasks, caller side: a `tools/call` the server runs as a task is created, polled (at the
+//! server's `pollInterval`, by the caller's future: never a timer on the actor, never a busy
+//! loop) and its result fetched; to the caller it is awaited like any call.
+//!
+//! **Cancellation, at every moment:**
+//! - before the creating call is written: it is withdrawn, nothing reaches the wire;
+//! - while the creating call is in flight: the caller is woken at once; the call is never
+//!   cancelled on the wire (2025-11-25 forbids `notifications/cancelled` for a task-augmented
+//!   request): its answer is awaited in the background and the task it names gets `tasks/cancel`;
+//! - while the task runs: `tasks/cancel {taskId}`, never `notifications/cancelled`, the caller
+//!   woken at once;
+//! - a task that ends while the cancel is on its way, or a `tasks/cancel` answered `-32602`
+//!   (already terminal): nothing reaches a caller who left; [`TaskHandle::cancel`] reports the
+//!   final state to one who waits.
+//!
+//! A task started with [`TaskCall::start`](super::Call::start_task) is **detached**: it runs on
+//! whatever happens to the handle, and [`Client::task`](super::Client::task) resumes it by id,
+//! from this process or another.
+
+use std::{
+    future::{Future, IntoFuture},
+    pin::Pin,
+    sync::{Arc, Mutex, PoisonError},
+    time::Duration,
+};
+
+use serde_json::{json, Map, Value};
+
+use super::{call::WithdrawThen, shared::Shared, Call};
+use crate::{
+    cancellation::Cancellation,
+    connection::{Outcome, Request, RequestOptions},
+    error::Error,
+    protocol::{
+        jsonrpc::RawResult,
+        tasks::{created_task, Task},
+        tools::CallToolResult,
+    },
+};
+
+/// Called with the task each time it is read (created, then each poll), on the caller's task.
+pub type TaskStatusCallback = Arc<dyn Fn(&Task) + Send + Sync>;
+
+/// How a call runs as a task.
+#[derive(Clone, Default)]
+pub(crate) struct TaskOptions {
+    /// `params.task.ttl`: how long the server keeps the task after creation.
+    pub ttl: Option<Duration>,
+    pub on_status: Option<TaskStatusCallback>,
+}
+
+/// The work of a task call, to its final result.
+pub(crate) type TaskRun = Pin<Box<dyn Future<Output = Result<RawResult, Error>> + Send>>;
+
+/// How long a background `tasks/cancel` may take.
+const CANCEL_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Runs `request` (a `tools/call`) as a task: created with `params.task`, followed to its end.
+/// A server that answers with a plain result (it chose not to make a task) is answered so.
+pub(crate) fn run(shared: Arc<Shared>, request: Box<Request>, options: TaskOptions) -> TaskRun {
+    Box::pin(async move {
+        let create = augmented(&request, options.ttl)?;
+        let guard = Guard::new(shared.clone());
+        let created: Box<serde_json::value::RawValue> = Call::new(shared.clone(), create)
+            .no_timeout()
+            .withdraw_on_cancel(cancel_what_it_creates(shared.clone()))
+            .await?;
+        let value: Value = serde_json::from_str(created.get())
+            .map_err(|e| Error::Protocol(format!("unexpected task-creating result: {e}")))?;
+        let Some(task) = created_task(&value) else {
+            return Ok(created); // not made a task: this is the result
+        };
+        follow_guarded(shared, task, options, guard).await
+    })
+}
+
+/// Follows a task the server made of a call (2026-07-28 `resultType: "task"`) to its end.
+pub(crate) fn follow(shared: Arc<Shared>, task: Task, options: TaskOptions) -> TaskRun {
+    Box::pin(async move {
+        let guard = Guard::new(shared.clone());
+        follow_guarded(shared, task, options, guard).await
+    })
+}
+
+async fn follow_guarded(
+    shared: Arc<Shared>,
+    mut task: Task,
+    options: TaskOptions,
+    guard: Guard,
+) -> Result<RawResult, Error> {
+    guard.running(&task.task_id);
+    let report = |task: &Task| {
+        if let Some(on_status) = &options.on_status {
+            on_status(task);
+        }
+    };
+    report(&task);
+    while !task.status.is_terminal() {
+        tokio::time::sleep(task.poll_interval()).await;
+        task = get(&shared, &task.task_id).await?;
+        report(&task);
+    }
+    let outcome = final_result(&shared, &task).await;
+    guard.done();
+    outcome
+}
+
+/// The final result of a terminal task: inlined (2026-07-28), else `tasks/result`.
+async fn final_result(shared: &Arc<Shared>, task: &Task) -> Result<RawResult, Error> {
+    if let Some(result) = &task.result {
+        return serde_json::value::to_raw_value(result)
+            .map_err(|e| Error::Protocol(format!("task result: {e}")));
+    }
+    if let Some(error) = &task.error {
+        let error: crate::protocol::jsonrpc::ErrorObject = serde_json::from_value(error.clone())
+            .map_err(|e| Error::Protocol(format!("task error: {e}")))?;
+        return Err(Error::Server {
+            code: error.code,
+            message: error.message,
+            data: error.data,
+        });
+    }
+    if shared.is_modern() {
+        return Err(Error::Protocol(format!(
+            "task {} ended {} without a result",
+            task.task_id,
+            task.status.as_str()
+        )));
+    }
+    Call::new(
+        shared.clone(),
+        Request::new("tasks/result", Some(json!({ "taskId": task.task_id }))),
+    )
+    .no_timeout()
+    .await
+}
+
+async fn get(shared: &Arc<Shared>, task_id: &str) -> Result<Task, Error> {
+    Call::new(
+        shared.clone(),
+        Request::new("tasks/get", Some(json!({ "taskId": task_id })))
+            .with_routing(shared.named_routing(task_id)),
+    )
+    .timeout(super::DEFAULT_REQUEST_TIMEOUT)
+    .await
+}
+
+/// The `tools/call` request with `params.task` added.
+fn augmented(request: &Request, ttl: Option<Duration>) -> Result<Request, Error> {
+    let mut params: Map<String, Value> = match &request.params {
+        Ok(Some(raw)) => serde_json::from_str(raw.get())
+            .map_err(|_| Error::Protocol("tools/call params must be an object".into()))?,
+        Ok(None) => Map::new(),
+        Err(e) => return Err(Error::Protocol(e.clone())),
+    };
+    let mut task = Map::new();
+    if let Some(ttl) = ttl {
+        task.insert(
+            "ttl".into(),
+            Value::from(u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX)),
+        );
+    }
+    params.insert("task".into(), Value::Object(task));
+    Ok(Request::with_params("tools/call", Some(&params))
+        .with_routing(request.options.routing().cloned()))
+}
+
+/// A creating call given up while in flight: its answer is awaited here, and the task it names,
+/// if any, cancelled.
+fn cancel_what_it_creates(shared: Arc<Shared>) -> WithdrawThen {
+    Box::new(move |answer: oneshot::Receiver<Outcome>| {
+        spawn(async move {
+            let Ok(Ok(raw)) = answer.await else {
+                return; // withdrawn before it was written, or failed: no task
+            };
+            let created = serde_json::from_str::<Value>(raw.get())
+                .ok()
+                .and_then(|v| created_task(&v));
+            if let Some(task) = created {
+                send_cancel(&shared, task.task_id);
+            }
+        });
+    })
+}
+
+/// Queues `tasks/cancel {taskId}` on the connection now (so it is ahead of anything the caller
+/// does next, a close included) and reads its answer in the background.
+fn send_cancel(shared: &Shared, task_id: String) {
+    let request = Request::new("tasks/cancel", Some(json!({ "taskId": task_id })))
+        .with_routing(shared.named_routing(&task_id))
+        .with_options(RequestOptions {
+            timeout: Some(CANCEL_TIMEOUT),
+            ..RequestOptions::default()
+        });
+    let (reply, answer) = oneshot::channel();
+    shared.submit(Box::new(request), reply);
+    spawn(async move {
+        if let Ok(Err(error)) = answer.await {
+            // -32602: it had ended already; nobody is waiting for this answer.
+            tracing::debug!(task = %task_id, %error, "tasks/cancel not applied");
+        }
+    });
+}
+
+/// Runs `task` beside the caller: on the current actix arbiter when there is one, else on tokio.
+fn spawn(task: impl Future<Output = ()> + Send + 'static) {
+    if actix_rt::Arbiter::try_current().is_some() {
+        actix_rt::spawn(task);
+    } else if tokio::runtime::Handle::try_current().is_ok() {
+        tokio::spawn(task);
+    } else {
+        tracing::warn!("no runtime to send tasks/cancel on: the task is left to its ttl");
+    }
+}
+
+/// Cancels the running task when the work following it is dropped before its end.
+struct Guard {
+    shared: Arc<Shared>,
+    state: Mutex<GuardState>,
+}
+
+enum GuardState {
+    Creating,
+    Running(String),
+    Done,
+}
+
+impl Guard {
+    fn new(shared: Arc<Shared>) -> Self {
+        Self {
+            shared,
+            state: Mutex::new(GuardState::Creating),
+        }
+    }
+
+    fn running(&self, task_id: &str) {
+        *self.state.lock().unwrap_or_else(PoisonError::into_inner) =
+            GuardState::Running(task_id.to_owned());
+    }
+
+    fn done(&self) {
+        *self.state.lock().unwrap_or_else(PoisonError::into_inner) = GuardState::Done;
+    }
+}
+
+impl Drop for Guard {
+    fn drop(&mut self) {
+        let state = std::mem::replace(
+            &mut *self.state.lock().unwrap_or_else(PoisonError::into_inner),
+            GuardState::Done,
+        );
+        if let GuardState::Running(task_id) = state {
+            send_cancel(&self.shared, task_id);
+        }
+    }
+}
+
+/// A task on the server, known by its id: read it, wait for it, cancel it. Dropping a handle
+/// does nothing to the task.
+#[derive(Clone)]
+pub struct TaskHandle {
+    shared: Arc<Shared>,
+    task_id: String,
+}
+
+impl std::fmt::Debug for TaskHandle {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TaskHandle")
+            .field("task_id", &self.task_id)
+            .finish()
+    }
+}
+
+impl TaskHandle {
+    pub(crate) fn new(shared: Arc<Shared>, task_id: String) -> Self {
+        Self { shared, task_id }
+    }
+
+    /// The task's id (to store, and resume with [`Client::task`](super::Client::task)).
+    pub fn id(&self) -> &str {
+        &self.task_id
+    }
+
+    /// `tasks/get`: where the task is now.
+    pub async fn get(&self) -> Result<Task, Error> {
+        get(&self.shared, &self.task_id).await
+    }
+
+    /// `tasks/result` (2025-11-25: waits until the task ends); in the 2026-07-28 era the
+    /// result inlined in `tasks/get` once the task ended.
+    pub async fn result(&self) -> Result<CallToolResult, Error> {
+        let task = self.get().await?;
+        if self.shared.is_modern() && !task.status.is_terminal() {
+            return Err(Error::Protocol(format!(
+                "task {} is still {}",
+                self.task_id,
+                task.status.as_str()
+            )));
+        }
+        decode(&final_result(&self.shared, &task).await?)
+    }
+
+    /// `tasks/cancel`, and the task's state after it: `cancelled`, or, when it had already
+    /// ended (`-32602`), the state it ended in. The 2026-07-28 cancel is cooperative and only
+    /// acknowledged: the state is then read with `tasks/get`.
+    pub async fn cancel(&self) -> Result<Task, Error> {
+        let cancelled: Result<Value, Error> = Call::new(
+            self.shared.clone(),
+            Request::new("tasks/cancel", Some(json!({ "taskId": self.task_id })))
+                .with_routing(self.shared.named_routing(&self.task_id)),
+        )
+        .timeout(CANCEL_TIMEOUT)
+        .await;
+        match cancelled {
+            Ok(answer) => match serde_json::from_value::<Task>(answer) {
+                Ok(task) => Ok(task),
+                Err(_) => self.get().await, // an empty acknowledgement (2026-07-28)
+            },
+            Err(Error::Server { code: -32602, .. }) => self.get().await,
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Waits for the task's end and its result; cancelling or dropping the wait cancels the
+    /// task (`tasks/cancel`).
+    pub fn wait(&self) -> TaskWait {
+        TaskWait {
+            handle: self.clone(),
+            cancellation: None,
+            timeout: None,
+            on_status: None,
+        }
+    }
+}
+
+/// Waiting for a task's result ([`TaskHandle::wait`]).
+#[must_use = "a TaskWait does nothing until it is awaited"]
+pub struct TaskWait {
+    handle: TaskHandle,
+    cancellation: Option<Cancellation>,
+    timeout: Option<Duration>,
+    on_status: Option<TaskStatusCallback>,
+}
+
+impl TaskWait {
+    /// Cancels the task (`tasks/cancel`) when `token` is cancelled.
+    pub fn cancellation(mut self, token: &Cancellation) -> Self {
+        self.cancellation = Some(token.clone());
+        self
+    }
+
+    /// Gives up (cancelling the task) after `after`.
+    pub fn timeout(mut self, after: Duration) -> Self {
+        self.timeout = Some(after);
+        self
+    }
+
+    /// Called with the task at each poll.
+    pub fn on_status(mut self, callback: impl Fn(&Task) + Send + Sync + 'static) -> Self {
+        self.on_status = Some(Arc::new(callback));
+        self
+    }
+}
+
+impl IntoFuture for TaskWait {
+    type Output = Result<CallToolResult, Error>;
+    type IntoFuture = Pin<Box<dyn Future<Output = Self::Output> + Send>>;
+
+    fn into_future(self) -> Self::IntoFuture {
+        Box::pin(async move {
+            let shared = self.handle.shared.clone();
+            let options = TaskOptions {
+                ttl: None,
+                on_status: self.on_status,
+            };
+            let work = async {
+                let task = self.handle.get().await?;
+                decode(&follow(shared, task, options).await?)
+            };
+            bounded(work, self.cancellation.as_ref(), self.timeout).await
+        })
+    }
+}
+
+/// `work`, given up (dropped) when `token` fires or `timeout` passes.
+pub(crate) async fn bounded<T>(
+    work: impl Future<Output = Result<T, Error>>,
+    token: Option<&Cancellation>,
+    timeout: Option<Duration>,
+) -> Result<T, Error> {
+    let cancelled = async {
+        match token {
+            Some(token) => {
+                token.cancelled().await;
+                Error::cancelled(token.reason_owned())
+            }
+            None => std::future::pending().await,
+        }
+    };
+    let expired = async {
+        match timeout {
+            Some(after) => {
+                tokio::time::sleep(after).await;
+                Error::Timeout { after }
+            }
+            None => std::future::pending().await,
+        }
+    };
+    if let Some(token) = token {
+        if token.is_cancelled() {
+            return Err(Error::cancelled(token.reason_owned()));
+        }
+    }
+    tokio::select! {
+        outcome = work => outcome,
+        error = cancelled => Err(error),
+        error = expired => Err(error),
+    }
+}
+
+fn decode<T: serde::de::DeserializeOwned>(raw: &serde_json::value::RawValue) -> Result<T, Error> {
+    serde_json::from_str(raw.get()).map_err(|e| Error::Protocol(format!("unexpected result: {e}")))
+}
+
+/// The creating call of a detached task: the task's handle once the server made it.
+pub(crate) async fn start(
+    shared: Arc<Shared>,
+    request: Box<Request>,
+    ttl: Option<Duration>,
+) -> Result<TaskHandle, Error> {
+    let create = augmented(&request, ttl)?;
+    let created: Value = Call::new(shared.clone(), create)
+        .no_timeout()
+        .withdraw_on_cancel(cancel_what_it_creates(shared.clone()))
+        .await?;
+    let task = created_task(&created).ok_or_else(|| {
+        Error::Protocol("the server answered the call instead of making a task".into())
+    })?;
+    Ok(TaskHandle::new(shared, task.task_id))
+}
