@@ -57,6 +57,8 @@ pub struct Call<T> {
     withdraw_then: Option<WithdrawThen>,
     /// Run as a task (`params.task`), polled to its end.
     task: Option<Box<TaskOptions>>,
+    /// How to follow a task the server makes of this call (2026-07-28), if not the defaults.
+    follow: Option<Box<TaskOptions>>,
     _result: PhantomData<fn() -> T>,
 }
 
@@ -124,6 +126,7 @@ impl<T> Call<T> {
             page: None,
             withdraw_then: None,
             task: None,
+            follow: None,
             _result: PhantomData,
         }
     }
@@ -132,6 +135,12 @@ impl<T> Call<T> {
     /// run (no cancel on the wire); `then` gets its answer.
     pub(crate) fn withdraw_on_cancel(mut self, then: WithdrawThen) -> Self {
         self.withdraw_then = Some(then);
+        self
+    }
+
+    /// How to follow a task the server makes of this call (2026-07-28 `resultType: "task"`).
+    pub(crate) fn following(mut self, options: TaskOptions) -> Self {
+        self.follow = Some(Box::new(options));
         self
     }
 
@@ -291,6 +300,7 @@ impl<T: DeserializeOwned> IntoFuture for Call<T> {
         // A plain timeout is kept by the actor (no timer per call); one that restarts on progress
         // or has a total cap runs here, where the progress clock is.
         let task = self.task.take();
+        let follow = self.follow.take();
         let withdraw_then = self.withdraw_then.take();
         // A task's timeout is the whole task's, and it cancels with `tasks/cancel`: kept here.
         let local = self.reset_on_progress || self.max_total.is_some() || task.is_some();
@@ -338,6 +348,7 @@ impl<T: DeserializeOwned> IntoFuture for Call<T> {
         let span = (!span.is_disabled()).then_some(span);
         let needs_extras = span.is_some()
             || task.is_some()
+            || follow.is_some()
             || withdraw_then.is_some()
             || self.cancellation.is_some()
             || timers.is_some()
@@ -358,6 +369,7 @@ impl<T: DeserializeOwned> IntoFuture for Call<T> {
                 span,
                 withdraw_then,
                 task,
+                follow,
             })
         });
         CallFuture {
@@ -400,6 +412,7 @@ pin_project_lite::pin_project! {
         span: Option<tracing::Span>,
         withdraw_then: Option<WithdrawThen>,
         task: Option<Box<TaskOptions>>,
+        follow: Option<Box<TaskOptions>>,
     }
 }
 
@@ -651,11 +664,13 @@ impl<T: DeserializeOwned> Future for CallFuture<T> {
                         match classify(&raw) {
                             Verdict::Complete => {}
                             Verdict::Task(task) => {
-                                let run = super::tasks::follow(
-                                    this.link.clone(),
-                                    *task,
-                                    TaskOptions::default(),
-                                );
+                                let options = this
+                                    .extras
+                                    .as_mut()
+                                    .and_then(|e| e.as_mut().project().follow.take())
+                                    .map(|o| *o)
+                                    .unwrap_or_default();
+                                let run = super::tasks::follow(this.link.clone(), *task, options);
                                 this.stage = Stage::Task(run);
                                 continue;
                             }

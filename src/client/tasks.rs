@@ -59,11 +59,14 @@ const CANCEL_TIMEOUT: Duration = Duration::from_secs(30);
 /// A server that answers with a plain result (it chose not to make a task) is answered so.
 pub(crate) fn run(shared: Arc<Shared>, request: Box<Request>, options: TaskOptions) -> TaskRun {
     Box::pin(async move {
-        let create = augmented(&request, options.ttl)?;
+        let create = augmented(&shared, &request, options.ttl)?;
         let guard = Guard::new(shared.clone());
+        // 2026-07-28: the server answers `resultType: "task"`, and this call follows the task
+        // itself (with these options) to its final result.
         let created: Box<serde_json::value::RawValue> = Call::new(shared.clone(), create)
             .no_timeout()
             .withdraw_on_cancel(cancel_what_it_creates(shared.clone()))
+            .following(options.clone())
             .await?;
         let value: Value = serde_json::from_str(created.get())
             .map_err(|e| Error::Protocol(format!("unexpected task-creating result: {e}")))?;
@@ -145,8 +148,9 @@ async fn get(shared: &Arc<Shared>, task_id: &str) -> Result<Task, Error> {
     .await
 }
 
-/// The `tools/call` request with `params.task` added.
-fn augmented(request: &Request, ttl: Option<Duration>) -> Result<Request, Error> {
+/// The `tools/call` request with `params.task` added (2025-11-25). In the 2026-07-28 era the
+/// request goes as it is: the client declared the tasks extension, and the server decides.
+fn augmented(shared: &Shared, request: &Request, ttl: Option<Duration>) -> Result<Request, Error> {
     let mut params: Map<String, Value> = match &request.params {
         Ok(Some(raw)) => serde_json::from_str(raw.get())
             .map_err(|_| Error::Protocol("tools/call params must be an object".into()))?,
@@ -160,7 +164,9 @@ fn augmented(request: &Request, ttl: Option<Duration>) -> Result<Request, Error>
             Value::from(u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX)),
         );
     }
-    params.insert("task".into(), Value::Object(task));
+    if !shared.is_modern() {
+        params.insert("task".into(), Value::Object(task));
+    }
     Ok(Request::with_params("tools/call", Some(&params))
         .with_routing(request.options.routing().cloned()))
 }
@@ -202,11 +208,10 @@ fn send_cancel(shared: &Shared, task_id: String) {
     });
 }
 
-/// Runs `task` beside the caller: on the current actix arbiter when there is one, else on tokio.
+/// Runs `task` (it only waits for an answer) on the tokio runtime of the caller, which every
+/// context that makes calls has (an actix System runs one).
 fn spawn(task: impl Future<Output = ()> + Send + 'static) {
-    if actix_rt::Arbiter::try_current().is_some() {
-        actix_rt::spawn(task);
-    } else if tokio::runtime::Handle::try_current().is_ok() {
+    if tokio::runtime::Handle::try_current().is_ok() {
         tokio::spawn(task);
     } else {
         tracing::warn!("no runtime to send tasks/cancel on: the task is left to its ttl");
@@ -428,7 +433,7 @@ pub(crate) async fn start(
     request: Box<Request>,
     ttl: Option<Duration>,
 ) -> Result<TaskHandle, Error> {
-    let create = augmented(&request, ttl)?;
+    let create = augmented(&shared, &request, ttl)?;
     let created: Value = Call::new(shared.clone(), create)
         .no_timeout()
         .withdraw_on_cancel(cancel_what_it_creates(shared.clone()))

@@ -1,0 +1,273 @@
+//! Tasks against the demo server, a real child process, in both eras: a task call is awaited
+//! like any call, and cancelling it at every moment of its life is checked at the server (its
+//! counters and the journal of every line it read): `tasks/cancel` for a task, never a
+//! `notifications/cancelled`, nothing at all for a call never written.
+
+mod common;
+
+use std::time::Duration;
+
+use actix_mcp::{Cancellation, Client, Error, TaskStatus};
+use common::*;
+use serde_json::{json, Value};
+
+async fn connected(journal: &Journal, era: &str) -> Client {
+    let client = Client::connect(journal.server().args(["--era", era]))
+        .await
+        .unwrap();
+    client.tools().await.unwrap(); // learns which tools must run as tasks
+    client
+}
+
+async fn stat(client: &Client, path: &str) -> u64 {
+    let stats = server_stats(client).await;
+    stats.pointer(path).and_then(Value::as_u64).unwrap_or(0)
+}
+
+/// No `notifications/cancelled` ever named a task-creating call, and none at all was sent.
+fn no_cancel_notification(journal: &Journal) {
+    assert!(
+        !journal
+            .lines()
+            .iter()
+            .any(|l| l.contains("notifications/cancelled")),
+        "a task is never cancelled with notifications/cancelled"
+    );
+}
+
+/// A tool that must run as a task is run as one without asking, in both eras, and its status
+/// messages reach the caller.
+#[actix::test]
+async fn a_required_task_tool_is_awaited_like_any_call_in_both_eras() {
+    for era in ["legacy", "modern"] {
+        let journal = Journal::new(&format!("tasks-required-{era}"));
+        let client = connected(&journal, era).await;
+        let messages = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let seen = messages.clone();
+        let result = client
+            .call_tool("task_required", json!({"ms": 300, "steps": 3}))
+            .on_task_status(move |task| {
+                seen.lock()
+                    .unwrap()
+                    .push(task.status_message.clone().unwrap_or_default());
+            })
+            .await
+            .unwrap();
+        assert_eq!(result.text(), "slept 300 ms in 3 steps", "{era}");
+        assert_eq!(stat(&client, "/tasks/completed").await, 1, "{era}");
+        assert!(stat(&client, "/task_gets").await >= 1, "{era}: polled");
+        assert!(messages
+            .lock()
+            .unwrap()
+            .iter()
+            .any(|m| m.starts_with("step ")));
+        let created = journal
+            .frames()
+            .into_iter()
+            .find(|f| f["method"] == "tools/call" && f["params"]["name"] == "task_required")
+            .unwrap();
+        if era == "legacy" {
+            assert!(
+                created["params"]["task"].is_object(),
+                "params.task: {created}"
+            );
+        } else {
+            let extensions = &created["params"]["_meta"]
+                ["io.modelcontextprotocol/clientCapabilities"]["extensions"];
+            assert!(
+                extensions["io.modelcontextprotocol/tasks"].is_object(),
+                "{created}"
+            );
+        }
+        no_cancel_notification(&journal);
+    }
+}
+
+/// Cancelled before the creating call is written: nothing reaches the server.
+#[actix::test]
+async fn cancelled_before_it_is_written_a_task_call_sends_nothing() {
+    let journal = Journal::new("tasks-before-written");
+    let client = connected(&journal, "legacy").await;
+    let token = Cancellation::new();
+    token.cancel();
+    let refused = client
+        .call_tool("task_sleep", json!({"ms": 60_000}))
+        .as_task()
+        .cancellation(&token)
+        .await;
+    assert!(refused.unwrap_err().is_cancelled());
+    let detached = client
+        .call_tool("task_sleep", json!({"ms": 60_000}))
+        .cancellation(&token)
+        .start_task()
+        .await;
+    assert!(detached.unwrap_err().is_cancelled());
+    assert_eq!(stat(&client, "/tasks/created").await, 0);
+    assert!(!journal.lines().iter().any(|l| l.contains("task_sleep")));
+}
+
+/// Cancelled while the creating call is in flight (the server is not reading): the caller is
+/// woken at once; the call is not cancelled on the wire; once the server answers, the task it
+/// made gets `tasks/cancel`: no task is left running.
+#[actix::test]
+async fn cancelled_while_the_creating_call_is_in_flight_the_task_it_makes_is_cancelled() {
+    let journal = Journal::new("tasks-creating");
+    let client = connected(&journal, "legacy").await;
+    client
+        .call_tool("pause_reading", json!({"ms": 700}))
+        .await
+        .unwrap();
+    let token = Cancellation::new();
+    let call = client
+        .call_tool("task_sleep", json!({"ms": 60_000}))
+        .as_task()
+        .cancellation(&token);
+    let running = tokio::spawn(std::future::IntoFuture::into_future(call));
+    tokio::time::sleep(Duration::from_millis(100)).await; // written to the pipe, not read
+    token.cancel();
+    assert!(
+        running.await.unwrap().unwrap_err().is_cancelled(),
+        "woken at once"
+    );
+    eventually_async("the task it made is cancelled", || async {
+        stat(&client, "/tasks/cancelled").await == 1
+    })
+    .await;
+    assert_eq!(stat(&client, "/task_cancels").await, 1);
+    assert_eq!(
+        stat(&client, "/tasks/working").await,
+        0,
+        "nothing left running"
+    );
+    assert_eq!(stat(&client, "/cancels_for_tasks").await, 0);
+    no_cancel_notification(&journal);
+}
+
+/// Cancelled while the task runs, three ways (token, dropped future, timeout): the caller is
+/// woken at once and the server gets `tasks/cancel`, never `notifications/cancelled`, in both
+/// eras.
+#[actix::test]
+async fn cancelled_while_it_runs_a_task_gets_tasks_cancel_in_both_eras() {
+    for era in ["legacy", "modern"] {
+        let journal = Journal::new(&format!("tasks-running-{era}"));
+        let client = connected(&journal, era).await;
+        let long = || {
+            client
+                .call_tool("task_sleep", json!({"ms": 60_000}))
+                .as_task()
+        };
+        let until_working = |n: u64| {
+            let client = client.clone();
+            async move {
+                eventually_async("the task runs", || async {
+                    stat(&client, "/tasks/working").await == n
+                })
+                .await;
+            }
+        };
+
+        // By token.
+        let token = Cancellation::new();
+        let by_token = tokio::spawn(std::future::IntoFuture::into_future(
+            long().cancellation(&token),
+        ));
+        until_working(1).await;
+        token.cancel_with_reason("enough");
+        assert!(by_token.await.unwrap().unwrap_err().is_cancelled());
+        eventually_async("cancelled at the server", || async {
+            stat(&client, "/tasks/cancelled").await == 1
+        })
+        .await;
+
+        // By dropping the future.
+        let dropped = tokio::spawn(std::future::IntoFuture::into_future(long()));
+        until_working(1).await;
+        dropped.abort();
+        eventually_async("cancelled at the server", || async {
+            stat(&client, "/tasks/cancelled").await == 2
+        })
+        .await;
+
+        // By timeout.
+        let timed_out = long().timeout(Duration::from_millis(400)).await;
+        assert!(
+            matches!(timed_out, Err(Error::Timeout { .. })),
+            "{era}: {timed_out:?}"
+        );
+        eventually_async("cancelled at the server", || async {
+            stat(&client, "/tasks/cancelled").await == 3
+        })
+        .await;
+
+        assert_eq!(stat(&client, "/task_cancels").await, 3, "{era}");
+        assert_eq!(
+            stat(&client, "/tasks/working").await,
+            0,
+            "{era}: none orphaned"
+        );
+        assert_eq!(stat(&client, "/cancels_for_tasks").await, 0, "{era}");
+        no_cancel_notification(&journal);
+    }
+}
+
+/// A detached task runs on without its handle, and is resumed by its id; cancelling a task
+/// that already ended reports the state it ended in, without an error.
+#[actix::test]
+async fn a_detached_task_runs_on_and_is_resumed_by_id() {
+    let journal = Journal::new("tasks-detached");
+    let client = connected(&journal, "legacy").await;
+    let handle = client
+        .call_tool("task_sleep", json!({"ms": 300, "steps": 2}))
+        .start_task()
+        .await
+        .unwrap();
+    let id = handle.id().to_owned();
+    drop(handle);
+    assert_eq!(
+        stat(&client, "/tasks/working").await,
+        1,
+        "dropping the handle cancels nothing"
+    );
+    let resumed = client.task(id.clone());
+    let result = resumed.wait().await.unwrap();
+    assert_eq!(result.text(), "slept 300 ms in 2 steps");
+    assert_eq!(resumed.get().await.unwrap().status, TaskStatus::Completed);
+    let after = resumed.cancel().await.unwrap();
+    assert_eq!(
+        after.status,
+        TaskStatus::Completed,
+        "the final state, no error"
+    );
+    assert_eq!(stat(&client, "/task_cancels_unknown_or_terminal").await, 1);
+    assert_eq!(
+        client.task(id).result().await.unwrap().text(),
+        "slept 300 ms in 2 steps"
+    );
+    no_cancel_notification(&journal);
+}
+
+/// A resumed wait that is cancelled cancels the task.
+#[actix::test]
+async fn a_resumed_wait_cancelled_cancels_the_task() {
+    let journal = Journal::new("tasks-resumed-cancel");
+    let client = connected(&journal, "legacy").await;
+    let handle = client
+        .call_tool("task_sleep", json!({"ms": 60_000}))
+        .start_task()
+        .await
+        .unwrap();
+    let token = Cancellation::new();
+    let wait = handle.wait().cancellation(&token);
+    let waiting = tokio::spawn(std::future::IntoFuture::into_future(wait));
+    eventually_async("polled", || async {
+        stat(&client, "/task_gets").await >= 1
+    })
+    .await;
+    token.cancel();
+    assert!(waiting.await.unwrap().unwrap_err().is_cancelled());
+    eventually_async("cancelled at the server", || async {
+        stat(&client, "/tasks/cancelled").await == 1
+    })
+    .await;
+    no_cancel_notification(&journal);
+}
