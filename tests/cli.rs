@@ -594,3 +594,120 @@ fn a_malformed_config_file_is_one_line_with_its_position() {
         "{stderr}"
     );
 }
+
+/// A tool that must run as a task: `call` creates it, follows it and prints its result.
+#[test]
+fn call_on_a_task_tool_prints_the_tasks_result() {
+    let server = stdio_arg(None);
+    let out = cli(&[
+        "--stdio",
+        &server,
+        "call",
+        "task_required",
+        "--tool-arg",
+        "ms=300",
+        "--tool-arg",
+        "steps=3",
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(text(&out.stdout).trim(), "slept 300 ms in 3 steps");
+}
+
+/// Ctrl-C during a task: `tasks/cancel` reaches the server (never `notifications/cancelled`)
+/// and the CLI exits 130.
+#[test]
+fn ctrl_c_during_a_task_sends_tasks_cancel_and_exits_130() {
+    let journal = Journal::new("cli-task-ctrl-c");
+    let server = stdio_arg(Some(&journal));
+    let child = Command::new(cli_program())
+        .args([
+            "--stdio",
+            &server,
+            "call",
+            "task_sleep",
+            "--task",
+            r#"{"ms":60000}"#,
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while !journal.lines().iter().any(|l| l.contains("tasks/get")) {
+        assert!(std::time::Instant::now() < deadline, "the task never ran");
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    signal(i32::try_from(child.id()).expect("pid fits"), Signal::SIGINT);
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(130), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("cancelled"),
+        "{}",
+        text(&out.stderr)
+    );
+    let lines = journal.lines();
+    assert!(
+        lines.iter().any(|l| l.contains("tasks/cancel")),
+        "tasks/cancel sent"
+    );
+    assert!(!lines.iter().any(|l| l.contains("notifications/cancelled")));
+}
+
+/// `--detach` prints the task's id; later runs (other processes) read, wait for and cancel it
+/// by id, over HTTP where the server outlives each run.
+#[test]
+fn a_detached_task_is_followed_by_id_from_other_runs() {
+    let server = demo_http(&[]);
+    let started = cli(&[
+        "--url",
+        &server.url,
+        "call",
+        "task_sleep",
+        "--detach",
+        "--tool-arg",
+        "ms=400",
+    ]);
+    assert!(started.status.success(), "{}", text(&started.stderr));
+    let id = text(&started.stdout).trim().to_owned();
+    assert!(id.starts_with("task-"), "{id}");
+    let got = cli(&["--url", &server.url, "task", "get", &id]);
+    assert!(got.status.success(), "{}", text(&got.stderr));
+    assert!(text(&got.stdout).starts_with(&id));
+    let result = cli(&["--url", &server.url, "task", "result", &id]);
+    assert!(result.status.success(), "{}", text(&result.stderr));
+    assert_eq!(text(&result.stdout).trim(), "slept 400 ms in 5 steps");
+
+    let long = cli(&[
+        "--url",
+        &server.url,
+        "call",
+        "task_sleep",
+        "--detach",
+        "--tool-arg",
+        "ms=60000",
+    ]);
+    let long_id = text(&long.stdout).trim().to_owned();
+    let cancelled = cli(&["--url", &server.url, "--json", "task", "cancel", &long_id]);
+    assert!(cancelled.status.success(), "{}", text(&cancelled.stderr));
+    let task: Value = serde_json::from_slice(&cancelled.stdout).expect("JSON");
+    assert_eq!(task["status"], "cancelled");
+}
+
+/// The reference server's research tool requires a task: the CLI prints its report.
+#[test]
+fn the_reference_servers_research_task_prints_its_report() {
+    let command = format!("node {} stdio", everything::server_script().display());
+    let out = cli(&[
+        "--stdio",
+        &command,
+        "call",
+        "simulate-research-query",
+        r#"{"topic":"x"}"#,
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stdout).contains("research report"),
+        "{}",
+        text(&out.stdout)
+    );
+}

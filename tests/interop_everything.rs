@@ -123,8 +123,7 @@ async fn every_tool_answers(transport: impl Transport) {
             .timeout(Duration::from_secs(20))
             .await;
         match result {
-            // Task-only tools refuse a plain call: a tool error, not a protocol failure.
-            Ok(result) if tool.name == "simulate-research-query" => assert!(result.failed()),
+            // Task-only tools (simulate-research-query) are run as tasks without asking.
             Ok(result) => assert!(!result.failed(), "{}: {:?}", tool.name, result.content),
             // A URL-mode elicitation the server wants completed first.
             Err(Error::UrlElicitationRequired { .. }) if tool.name.contains("url-elicitation") => {}
@@ -310,4 +309,44 @@ async fn log_messages_reach_subscribers(transport: impl Transport) {
     .await
     .expect("a log message within 10 s");
     assert!(!log.data.is_null());
+}
+
+/// The reference server's research tool requires a task; asked with `ambiguous: true`, it
+/// needs input midway: its elicitation reaches the typed handler through `tasks/result`, and
+/// the report comes back.
+#[actix::test]
+async fn the_research_task_runs_and_asks_the_elicitation_handler_when_ambiguous() {
+    let asked = Arc::new(AtomicUsize::new(0));
+    let counted = asked.clone();
+    let client = Client::builder()
+        .on_form_elicitation(move |_, _| {
+            counted.fetch_add(1, Ordering::SeqCst);
+            async {
+                let mut content = serde_json::Map::new();
+                content.insert("interpretation".into(), json!("technical"));
+                Ok(actix_mcp::ElicitResult::accept(content))
+            }
+        })
+        .connect(stdio())
+        .await
+        .unwrap();
+    client.tools().await.unwrap();
+    let statuses = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let seen = statuses.clone();
+    let report = client
+        .call_tool(
+            "simulate-research-query",
+            json!({"topic": "actix", "ambiguous": true}),
+        )
+        .on_task_status(move |task| seen.lock().unwrap().push(task.status.as_str().to_owned()))
+        .timeout(Duration::from_secs(60))
+        .await
+        .unwrap();
+    assert!(!report.failed(), "{:?}", report.content);
+    assert!(report.text().contains("actix"), "{}", report.text());
+    assert!(
+        asked.load(Ordering::SeqCst) >= 1,
+        "the elicitation handler was asked"
+    );
+    assert!(!statuses.lock().unwrap().is_empty());
 }

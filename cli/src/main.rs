@@ -15,6 +15,7 @@
 mod many;
 mod output;
 mod parse;
+mod tasks;
 
 use std::{
     process::ExitCode,
@@ -101,6 +102,17 @@ impl From<Era> for ProtocolEra {
     }
 }
 
+/// What `task` does.
+#[derive(Clone, Copy, ValueEnum)]
+enum TaskAction {
+    /// The task's state (tasks/get).
+    Get,
+    /// Waits for the task's end and prints its result (tasks/result).
+    Result,
+    /// Cancels it (tasks/cancel) and prints the state it ends in.
+    Cancel,
+}
+
 #[derive(Subcommand)]
 enum Command {
     /// Server name, version, protocol, capabilities and instructions.
@@ -132,6 +144,22 @@ enum Command {
         /// the text itself as a string (text=hello world).
         #[arg(long = "tool-arg", value_name = "KEY=VALUE")]
         tool_args: Vec<String>,
+        /// Run the call as a task (for tools whose taskSupport is "optional"; "required" ones
+        /// always are): its status messages show in the progress bar, Ctrl-C sends tasks/cancel.
+        #[arg(long)]
+        task: bool,
+        /// Start the task and print its id instead of waiting (implies --task); follow it with
+        /// `task get|result|cancel ID`.
+        #[arg(long)]
+        detach: bool,
+    },
+    /// A task on the server, by id: `get` (its state), `result` (waits for it), `cancel`.
+    Task {
+        /// get, result or cancel.
+        #[arg(value_enum)]
+        action: TaskAction,
+        /// The task's id.
+        id: String,
     },
     /// Check that the server answers; prints the round trip in milliseconds.
     Ping,
@@ -375,12 +403,34 @@ async fn execute(client: &Client, cli: &Cli, interrupt: &Cancellation) -> Result
             name,
             args,
             tool_args,
+            task,
+            detach,
         } => {
             let mut args = parse_object(args, "arguments")?;
             args.extend(parse::tool_args(tool_args)?);
             // The tool list carries the tools' output schemas: the result is checked against
             // its tool's. A server that cannot list its tools is still called.
-            let _ = client.tools().cancellation(interrupt).await;
+            let tools = client
+                .tools()
+                .cancellation(interrupt)
+                .await
+                .unwrap_or_default();
+            let required = tools.iter().any(|t| {
+                t.name == *name
+                    && t.execution.as_ref().and_then(|e| e.task_support.as_deref())
+                        == Some("required")
+            });
+            if *detach {
+                let handle = client
+                    .call_tool(name, Value::Object(args))
+                    .cancellation(interrupt)
+                    .start_task()
+                    .await?;
+                return out.task_started(handle.id());
+            }
+            if *task || required {
+                return tasks::follow(client, name, args, interrupt, &out).await;
+            }
             let bar = output::ProgressBar::new(!cli.json);
             let progress = bar.clone();
             let result = client
@@ -390,6 +440,22 @@ async fn execute(client: &Client, cli: &Cli, interrupt: &Cancellation) -> Result
                 .await;
             bar.finish();
             out.tool_result(&result?)
+        }
+        Command::Task { action, id } => {
+            let handle = client.task(id.clone());
+            match action {
+                TaskAction::Get => out.task(&handle.get().await?),
+                TaskAction::Cancel => out.task(&handle.cancel().await?),
+                TaskAction::Result => {
+                    let result = tokio::select! {
+                        result = handle.wait() => result?,
+                        () = interrupt.cancelled() => {
+                            return Err(Error::Cancelled { reason: interrupt.reason().map(str::to_owned) }.into())
+                        }
+                    };
+                    out.tool_result(&result)
+                }
+            }
         }
         Command::Ping => {
             let start = Instant::now();

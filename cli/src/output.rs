@@ -72,6 +72,32 @@ impl Printer {
         Ok(())
     }
 
+    /// `call --detach`: the task's id.
+    pub fn task_started(&self, id: &str) -> Result<(), Failure> {
+        if self.json {
+            return self.print_json(&json!({ "taskId": id }));
+        }
+        out!("{id}");
+        Ok(())
+    }
+
+    /// A task's state.
+    pub fn task(&self, task: &actix_mcp::Task) -> Result<(), Failure> {
+        if self.json {
+            return self.print_json(task);
+        }
+        out!(
+            "{} {}{}",
+            task.task_id,
+            task.status.as_str(),
+            task.status_message
+                .as_deref()
+                .map(|m| format!(": {m}"))
+                .unwrap_or_default()
+        );
+        Ok(())
+    }
+
     /// `servers`: one line per server, or the rows as JSON.
     pub fn servers(&self, rows: &[serde_json::Value]) -> Result<(), Failure> {
         if self.json {
@@ -302,6 +328,19 @@ impl ProgressBar {
         if let Some(message) = &p.message {
             bar.set_message(message.clone());
         }
+    }
+
+    /// A task's status message as the bar's message (a spinner when there is no bar yet).
+    pub fn status(&self, message: &str) {
+        let Some(slot) = &self.bar else { return };
+        let Ok(mut slot) = slot.lock() else { return };
+        let bar = slot.get_or_insert_with(|| {
+            let bar = indicatif::ProgressBar::new_spinner();
+            bar.set_draw_target(indicatif::ProgressDrawTarget::stderr());
+            bar
+        });
+        bar.set_message(message.to_owned());
+        bar.tick();
     }
 
     pub fn finish(&self) {

@@ -33,7 +33,7 @@ use crate::{
     error::Error,
     protocol::{
         jsonrpc::RawResult,
-        tasks::{created_task, Task},
+        tasks::{created_task, Task, TaskStatus},
         tools::CallToolResult,
     },
 };
@@ -98,10 +98,20 @@ async fn follow_guarded(
         }
     };
     report(&task);
-    while !task.status.is_terminal() {
+    // 2025-11-25: a task that needs input gets it through `tasks/result`, which waits for the
+    // end while the server's requests (elicitation, sampling) reach the handlers.
+    let legacy_input =
+        |task: &Task| task.status == TaskStatus::InputRequired && !shared.is_modern();
+    while !task.status.is_terminal() && !legacy_input(&task) {
         tokio::time::sleep(task.poll_interval()).await;
         task = get(&shared, &task.task_id).await?;
         report(&task);
+    }
+    if task.status == TaskStatus::InputRequired && shared.is_modern() {
+        return Err(Error::Protocol(format!(
+            "task {} needs input (tasks/update), which this client does not answer yet",
+            task.task_id
+        )));
     }
     let outcome = final_result(&shared, &task).await;
     guard.done();
