@@ -33,12 +33,17 @@ use scenarios::{Metrics, Sizes};
 use serde_json::{json, Value};
 
 const CLIENTS: [&str; 4] = ["actix-mcp", "actix-mcp-tokio", "raw", "rmcp"];
-const SCENARIOS: [&str; 8] = ["a", "b", "c1", "c2", "c3", "c4", "d", "scale"];
+const SCENARIOS: [&str; 9] = ["a", "b", "c1", "c2", "c3", "c4", "d", "scale", "t"];
 /// `--http`: the same server over Streamable HTTP (its `--http` mode), actix-mcp vs rmcp.
 const HTTP_CLIENTS: [&str; 4] = ["actix-mcp-http", "rmcp-http", "actix-mcp-h2", "rmcp-h2"];
 const HTTP_SCENARIOS: [&str; 4] = ["a", "b", "c1", "c2"];
 /// Counters that must be zero for actix-mcp in every run.
-const MUST_BE_ZERO: [&str; 3] = ["lost_cancels", "overtaking_cancels", "left_running"];
+const MUST_BE_ZERO: [&str; 4] = [
+    "lost_cancels",
+    "overtaking_cancels",
+    "left_running",
+    "task_cancel_notifications",
+];
 
 #[derive(Parser, Debug)]
 #[command(about = "actix-mcp vs rmcp vs raw, side by side")]
@@ -49,7 +54,7 @@ struct Args {
     /// Runs per scenario and client; the table shows medians.
     #[arg(long, default_value_t = 3)]
     runs: usize,
-    /// Comma-separated scenarios (a,b,c1,c2,c3,c4,d,scale).
+    /// Comma-separated scenarios (a,b,c1,c2,c3,c4,d,scale,t).
     #[arg(long, value_delimiter = ',')]
     scenarios: Option<Vec<String>>,
     /// Comma-separated clients (actix-mcp,actix-mcp-tokio,raw,rmcp; with --http:
@@ -220,6 +225,10 @@ fn orchestrate(
     for (si, scenario) in scenarios.iter().enumerate() {
         for run in 0..runs {
             for client in clients {
+                // Tasks (t): only actix-mcp has them.
+                if scenario == "t" && !client.starts_with("actix-mcp") {
+                    continue;
+                }
                 eprintln!("scenario {scenario}, run {}/{runs}, {client}", run + 1);
                 let mut cmd = Command::new(&exe);
                 cmd.args(["--worker", client, "--scenario", scenario]);

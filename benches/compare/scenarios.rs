@@ -26,6 +26,8 @@ pub struct Sizes {
     pub mem: usize,
     pub scale_total: usize,
     pub scale_small_in_flight: usize,
+    /// Tasks started, then cancelled (scenario t).
+    pub tasks: usize,
 }
 
 impl Sizes {
@@ -40,6 +42,7 @@ impl Sizes {
         single: 2_000,
         mem: 10_000,
         scale_total: 100_000,
+        tasks: 1_000,
         scale_small_in_flight: 1_000,
     };
 
@@ -55,6 +58,7 @@ impl Sizes {
         single: 500,
         mem: 2_000,
         scale_total: 10_000,
+        tasks: 200,
         scale_small_in_flight: 256,
     };
 
@@ -69,6 +73,7 @@ impl Sizes {
         single: 50,
         mem: 200,
         scale_total: 1_000,
+        tasks: 50,
         scale_small_in_flight: 64,
     };
 
@@ -83,6 +88,7 @@ impl Sizes {
         single: 100,
         mem: 1_000,
         scale_total: 5_000,
+        tasks: 100,
         scale_small_in_flight: 100,
     };
 }
@@ -97,6 +103,7 @@ pub async fn run<D: Driver>(d: &D, scenario: &str, s: Sizes) -> Result<Metrics, 
         "c4" => cancel_single(d, s).await,
         "d" => mem(d, s).await,
         "scale" => scale(d, s).await,
+        "t" => tasks(d, s).await,
         other => Err(format!("unknown scenario {other}")),
     }
 }
@@ -371,6 +378,74 @@ async fn wait_applied<D: Driver>(d: &D, n: u64, trigger: Instant) -> Result<(f64
         }
         sleep(Duration::from_micros(200)).await;
     }
+}
+
+/// t: `tasks` tool calls run as tasks, all working at the server, then every one cancelled
+/// through its token: each must end `cancelled` at the server (by `tasks/cancel`, never
+/// `notifications/cancelled`), none left working.
+async fn tasks<D: Driver>(d: &D, s: Sizes) -> Result<Metrics, String> {
+    let n = s.tasks;
+    let mut tokens = Vec::with_capacity(n);
+    let mut calls = FuturesUnordered::new();
+    for _ in 0..n {
+        let (token, call) = d
+            .task_cancellable(600_000)
+            .ok_or("this client has no tasks")?;
+        tokens.push(token);
+        calls.push(call);
+    }
+    let working = async {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            let stats = d.stats().await?;
+            if stats["tasks"]["working"].as_u64() == Some(n as u64) {
+                return Ok::<(), String>(());
+            }
+            if Instant::now() > deadline {
+                return Err(format!("the tasks never all ran: {stats}"));
+            }
+            sleep(Duration::from_millis(5)).await;
+        }
+    };
+    drive_while(&mut calls, working).await?;
+    let trigger = Instant::now();
+    for token in &tokens {
+        d.cancel(token);
+    }
+    let outcomes = calls.collect::<Vec<SleepOutcome>>().await;
+    let mut seen: Vec<Duration> = outcomes
+        .iter()
+        .map(|o| o.seen_at.saturating_duration_since(trigger))
+        .collect();
+    let deadline = trigger + Duration::from_secs(30);
+    let (applied_ms, stats) = loop {
+        let stats = d.stats().await?;
+        let done = stats["tasks"]["cancelled"].as_u64() == Some(n as u64);
+        if done || Instant::now() > deadline {
+            let ms = trigger.elapsed().as_secs_f64() * 1e3;
+            break (if done { ms } else { f64::NAN }, stats);
+        }
+        sleep(Duration::from_millis(1)).await;
+    };
+    let cancelled = stats["tasks"]["cancelled"].as_u64().unwrap_or(0) as f64;
+    Ok(vec![
+        (
+            "caller_sees_cancel_p99_us",
+            micros(percentile(&mut seen, 99.0)),
+        ),
+        ("server_cancelled_all_ms", applied_ms),
+        (
+            "callers_not_cancelled",
+            outcomes.iter().filter(|o| !o.cancelled).count() as f64,
+        ),
+        ("lost_cancels", n as f64 - cancelled),
+        ("left_running", count(&stats["tasks"], "working")),
+        (
+            "task_cancel_notifications",
+            count(&stats, "cancels_for_tasks"),
+        ),
+        ("peak_rss_kib", rss_kib("VmHWM:")),
+    ])
 }
 
 async fn sleep(d: Duration) {

@@ -87,6 +87,30 @@ impl Driver for ActixMcp {
         (token, fut)
     }
 
+    fn task_cancellable(
+        &self,
+        ms: u64,
+    ) -> Option<(
+        Cancellation,
+        std::pin::Pin<Box<dyn Future<Output = SleepOutcome>>>,
+    )> {
+        let token = Cancellation::new();
+        let call = self
+            .client
+            .call_tool("task_sleep", json!({ "ms": ms }))
+            .as_task()
+            .cancellation(&token);
+        let fut = async move {
+            let outcome = call.await;
+            SleepOutcome {
+                cancelled: matches!(outcome, Err(ref e) if e.is_cancelled()),
+                seen_at: Instant::now(),
+                cancel_call: None,
+            }
+        };
+        Some((token, Box::pin(fut)))
+    }
+
     fn cancel(&self, token: &Cancellation) {
         token.cancel();
     }

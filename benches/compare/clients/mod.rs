@@ -101,4 +101,17 @@ pub trait Driver: Sized {
 
     /// The server's counters (`stats` tool).
     fn stats(&self) -> impl Future<Output = Result<Value, String>>;
+
+    /// `tools/call task_sleep {ms}` run as a task, cancelled through the client's explicit API
+    /// (`tasks/cancel`); `None` for a client without tasks.
+    #[allow(clippy::type_complexity)]
+    fn task_cancellable(
+        &self,
+        _ms: u64,
+    ) -> Option<(
+        Self::Cancel,
+        std::pin::Pin<Box<dyn Future<Output = SleepOutcome>>>,
+    )> {
+        None
+    }
 }
