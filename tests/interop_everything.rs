@@ -41,6 +41,7 @@ fn arguments_for(tool: &str) -> Value {
         }
         "trigger-long-running-operation" => json!({"duration": 0.2, "steps": 2}),
         "trigger-sampling-request" => json!({"prompt": "hello"}),
+        "trigger-sampling-request-async" => json!({"prompt": "hello async"}),
         "simulate-research-query" => json!({"topic": "x"}),
         "trigger-url-elicitation" => json!({"url": "https://example.com/sign-in"}),
         _ => json!({}),
@@ -349,4 +350,46 @@ async fn the_research_task_runs_and_asks_the_elicitation_handler_when_ambiguous(
         "the elicitation handler was asked"
     );
     assert!(!statuses.lock().unwrap().is_empty());
+}
+
+/// The server asks for sampling and elicitation **as tasks** (2025-11-25): the client answers
+/// with a task at once, runs the typed handler, and serves the server's `tasks/get` and
+/// `tasks/result`; the tools report the handlers' answers.
+#[actix::test]
+async fn the_servers_task_augmented_requests_run_as_client_tasks() {
+    let client = connect_with_handlers(stdio(), Arc::new(AtomicUsize::new(0))).await;
+    let tools = client.tools().await.unwrap();
+    for expected in [
+        "trigger-sampling-request-async",
+        "trigger-elicitation-request-async",
+    ] {
+        assert!(
+            tools.iter().any(|t| t.name == expected),
+            "offered once the client declares tasks: {expected}"
+        );
+    }
+    let sampled = client
+        .call_tool(
+            "trigger-sampling-request-async",
+            json!({"prompt": "hello async"}),
+        )
+        .timeout(Duration::from_secs(60))
+        .await
+        .unwrap();
+    let text = sampled.text();
+    assert!(!sampled.failed(), "{text}");
+    assert!(
+        text.contains("sampled: ") && text.contains("hello async"),
+        "{text}"
+    );
+    assert!(!text.contains("[SYNC]"), "answered as a task: {text}");
+
+    let elicited = client
+        .call_tool("trigger-elicitation-request-async", json!({}))
+        .timeout(Duration::from_secs(60))
+        .await
+        .unwrap();
+    let text = elicited.text();
+    assert!(!elicited.failed(), "{text}");
+    assert!(text.contains("Bob"), "{text}");
 }

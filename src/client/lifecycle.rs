@@ -158,7 +158,22 @@ impl ConnectOptions {
     }
 
     async fn handshake(&self, link: &Arc<Shared>) -> Result<InitializeResult, Error> {
-        let capabilities = self.handlers.capabilities();
+        let mut capabilities = self.handlers.capabilities();
+        // 2025-11-25: the server may ask for sampling and elicitation as tasks, which the
+        // connection runs (`connection/server_tasks.rs`).
+        let mut requests = serde_json::Map::new();
+        if capabilities.get("sampling").is_some() {
+            requests.insert("sampling".into(), serde_json::json!({"createMessage": {}}));
+        }
+        if capabilities.get("elicitation").is_some() {
+            requests.insert("elicitation".into(), serde_json::json!({"create": {}}));
+        }
+        if let (false, Some(caps)) = (requests.is_empty(), capabilities.as_object_mut()) {
+            caps.insert(
+                "tasks".into(),
+                serde_json::json!({"list": {}, "cancel": {}, "requests": requests}),
+            );
+        }
         let params = InitializeParams {
             protocol_version: LATEST_PROTOCOL_VERSION,
             capabilities: &capabilities,

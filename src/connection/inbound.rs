@@ -10,7 +10,10 @@ use std::collections::HashMap;
 use futures::FutureExt as _;
 use serde_json::{json, value::RawValue, Value};
 
-use super::{handlers::HandlerError, Connection, ServerRequestDone};
+use super::{
+    handlers::{HandlerError, ELICITATION, SAMPLING},
+    Connection, ServerRequestDone, ServerTaskDone,
+};
 use crate::{
     cancellation::Cancellation,
     error::Error,
@@ -150,6 +153,15 @@ impl Connection {
         let params = params
             .and_then(|p| serde_json::from_str::<Value>(p.get()).ok())
             .unwrap_or_else(|| json!({}));
+        if matches!(
+            method,
+            "tasks/get" | "tasks/result" | "tasks/cancel" | "tasks/list"
+        ) {
+            for (to, answer) in self.server_tasks.request(id, method, &params) {
+                self.answer_server_request(to, answer);
+            }
+            return;
+        }
         let Some(handler) = self.handlers.get(method, Some(&params)) else {
             let refusal = ErrorObject {
                 code: METHOD_NOT_FOUND,
@@ -158,6 +170,24 @@ impl Connection {
             };
             return self.answer_server_request(id, Err(refusal));
         };
+        // Task-augmented (2025-11-25): answered at once with the task made of it; the handler
+        // runs on under the task's own token, and its end answers `tasks/result`.
+        let task = params.get("task").filter(|t| t.is_object()).cloned();
+        if let (Some(task), SAMPLING | ELICITATION) = (task, method) {
+            let token = Cancellation::new();
+            let (created, task_id) = self.server_tasks.create(task.get("ttl"), token.clone());
+            let work = std::panic::AssertUnwindSafe(handler(params, token)).catch_unwind();
+            let connection = self.myself.clone();
+            actix_rt::spawn(async move {
+                let outcome = work
+                    .await
+                    .unwrap_or_else(|_| Err(HandlerError::internal("handler panicked")));
+                if let Some(addr) = connection.and_then(|c| c.upgrade()) {
+                    addr.do_send(ServerTaskDone { task_id, outcome });
+                }
+            });
+            return self.answer_server_request(id, Ok(created));
+        }
         // Off the actor: a slow handler never delays response routing. Its answer comes back as
         // a message; a panic becomes an internal error instead of silence.
         let work = std::panic::AssertUnwindSafe(handler(params, token)).catch_unwind();

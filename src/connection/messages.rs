@@ -300,6 +300,16 @@ impl Message for ServerRequestDone {
     type Result = ();
 }
 
+/// The handler of a task the server asked of us ended.
+pub(crate) struct ServerTaskDone {
+    pub task_id: String,
+    pub outcome: Result<Value, HandlerError>,
+}
+
+impl Message for ServerTaskDone {
+    type Result = ();
+}
+
 /// Cancel a request made on this connection. Does nothing if it already finished.
 #[derive(Debug, Clone)]
 pub struct Cancel {

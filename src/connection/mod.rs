@@ -20,6 +20,7 @@ mod outbox;
 mod requests;
 #[cfg(test)]
 mod requests_model;
+mod server_tasks;
 
 use std::{sync::Arc, time::Instant};
 
@@ -36,7 +37,7 @@ pub use messages::{
     Cancel, Close, ConnectionStats, GetStats, Notify, PendingReply, Request, RequestOptions,
     Subscribe, WaitReleased,
 };
-pub(crate) use messages::{ServerRequestDone, UseProtocol};
+pub(crate) use messages::{ServerRequestDone, ServerTaskDone, UseProtocol};
 
 use self::{
     inbound::{InboundCounters, ServerRequests},
@@ -66,6 +67,8 @@ pub struct Connection {
     /// The request states, reachable only through the inbox (see `inbox.rs`).
     requests: Ordered,
     server_requests: ServerRequests,
+    /// The tasks the server asked of us (2025-11-25 task-augmented server requests).
+    server_tasks: server_tasks::ServerTasks,
     handlers: Handlers,
     notifications: Option<broadcast::Sender<ServerNotification>>,
     /// Told of each notification before anyone else, on the connection's thread.
@@ -97,6 +100,7 @@ impl Connection {
             lifecycle: Lifecycle::Opening(transport),
             requests: Ordered::new(Arc::default(), Requests::new(Instant::now())),
             server_requests: ServerRequests::default(),
+            server_tasks: server_tasks::ServerTasks::default(),
             handlers: Handlers::default(),
             notifications: None,
             observer: None,
@@ -220,6 +224,7 @@ impl Connection {
         self.requests.inbox().mark_ended_with(&error);
         self.requests.get().close(error, drain);
         self.server_requests.cancel_all();
+        self.server_tasks.cancel_all();
         if drain {
             self.lifecycle.start_draining();
             self.flush();
@@ -457,6 +462,26 @@ impl Handler<ServerRequestDone> for Connection {
                 data: e.data,
             });
         self.answer_server_request(done.id, outcome);
+        self.settle(ctx);
+    }
+}
+
+impl Handler<ServerTaskDone> for Connection {
+    type Result = ();
+
+    fn handle(&mut self, done: ServerTaskDone, ctx: &mut Self::Context) {
+        let span = self.span.clone();
+        let _in = span.enter();
+        let outcome = done
+            .outcome
+            .map_err(|e| crate::protocol::jsonrpc::ErrorObject {
+                code: e.code,
+                message: e.message,
+                data: e.data,
+            });
+        for (waiter, answer) in self.server_tasks.finished(&done.task_id, outcome) {
+            self.answer_server_request(waiter, answer);
+        }
         self.settle(ctx);
     }
 }
