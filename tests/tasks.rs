@@ -271,3 +271,36 @@ async fn a_resumed_wait_cancelled_cancels_the_task() {
     .await;
     no_cancel_notification(&journal);
 }
+
+/// A server that pushes `notifications/tasks/status` is followed by them: the statuses reach
+/// the caller as they come, and polling is not needed meanwhile.
+#[actix::test]
+async fn status_notifications_are_used_when_the_server_sends_them() {
+    let client = Client::connect(demo_server().arg("--task-status-notifications"))
+        .await
+        .unwrap();
+    client.tools().await.unwrap();
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let record = seen.clone();
+    let result = client
+        .call_tool("task_sleep", json!({"ms": 400, "steps": 40}))
+        .as_task()
+        .on_task_status(move |task| {
+            record
+                .lock()
+                .unwrap()
+                .push(task.status_message.clone().unwrap_or_default());
+        })
+        .await
+        .unwrap();
+    assert_eq!(result.text(), "slept 400 ms in 40 steps");
+    let seen = seen.lock().unwrap().clone();
+    assert!(
+        seen.len() > 10,
+        "each pushed status reached the caller (polling every 100 ms would see about 4): {seen:?}"
+    );
+    assert!(
+        stat(&client, "/task_gets").await < 4,
+        "notifications every 10 ms leave no poll due"
+    );
+}

@@ -314,6 +314,17 @@ impl ConnectOptions {
             let list_cache = list_cache.clone();
             let client_state = client_state.clone();
             Box::new(move |notification: &ServerNotification| {
+                if let ServerNotification::Other { method, params } = notification {
+                    if matches!(
+                        method.as_str(),
+                        "notifications/tasks/status" | "notifications/tasks"
+                    ) {
+                        if let Some(shared) = client_state.get().and_then(Weak::upgrade) {
+                            shared.task_status(params.as_ref());
+                        }
+                    }
+                    return;
+                }
                 let Some(family) = Family::changed_by(notification) else {
                     return;
                 };

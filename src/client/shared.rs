@@ -19,11 +19,31 @@ use super::{
 };
 use crate::{
     connection::{Connection, Handlers, Link, Outcome, Request},
+    protocol::tasks::Task,
     protocol::{
         jsonrpc::{RawResult, RequestId},
         routing::Routing,
     },
 };
+
+/// The status notifications of one followed task; dropping it stops them.
+pub(crate) struct TaskWatch {
+    shared: std::sync::Weak<Shared>,
+    id: String,
+    pub receiver: tokio::sync::mpsc::UnboundedReceiver<Task>,
+}
+
+impl Drop for TaskWatch {
+    fn drop(&mut self) {
+        if let Some(shared) = self.shared.upgrade() {
+            shared
+                .task_watchers
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .remove(&self.id);
+        }
+    }
+}
 
 pub(crate) struct Shared {
     link: Link,
@@ -48,6 +68,9 @@ pub(crate) struct Shared {
     /// A refetch of the tool list is running; `refetch_again`: another change came meanwhile.
     refetching: AtomicBool,
     refetch_again: AtomicBool,
+    /// The tasks being followed, and where their status notifications go.
+    task_watchers:
+        Mutex<std::collections::HashMap<String, tokio::sync::mpsc::UnboundedSender<Task>>>,
 }
 
 impl Shared {
@@ -65,6 +88,7 @@ impl Shared {
             tools_learned: AtomicBool::new(false),
             refetching: AtomicBool::new(false),
             refetch_again: AtomicBool::new(false),
+            task_watchers: Mutex::default(),
         }
     }
 
@@ -199,6 +223,35 @@ impl Shared {
         }
         self.has_task_required
             .store(!required.is_empty(), Ordering::Release);
+    }
+
+    /// Follows task `id`'s status notifications until the returned watch is dropped.
+    pub fn watch_task(self: &Arc<Self>, id: &str) -> TaskWatch {
+        let (sender, receiver) = tokio::sync::mpsc::unbounded_channel();
+        self.task_watchers
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(id.to_owned(), sender);
+        TaskWatch {
+            shared: Arc::downgrade(self),
+            id: id.to_owned(),
+            receiver,
+        }
+    }
+
+    /// A `notifications/tasks/status` (2025-11-25) or `notifications/tasks` (2026-07-28): to
+    /// whoever follows that task. Runs on the connection's thread.
+    pub fn task_status(&self, params: Option<&Value>) {
+        let Some(task) = params.and_then(|p| serde_json::from_value::<Task>(p.clone()).ok()) else {
+            return;
+        };
+        let watchers = self
+            .task_watchers
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        if let Some(sender) = watchers.get(&task.task_id) {
+            let _ = sender.send(task);
+        }
     }
 
     /// Whether `tool` must run as a task.

@@ -102,11 +102,17 @@ async fn follow_guarded(
     // end while the server's requests (elicitation, sampling) reach the handlers.
     let legacy_input =
         |task: &Task| task.status == TaskStatus::InputRequired && !shared.is_modern();
+    // Status notifications, when the server sends them, come in between polls.
+    let mut watch = shared.watch_task(&task.task_id);
     while !task.status.is_terminal() && !legacy_input(&task) {
-        tokio::time::sleep(task.poll_interval()).await;
-        task = get(&shared, &task.task_id).await?;
+        let interval = task.poll_interval();
+        tokio::select! {
+            () = tokio::time::sleep(interval) => task = get(&shared, &task.task_id).await?,
+            Some(pushed) = watch.receiver.recv() => task = pushed,
+        }
         report(&task);
     }
+    drop(watch);
     if task.status == TaskStatus::InputRequired && shared.is_modern() {
         return Err(Error::Protocol(format!(
             "task {} needs input (tasks/update), which this client does not answer yet",
