@@ -304,3 +304,39 @@ async fn status_notifications_are_used_when_the_server_sends_them() {
         "notifications every 10 ms leave no poll due"
     );
 }
+
+/// A task that needs input midway gets it from the elicitation handler, in both eras: through
+/// `tasks/result` (2025-11-25: the server asks over the connection) or `tasks/update`
+/// (2026-07-28: the task lists its input requests), and then completes.
+#[actix::test]
+async fn a_task_needing_input_midway_is_answered_by_the_handler_in_both_eras() {
+    for era in ["legacy", "modern"] {
+        let client = Client::builder()
+            .on_form_elicitation(|form, _| async move {
+                let mut content = serde_json::Map::new();
+                content.insert("answer".into(), json!(format!("yes to {}", form.message)));
+                Ok(actix_mcp::ElicitResult::accept(content))
+            })
+            .connect(demo_server().args(["--era", era]))
+            .await
+            .unwrap();
+        client.tools().await.unwrap();
+        let result = client
+            .call_tool("task_input", json!({"ms": 200}))
+            .timeout(Duration::from_secs(30))
+            .await
+            .unwrap();
+        assert_eq!(
+            result.text(),
+            "answered: yes to Continue the task?",
+            "{era}"
+        );
+        assert_eq!(stat(&client, "/task_inputs_answered").await, 1, "{era}");
+        let updates = stat(&client, "/task_updates").await;
+        assert_eq!(
+            updates,
+            u64::from(era == "modern"),
+            "{era}: tasks/update only in 2026"
+        );
+    }
+}

@@ -64,16 +64,24 @@ struct ProbeMeta {
 }
 
 impl Routes {
+    /// Sends outgoing lines on the stream of the open POST of request `key` (id as JSON text)
+    /// without ending it (server requests belonging to that request); dropped if it is closed.
+    pub(super) fn route_to(&mut self, key: &str, lines: &[u8]) {
+        let Some((stream, _)) = self.by_id.get(key) else {
+            return;
+        };
+        for line in lines.split(|b| *b == b'\n').filter(|l| !l.is_empty()) {
+            let _ = stream.send(event(line));
+        }
+    }
+
     /// Sends outgoing lines to the POSTs they belong to; a response ends its POST's stream.
     pub(super) fn route(&mut self, lines: &[u8]) {
         for line in lines.split(|b| *b == b'\n').filter(|l| !l.is_empty()) {
             let Ok(probe) = serde_json::from_slice::<Probe>(line) else {
                 continue;
             };
-            let event = Bytes::from(format!(
-                "event: message\ndata: {}\n\n",
-                String::from_utf8_lossy(line)
-            ));
+            let event = event(line);
             match (probe.method.as_deref(), probe.id) {
                 (None, Some(id)) => {
                     if let Some((stream, token)) = self.by_id.remove(&id.to_string()) {
@@ -97,6 +105,14 @@ impl Routes {
             }
         }
     }
+}
+
+/// One message as an SSE event.
+fn event(line: &[u8]) -> Bytes {
+    Bytes::from(format!(
+        "event: message\ndata: {}\n\n",
+        String::from_utf8_lossy(line)
+    ))
 }
 
 /// Serves `addr` until the process ends.

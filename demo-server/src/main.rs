@@ -23,16 +23,21 @@
 //! Modules: `args` (the command line), `stdio` (the two threads and the line splitting),
 //! `jsonrpc` (messages and error codes), `server` (state, dispatch of each line, cancellation,
 //! the MCP methods), `tools` (every tool), `tasks` (2025-11-25 tasks: `task_sleep`,
-//! `task_required`, `tasks/get|result|cancel|list`, and the 2026-07-28 tasks extension),
+//! `task_required`, `task_input`, `tasks/get|result|cancel|list`, and the 2026-07-28 tasks
+//! extension with `tasks/update`),
 //! `catalog` (resources, prompts, completion), `stats` (the counters), `journal` (the record of
 //! every line read, SIGTERM), `http` (`--http ADDR`).
 //!
 //! Tasks: `initialize` declares `capabilities.tasks` (`list`, `cancel`, `requests.tools.call`);
-//! a `tools/call` of `task_sleep` (taskSupport `optional`) or `task_required` (`required`) with
-//! `params.task: {ttl?}` is answered at once with `{task}` and runs on its own. The `stats` tool
-//! counts tasks (`tasks.{created,working,completed,failed,cancelled}`), `task_cancels`,
+//! a `tools/call` of `task_sleep` (taskSupport `optional`), `task_required` or `task_input`
+//! (`required`) with `params.task: {ttl?}` is answered at once with `{task}` and runs on its own.
+//! `task_input` stops midway in `input_required` (asked with `elicitation/create` during
+//! `tasks/result`; 2026-07-28: `inputRequests` in `tasks/get`, answered by `tasks/update`). The
+//! `stats` tool counts tasks (`tasks.{created,working,input_required,completed,failed,
+//! cancelled}`; `working` and `input_required` are current counts), `task_cancels`,
 //! `task_cancels_unknown_or_terminal`, `cancels_for_tasks` (forbidden `notifications/cancelled`
-//! naming a task-creating request), `task_gets`, `task_results` and `task_lists`.
+//! naming a task-creating request), `task_gets`, `task_results`, `task_lists`, `task_updates`
+//! and `task_inputs_answered` (accept/decline/cancel answers applied, either era).
 
 mod args;
 mod catalog;

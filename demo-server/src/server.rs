@@ -250,9 +250,12 @@ impl Server {
             }
             "tools/call" => self.call_tool(&key, params),
             "tasks/get" => Step::Reply(self.tasks_get(&params)),
-            "tasks/result" if self.cli.era != Era::Modern => self.tasks_result(&params),
+            "tasks/result" if self.cli.era != Era::Modern => self.tasks_result(&key, &params),
             "tasks/list" if self.cli.era != Era::Modern => Step::Reply(self.tasks_list(&params)),
             "tasks/cancel" => Step::Reply(self.tasks_cancel(&params)),
+            // Served in every era, like tasks/get: a 2026-07-28 task can exist in any (the
+            // extension is declared per request).
+            "tasks/update" => Step::Reply(self.tasks_update(&params)),
             "resources/list" => Step::Reply(self.paginate("resources", &resource_list(), &params)),
             "resources/templates/list" => {
                 Step::Reply(self.paginate("resourceTemplates", &resource_template_list(), &params))
@@ -434,6 +437,16 @@ impl Server {
         // A send error means the writer is gone (stdout closed): nobody can read it anyway.
         if !lines.is_empty() {
             let _ = self.out.send(Outgoing::Line(lines));
+        }
+    }
+
+    /// Queues raw lines that go along with the client request whose key (id as JSON text) is
+    /// `via`: in HTTP mode on that request's POST stream while it is open (dropped otherwise);
+    /// on stdio as `send`.
+    pub(crate) fn send_via(&self, via: &str, lines: Vec<u8>) {
+        match &self.http {
+            Some(routes) => routes.borrow_mut().route_to(via, &lines),
+            None => self.send(lines),
         }
     }
 

@@ -2,7 +2,7 @@
 
 use serde_json::{json, Value};
 
-use crate::server::Server;
+use crate::{server::Server, tasks::TaskStatus};
 
 #[derive(Default)]
 pub(crate) struct Counters {
@@ -29,6 +29,11 @@ pub(crate) struct Counters {
     pub(crate) task_gets: u64,
     pub(crate) task_results: u64,
     pub(crate) task_lists: u64,
+    /// `tasks/update` requests (2026-07-28 extension), whatever their outcome.
+    pub(crate) task_updates: u64,
+    /// `task_input` answers applied to a task waiting for input (accept, decline or cancel; by
+    /// `tasks/update` or the response to `elicitation/create`).
+    pub(crate) task_inputs_answered: u64,
 }
 
 impl Server {
@@ -57,7 +62,8 @@ impl Server {
             "lists": counters.lists,
             "tasks": {
                 "created": counters.tasks_created,
-                "working": state.tasks.working(),
+                "working": state.tasks.count(TaskStatus::Working),
+                "input_required": state.tasks.count(TaskStatus::InputRequired),
                 "completed": counters.tasks_completed,
                 "failed": counters.tasks_failed,
                 "cancelled": counters.tasks_cancelled,
@@ -68,6 +74,8 @@ impl Server {
             "task_gets": counters.task_gets,
             "task_results": counters.task_results,
             "task_lists": counters.task_lists,
+            "task_updates": counters.task_updates,
+            "task_inputs_answered": counters.task_inputs_answered,
         })
     }
 }

@@ -1,6 +1,6 @@
 //! Tasks (MCP 2025-11-25, experimental): the task-capable tools `task_sleep` (taskSupport
-//! `optional`) and `task_required` (`required`), and the methods `tasks/get`, `tasks/result`,
-//! `tasks/cancel` and `tasks/list`.
+//! `optional`), `task_required` and `task_input` (`required`), and the methods `tasks/get`,
+//! `tasks/result`, `tasks/cancel`, `tasks/list` and (2026-07-28) `tasks/update`.
 //!
 //! A `tools/call` carrying `params.task: {ttl?}` is answered at once with
 //! `CreateTaskResult {task}`; the work then runs in a local task of its own, stepping its
@@ -19,6 +19,26 @@
 //! `_meta["io.modelcontextprotocol/clientCapabilities"].extensions`), the same tools answer
 //! `{resultType: "task", taskId, status, ..., ttlMs, pollIntervalMs}`, `tasks/get` inlines
 //! `result` once completed or failed, and `tasks/cancel` answers `{}`.
+//!
+//! `task_input {ms?}` (default 200) works `ms / 2`, then needs input: status `input_required`,
+//! statusMessage `waiting for input`. The question is the `elicitation/create` form
+//! `{mode: "form", message: "Continue the task?", requestedSchema: {type: "object",
+//! properties: {answer: {type: "string"}}, required: ["answer"]}}`:
+//! - 2025-11-25: sent to the client as a request (`srv-N`, with the related-task `_meta`) while
+//!   a `tasks/result` of the task waits (at once if one already waits when the input is due),
+//!   over HTTP on that `tasks/result`'s stream. One question at a time; asked again (new id)
+//!   only if the `tasks/result` that carried it went away; the first answer wins;
+//! - 2026-07-28: `tasks/get` carries `inputRequests: {answer: {method: "elicitation/create",
+//!   params}}`; the client answers with `tasks/update {taskId, inputResponses: {answer:
+//!   ElicitResult}}`, acked `{}`. `-32602` for an unknown task, a task not waiting for input
+//!   (or created without the extension) and a missing or invalid `inputResponses.answer`
+//!   (which leaves the task waiting).
+//!
+//! `accept` with a string `content.answer` X: `working` again (`input received`), and after the
+//! other `ms / 2` `completed` with `answered: X`; `decline`/`cancel`: `completed` with
+//! `declined`; a JSON-RPC error (or an invalid result) to the 2025-11-25 question: `failed`,
+//! the result a tool error (`isError: true`) naming it. `tasks/cancel` while waiting works as
+//! for any task; a later answer is ignored (the elicitation is not cancelled at the client).
 
 use std::{
     collections::{HashMap, HashSet},
@@ -37,7 +57,9 @@ use tokio::{
 use crate::{
     jsonrpc::*,
     server::{Reply, Server, Step},
-    tools::{deadline, text_result, tool_error, u64_arg, MAX_PROGRESS_STEPS},
+    tools::{
+        deadline, send_client_request_via, text_result, tool_error, u64_arg, MAX_PROGRESS_STEPS,
+    },
 };
 
 /// `pollInterval` (ms) suggested in every Task.
@@ -48,10 +70,20 @@ pub(crate) const RELATED_TASK: &str = "io.modelcontextprotocol/related-task";
 /// The 2026-07-28 extension id, as declared in `clientCapabilities.extensions`.
 pub(crate) const TASKS_EXTENSION: &str = "io.modelcontextprotocol/tasks";
 pub(crate) const CLIENT_CAPABILITIES_META: &str = "io.modelcontextprotocol/clientCapabilities";
+/// `ms` of `task_input` when not given.
+pub(crate) const DEFAULT_INPUT_MS: u64 = 200;
+/// The key of `task_input`'s question in `inputRequests` / `inputResponses`.
+pub(crate) const INPUT_KEY: &str = "answer";
+/// The question `task_input` asks.
+pub(crate) const INPUT_MESSAGE: &str = "Continue the task?";
+/// `statusMessage` of a task in `input_required`.
+pub(crate) const WAITING_FOR_INPUT: &str = "waiting for input";
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum TaskStatus {
     Working,
+    /// `task_input` waits for the client's answer.
+    InputRequired,
     Completed,
     Failed,
     Cancelled,
@@ -61,6 +93,7 @@ impl TaskStatus {
     pub(crate) fn name(self) -> &'static str {
         match self {
             Self::Working => "working",
+            Self::InputRequired => "input_required",
             Self::Completed => "completed",
             Self::Failed => "failed",
             Self::Cancelled => "cancelled",
@@ -68,7 +101,7 @@ impl TaskStatus {
     }
 
     pub(crate) fn is_terminal(self) -> bool {
-        self != Self::Working
+        !matches!(self, Self::Working | Self::InputRequired)
     }
 }
 
@@ -83,7 +116,7 @@ pub(crate) enum TaskSupport {
 pub(crate) fn task_support(tool: &str) -> TaskSupport {
     match tool {
         "task_sleep" => TaskSupport::Optional,
-        "task_required" => TaskSupport::Required,
+        "task_required" | "task_input" => TaskSupport::Required,
         _ => TaskSupport::Forbidden,
     }
 }
@@ -142,8 +175,78 @@ pub(crate) struct TaskEntry {
     pub(crate) result: Option<Value>,
     /// The running work, until it ends.
     pub(crate) work: Option<AbortHandle>,
-    /// `tasks/result` requests waiting for a terminal status.
-    pub(crate) waiters: Vec<oneshot::Sender<()>>,
+    /// `tasks/result` requests waiting for a terminal status: the request's key (its id as JSON
+    /// text) and what wakes it.
+    pub(crate) waiters: Vec<(String, oneshot::Sender<()>)>,
+    /// `task_input` in `input_required`: where the answer goes.
+    pub(crate) input: Option<InputWait>,
+}
+
+/// A `task_input` task waiting for the client's answer.
+pub(crate) struct InputWait {
+    /// Hands an accepted answer to the waiting work (declines and failures finish the task
+    /// directly; dropping this ends the work).
+    answer: oneshot::Sender<String>,
+    /// 2025-11-25: the `tasks/result` request (key) whose wait carried the last
+    /// `elicitation/create` for this task.
+    asked_via: Option<String>,
+}
+
+/// The client's answer to `task_input`'s question.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum InputAnswer {
+    /// `{"action": "accept", "content": {"answer": X}}`.
+    Accept(String),
+    /// `decline` or `cancel`.
+    Decline,
+    /// 2025-11-25 only: the client answered the `elicitation/create` with an error (or an
+    /// invalid result); the task fails with this text.
+    Failed(String),
+}
+
+/// The `elicitation/create` params `task_input` asks with (2025-11-25 adds the related-task
+/// `_meta`; 2026-07-28 serves them in `inputRequests.answer.params`).
+pub(crate) fn input_request_params() -> Value {
+    json!({
+        "mode": "form",
+        "message": INPUT_MESSAGE,
+        "requestedSchema": {
+            "type": "object",
+            "properties": {"answer": {"type": "string"}},
+            "required": ["answer"],
+        },
+    })
+}
+
+/// An `ElicitResult` (`{action, content?}`) as `task_input` reads it: `accept` needs a string
+/// `content.answer`.
+pub(crate) fn parse_elicit_result(result: Option<&Value>) -> Result<InputAnswer, String> {
+    let Some(result) = result.and_then(Value::as_object) else {
+        return Err("an elicitation result object `{action, content?}` is required".to_owned());
+    };
+    match result.get("action").and_then(Value::as_str) {
+        Some("accept") => result
+            .get("content")
+            .and_then(|content| content.get("answer"))
+            .and_then(Value::as_str)
+            .map(|answer| InputAnswer::Accept(answer.to_owned()))
+            .ok_or_else(|| "an accepted answer needs a string `content.answer`".to_owned()),
+        Some("decline" | "cancel") => Ok(InputAnswer::Decline),
+        _ => Err(format!(
+            "`action` must be accept, decline or cancel, got {}",
+            result.get("action").unwrap_or(&Value::Null)
+        )),
+    }
+}
+
+/// What a client response to the 2025-11-25 `elicitation/create` means for the task.
+fn elicitation_outcome(response: &Value) -> InputAnswer {
+    if let Some(error) = response.get("error") {
+        return InputAnswer::Failed(format!("elicitation/create failed: {error}"));
+    }
+    parse_elicit_result(response.get("result")).unwrap_or_else(|problem| {
+        InputAnswer::Failed(format!("invalid elicitation/create result: {problem}"))
+    })
 }
 
 impl TaskEntry {
@@ -175,15 +278,23 @@ impl TaskEntry {
         if let (true, Some(result), Value::Object(task)) = (with_result, &self.result, &mut task) {
             task.insert("result".to_owned(), result.clone());
         }
+        if let (true, Some(_), Value::Object(task)) = (with_result, &self.input, &mut task) {
+            task.insert(
+                "inputRequests".to_owned(),
+                json!({INPUT_KEY: {"method": "elicitation/create", "params": input_request_params()}}),
+            );
+        }
         task
     }
 
-    /// Moves to a terminal status and wakes the `tasks/result` waiters.
+    /// Moves to a terminal status and wakes the `tasks/result` waiters. A wait for input ends
+    /// (a later answer is refused or ignored).
     fn finish(&mut self, status: TaskStatus) {
         self.status = status;
         self.last_updated_at = now_iso8601();
         self.work = None;
-        for waiter in self.waiters.drain(..) {
+        self.input = None;
+        for (_, waiter) in self.waiters.drain(..) {
             // A send error only means that `tasks/result` was cancelled meanwhile.
             let _ = waiter.send(());
         }
@@ -202,11 +313,30 @@ pub(crate) struct Tasks {
 }
 
 impl Tasks {
-    pub(crate) fn working(&self) -> usize {
+    /// Tasks in `status`.
+    pub(crate) fn count(&self, status: TaskStatus) -> usize {
         self.entries
             .values()
-            .filter(|task| task.status == TaskStatus::Working)
+            .filter(|task| task.status == status)
             .count()
+    }
+}
+
+/// What a task does.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum TaskWork {
+    /// `task_sleep` / `task_required`.
+    Sleep(SleepPlan),
+    /// `task_input`: `ms / 2`, the question, then the rest of `ms` once accepted.
+    Input { ms: u64 },
+}
+
+impl TaskWork {
+    /// `task_input`'s arguments.
+    pub(crate) fn parse_input(args: &Map<String, Value>) -> Result<Self, String> {
+        Ok(Self::Input {
+            ms: u64_arg(args, "ms", Some(DEFAULT_INPUT_MS))?,
+        })
     }
 }
 
@@ -297,13 +427,34 @@ async fn task_work(
     }
 }
 
+/// The work of a `task_input` task: `ms / 2`, then `input_required` until the client answers;
+/// an accepted answer resumes the work for the rest of `ms`, then it completes. Declines,
+/// failures and cancels finish the task elsewhere, which ends this future (or aborts it).
+async fn input_work(server: Rc<Server>, task_id: String, ms: u64) {
+    let first = ms / 2;
+    tokio::time::sleep_until(deadline(Instant::now(), first)).await;
+    let (answer_tx, answer) = oneshot::channel();
+    server.wait_for_input(&task_id, answer_tx);
+    // An error: the wait ended without an accepted answer, and the task is already terminal.
+    let Ok(answer) = answer.await else {
+        return;
+    };
+    tokio::time::sleep_until(deadline(Instant::now(), ms - first)).await;
+    server.finish_task(
+        &task_id,
+        TaskStatus::Completed,
+        text_result(&format!("answered: {answer}")),
+        "answered".to_owned(),
+    );
+}
+
 impl Server {
-    /// `tools/call` of `task_sleep` / `task_required` with a task: creates it and answers at once.
+    /// `tools/call` of a task tool with a task: creates it and answers at once.
     pub(crate) fn create_task(
         self: &Rc<Self>,
         request_key: &str,
         ask: TaskAsk,
-        plan: Result<SleepPlan, String>,
+        work: Result<TaskWork, String>,
         progress_token: Option<Value>,
     ) -> Reply {
         let now = now_iso8601();
@@ -327,12 +478,18 @@ impl Server {
             result: None,
             work: None,
             waiters: Vec::new(),
+            input: None,
         };
-        match plan {
-            Ok(plan) => {
+        match work {
+            Ok(TaskWork::Sleep(plan)) => {
                 entry.status_message = format!("step 0/{}", plan.steps);
                 let work = task_work(Rc::clone(self), id.clone(), plan, progress_token);
                 // Polled only once the reader yields, so after the insert below.
+                entry.work = Some(spawn_local(work.boxed_local()).abort_handle());
+            }
+            Ok(TaskWork::Input { ms }) => {
+                entry.status_message = "working".to_owned();
+                let work = input_work(Rc::clone(self), id.clone(), ms);
                 entry.work = Some(spawn_local(work.boxed_local()).abort_handle());
             }
             Err(problem) => {
@@ -399,11 +556,188 @@ impl Server {
                 TaskStatus::Completed => state.counters.tasks_completed += 1,
                 TaskStatus::Failed => state.counters.tasks_failed += 1,
                 TaskStatus::Cancelled => state.counters.tasks_cancelled += 1,
-                TaskStatus::Working => {}
+                TaskStatus::Working | TaskStatus::InputRequired => {}
             }
             task.to_json()
         };
         self.send_task_status(json);
+    }
+
+    /// `task_input` reached its question: `input_required` until an answer comes. 2025-11-25:
+    /// asked at once if a `tasks/result` is waiting, else when one comes.
+    fn wait_for_input(self: &Rc<Self>, task_id: &str, answer: oneshot::Sender<String>) {
+        let status = {
+            let mut state = self.state.borrow_mut();
+            let Some(task) = state.tasks.entries.get_mut(task_id) else {
+                return;
+            };
+            if task.status.is_terminal() {
+                return;
+            }
+            task.status = TaskStatus::InputRequired;
+            task.status_message = WAITING_FOR_INPUT.to_owned();
+            task.last_updated_at = now_iso8601();
+            task.input = Some(InputWait {
+                answer,
+                asked_via: None,
+            });
+            task.to_json()
+        };
+        self.send_task_status(status);
+        self.ask_for_input(task_id);
+    }
+
+    /// 2025-11-25: sends `elicitation/create` (with the related-task `_meta`) for a task waiting
+    /// for input, on a `tasks/result` of it that is still waiting, unless one such request
+    /// already carried it. Asked again (under a new id) only if the request that carried the
+    /// last one went away (cancelled, or its HTTP stream closed); the first answer wins.
+    fn ask_for_input(self: &Rc<Self>, task_id: &str) {
+        let via = {
+            let mut state = self.state.borrow_mut();
+            let Some(task) = state.tasks.entries.get_mut(task_id) else {
+                return;
+            };
+            if task.modern || task.status != TaskStatus::InputRequired {
+                return;
+            }
+            let live = |key: &str| {
+                task.waiters
+                    .iter()
+                    .any(|(waiting, waiter)| waiting == key && !waiter.is_closed())
+            };
+            let Some(input) = &task.input else {
+                return;
+            };
+            if input.asked_via.as_deref().is_some_and(live) {
+                return;
+            }
+            let Some((via, _)) = task.waiters.iter().find(|(_, waiter)| !waiter.is_closed()) else {
+                return;
+            };
+            let via = via.clone();
+            if let Some(input) = &mut task.input {
+                input.asked_via = Some(via.clone());
+            }
+            via
+        };
+        let mut params = input_request_params();
+        params["_meta"] = json!({RELATED_TASK: {"taskId": task_id}});
+        let (_srv_id, response) = send_client_request_via(
+            self,
+            Some(&via),
+            "elicitation/create".to_owned(),
+            Some(params),
+        );
+        let server = Rc::clone(self);
+        let task_id = task_id.to_owned();
+        spawn_local(async move {
+            // An error: the waiter was dropped, no response will be routed here.
+            let Ok(response) = response.await else {
+                return;
+            };
+            // An error: the task no longer waits (cancelled, or answered through another
+            // elicitation): the answer is ignored.
+            let _ = server.apply_input(&task_id, elicitation_outcome(&response));
+        });
+    }
+
+    /// An answer for a task waiting for input (either era): `accept` resumes the work
+    /// (`working`), `decline`/`cancel` completes the task with `declined`, a failure fails it.
+    fn apply_input(&self, task_id: &str, answer: InputAnswer) -> Result<(), (i64, String)> {
+        let resumed = {
+            let mut state = self.state.borrow_mut();
+            let state = &mut *state;
+            let task = state
+                .tasks
+                .entries
+                .get_mut(task_id)
+                .ok_or_else(|| Self::unknown_task(task_id))?;
+            let input = match (task.status, task.input.take()) {
+                (TaskStatus::InputRequired, Some(input)) => input,
+                (status, input) => {
+                    task.input = input;
+                    return Err((
+                        INVALID_PARAMS,
+                        format!(
+                            "task {task_id:?} is not waiting for input (it is {})",
+                            status.name()
+                        ),
+                    ));
+                }
+            };
+            if !matches!(answer, InputAnswer::Failed(_)) {
+                state.counters.task_inputs_answered += 1;
+            }
+            match &answer {
+                InputAnswer::Accept(text) => {
+                    task.status = TaskStatus::Working;
+                    task.status_message = "input received".to_owned();
+                    task.last_updated_at = now_iso8601();
+                    // A send error would mean the work is gone, which only a cancel does.
+                    let _ = input.answer.send(text.clone());
+                    Some(task.to_json())
+                }
+                // Dropping `input` ends the work; the task is finished below.
+                InputAnswer::Decline | InputAnswer::Failed(_) => None,
+            }
+        };
+        match (resumed, answer) {
+            (Some(status), _) => self.send_task_status(status),
+            (None, InputAnswer::Failed(problem)) => {
+                self.finish_task(task_id, TaskStatus::Failed, tool_error(&problem), problem)
+            }
+            (None, _) => self.finish_task(
+                task_id,
+                TaskStatus::Completed,
+                text_result("declined"),
+                "declined".to_owned(),
+            ),
+        }
+        Ok(())
+    }
+
+    /// `tasks/update` (2026-07-28 extension): `inputResponses.answer` for a `task_input` task
+    /// waiting for input; an empty ack.
+    pub(crate) fn tasks_update(&self, params: &Value) -> Reply {
+        self.state.borrow_mut().counters.task_updates += 1;
+        let task_id = Self::task_id_param(params)?;
+        {
+            let state = self.state.borrow();
+            let task = state
+                .tasks
+                .entries
+                .get(task_id)
+                .ok_or_else(|| Self::unknown_task(task_id))?;
+            if !task.modern {
+                return Err((
+                    INVALID_PARAMS,
+                    format!(
+                        "task {task_id:?} was created without the tasks extension: its input is \
+                         asked with elicitation/create during tasks/result"
+                    ),
+                ));
+            }
+            if task.status != TaskStatus::InputRequired || task.input.is_none() {
+                return Err((
+                    INVALID_PARAMS,
+                    format!(
+                        "task {task_id:?} is not waiting for input (it is {})",
+                        task.status.name()
+                    ),
+                ));
+            }
+        }
+        let response = params
+            .get("inputResponses")
+            .and_then(|responses| responses.get(INPUT_KEY));
+        let answer = parse_elicit_result(response).map_err(|problem| {
+            (
+                INVALID_PARAMS,
+                format!("invalid `inputResponses.{INPUT_KEY}`: {problem}"),
+            )
+        })?;
+        self.apply_input(task_id, answer)?;
+        Ok(json!({}))
     }
 
     /// The `taskId` of a `tasks/*` request's params.
@@ -504,7 +838,10 @@ impl Server {
 
     /// `tasks/result`: the underlying result once the task is terminal. Waits in a local task
     /// of its own (cancellable with `notifications/cancelled`), so reading goes on meanwhile.
-    pub(crate) fn tasks_result(self: &Rc<Self>, params: &Value) -> Step {
+    ///
+    /// 2025-11-25: while it waits on a task in `input_required`, the task's question goes to the
+    /// client as `elicitation/create` (on this request's stream in HTTP mode).
+    pub(crate) fn tasks_result(self: &Rc<Self>, request_key: &str, params: &Value) -> Step {
         let task_id = match Self::task_id_param(params) {
             Ok(task_id) => task_id.to_owned(),
             Err(err) => return Step::Reply(Err(err)),
@@ -517,7 +854,7 @@ impl Server {
                 Some(task) if task.status.is_terminal() => None,
                 Some(task) => {
                     let (waiter, done) = oneshot::channel();
-                    task.waiters.push(waiter);
+                    task.waiters.push((request_key.to_owned(), waiter));
                     Some(done)
                 }
             }
@@ -525,6 +862,7 @@ impl Server {
         let Some(done) = waiting else {
             return Step::Reply(self.task_outcome(&task_id));
         };
+        self.ask_for_input(&task_id);
         let server = Rc::clone(self);
         Step::Spawn {
             task: async move {
@@ -674,6 +1012,45 @@ mod tests {
             panic!("no response to {id}; seen {:?}", self.seen);
         }
 
+        /// The first server-to-client request `method` written, waiting up to 2 s for it.
+        async fn server_request(&mut self, method: &str) -> Value {
+            for _ in 0..200 {
+                self.drain().await;
+                if let Some(at) = self
+                    .seen
+                    .iter()
+                    .position(|m| m["method"] == method && m.get("id").is_some())
+                {
+                    return self.seen.remove(at);
+                }
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+            panic!("no {method} request; seen {:?}", self.seen);
+        }
+
+        /// Whether a server-to-client request `method` was written so far.
+        async fn saw_request(&mut self, method: &str) -> bool {
+            self.drain().await;
+            self.seen
+                .iter()
+                .any(|m| m["method"] == method && m.get("id").is_some())
+        }
+
+        /// `tasks/get` (ids after `*next_id`, with `params`) until the task is in `status`,
+        /// up to 2 s; the Task.
+        async fn wait_status(&mut self, next_id: &mut u64, params: &Value, status: &str) -> Value {
+            for _ in 0..200 {
+                *next_id += 1;
+                self.request(*next_id, "tasks/get", params.clone());
+                let got = self.response(*next_id).await["result"].clone();
+                if got["status"] == status {
+                    return got;
+                }
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+            panic!("the task never reached {status}");
+        }
+
         async fn stats(&mut self, id: u64) -> Value {
             self.request(id, "tools/call", json!({"name": "stats"}));
             self.response(id).await["result"]["structuredContent"].clone()
@@ -751,7 +1128,7 @@ mod tests {
             let stats = h.stats(6).await;
             assert_eq!(
                 stats["tasks"],
-                json!({"created": 1, "working": 0, "completed": 1, "failed": 0, "cancelled": 0})
+                json!({"created": 1, "working": 0, "input_required": 0, "completed": 1, "failed": 0, "cancelled": 0})
             );
             assert_eq!(stats["task_gets"], 1);
             assert_eq!(stats["pending"], 0);
@@ -878,6 +1255,323 @@ mod tests {
         });
     }
 
+    fn modern_meta() -> Value {
+        json!({
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            CLIENT_CAPABILITIES_META: {"extensions": {TASKS_EXTENSION: {}}},
+        })
+    }
+
+    fn expected_elicitation(task_id: Option<&Value>) -> Value {
+        let mut params = json!({
+            "mode": "form",
+            "message": "Continue the task?",
+            "requestedSchema": {
+                "type": "object",
+                "properties": {"answer": {"type": "string"}},
+                "required": ["answer"],
+            },
+        });
+        if let Some(task_id) = task_id {
+            params["_meta"] = json!({RELATED_TASK: {"taskId": task_id}});
+        }
+        params
+    }
+
+    #[test]
+    fn task_input_is_listed_as_required_and_refused_without_a_task() {
+        run(async {
+            let mut h = Harness::new(&[]);
+            let tool = tool_list(0)["tools"]
+                .as_array()
+                .and_then(|tools| tools.iter().find(|t| t["name"] == "task_input").cloned())
+                .unwrap_or_default();
+            assert_eq!(tool["execution"], json!({"taskSupport": "required"}));
+            assert_eq!(tool["inputSchema"]["required"], json!([]));
+            h.request(1, "tools/call", call("task_input", json!({}), None));
+            assert_eq!(h.response(1).await["error"]["code"], METHOD_NOT_FOUND);
+            // Bad arguments: a task failed at once.
+            h.request(
+                2,
+                "tools/call",
+                call("task_input", json!({"ms": -1}), Some(json!({}))),
+            );
+            assert_eq!(h.response(2).await["result"]["task"]["status"], "failed");
+        });
+    }
+
+    #[test]
+    fn legacy_task_input_asks_through_tasks_result_and_completes_with_the_answer() {
+        run(async {
+            let mut h = Harness::new(&["--task-status-notifications"]);
+            h.request(
+                1,
+                "tools/call",
+                call(
+                    "task_input",
+                    json!({"ms": 100}),
+                    Some(json!({"ttl": 60000})),
+                ),
+            );
+            let task = h.response(1).await["result"]["task"].clone();
+            assert_eq!(task["status"], "working");
+            let task_id = task["taskId"].clone();
+            let mut next = 100;
+            let get = json!({"taskId": task_id});
+            let waiting = h.wait_status(&mut next, &get, "input_required").await;
+            assert_eq!(waiting["statusMessage"], "waiting for input");
+            assert!(waiting.get("inputRequests").is_none());
+            // Nobody waits on tasks/result yet: nothing asked.
+            assert!(!h.saw_request("elicitation/create").await);
+            // The 2026 way is refused for a 2025-11-25 task.
+            h.request(
+                2,
+                "tasks/update",
+                json!({"taskId": task_id, "inputResponses": {"answer": {"action": "decline"}}}),
+            );
+            assert_eq!(h.response(2).await["error"]["code"], INVALID_PARAMS);
+
+            h.request(3, "tasks/result", json!({"taskId": task_id}));
+            let ask = h.server_request("elicitation/create").await;
+            assert_eq!(ask["params"], expected_elicitation(Some(&task_id)));
+            // A second tasks/result waits along without a second question.
+            h.request(4, "tasks/result", json!({"taskId": task_id}));
+            h.request(5, "ping", json!({}));
+            h.response(5).await;
+            assert!(!h.saw_request("elicitation/create").await);
+
+            h.send(json!({"jsonrpc": "2.0", "id": ask["id"],
+                "result": {"action": "accept", "content": {"answer": "yes"}}}));
+            let resumed = h.wait_status(&mut next, &get, "working").await;
+            assert_eq!(resumed["statusMessage"], "input received");
+            let result = h.response(3).await["result"].clone();
+            assert_eq!(
+                result["content"],
+                json!([{"type": "text", "text": "answered: yes"}])
+            );
+            assert_eq!(result["_meta"][RELATED_TASK]["taskId"], task_id);
+            assert_eq!(h.response(4).await["result"]["content"], result["content"]);
+            let statuses: Vec<_> = h
+                .seen
+                .iter()
+                .filter(|m| m["method"] == "notifications/tasks/status")
+                .map(|m| m["params"]["status"].clone())
+                .collect();
+            assert_eq!(
+                statuses,
+                [
+                    json!("input_required"),
+                    json!("working"),
+                    json!("completed")
+                ]
+            );
+            let stats = h.stats(6).await;
+            assert_eq!(stats["task_inputs_answered"], 1);
+            assert_eq!(stats["task_updates"], 1);
+            assert_eq!(stats["tasks"]["completed"], 1);
+            assert_eq!(stats["tasks"]["input_required"], 0);
+        });
+    }
+
+    #[test]
+    fn legacy_task_input_declined_failed_or_cancelled() {
+        run(async {
+            let mut h = Harness::new(&[]);
+            let mut next = 100;
+            let mut tasks = Vec::new();
+            for id in 1..=3 {
+                h.request(
+                    id,
+                    "tools/call",
+                    call("task_input", json!({"ms": 40}), Some(json!({}))),
+                );
+                let task_id = h.response(id).await["result"]["task"]["taskId"].clone();
+                // Asked at once when a tasks/result already waits.
+                h.request(10 + id, "tasks/result", json!({"taskId": task_id}));
+                let ask = h.server_request("elicitation/create").await;
+                assert_eq!(ask["params"], expected_elicitation(Some(&task_id)));
+                tasks.push((task_id, ask["id"].clone()));
+            }
+
+            let (declined, ask) = &tasks[0];
+            h.send(json!({"jsonrpc": "2.0", "id": ask, "result": {"action": "cancel"}}));
+            assert_eq!(
+                h.response(11).await["result"]["content"][0]["text"],
+                "declined"
+            );
+            let got = h
+                .wait_status(&mut next, &json!({"taskId": declined}), "completed")
+                .await;
+            assert_eq!(got["statusMessage"], "declined");
+
+            let (failed, ask) = &tasks[1];
+            h.send(json!({"jsonrpc": "2.0", "id": ask,
+                "error": {"code": -32601, "message": "no elicitation"}}));
+            let result = h.response(12).await["result"].clone();
+            assert_eq!(result["isError"], true);
+            let text = result["content"][0]["text"].as_str().unwrap_or_default();
+            assert!(text.contains("no elicitation"), "{text}");
+            h.wait_status(&mut next, &json!({"taskId": failed}), "failed")
+                .await;
+
+            let (cancelled, ask) = &tasks[2];
+            h.request(4, "tasks/cancel", json!({"taskId": cancelled}));
+            assert_eq!(h.response(4).await["result"]["status"], "cancelled");
+            assert_eq!(h.response(13).await["error"]["code"], INTERNAL_ERROR);
+            // The pending question's late answer is ignored: cancelled sticks.
+            h.send(json!({"jsonrpc": "2.0", "id": ask,
+                "result": {"action": "accept", "content": {"answer": "late"}}}));
+            tokio::time::sleep(Duration::from_millis(60)).await;
+            h.request(5, "tasks/get", json!({"taskId": cancelled}));
+            assert_eq!(h.response(5).await["result"]["status"], "cancelled");
+
+            let stats = h.stats(6).await;
+            assert_eq!(stats["task_inputs_answered"], 1, "only the decline");
+            assert_eq!(
+                stats["tasks"],
+                json!({"created": 3, "working": 0, "input_required": 0, "completed": 1,
+                    "failed": 1, "cancelled": 1})
+            );
+        });
+    }
+
+    #[test]
+    fn modern_task_input_serves_input_requests_and_takes_tasks_update() {
+        run(async {
+            let mut h = Harness::new(&["--era", "modern"]);
+            let meta = modern_meta();
+            let mut params = call("task_input", json!({"ms": 100}), None);
+            params["_meta"] = meta.clone();
+            h.request(1, "tools/call", params);
+            let created = h.response(1).await["result"].clone();
+            assert_eq!(created["resultType"], "task");
+            assert_eq!(created["status"], "working");
+            let task_id = created["taskId"].clone();
+            let update = |responses: Value| json!({"taskId": task_id, "inputResponses": responses, "_meta": meta});
+            let accept = json!({"answer": {"action": "accept", "content": {"answer": "go"}}});
+
+            // Not waiting yet, or unknown.
+            h.request(2, "tasks/update", update(accept.clone()));
+            assert_eq!(h.response(2).await["error"]["code"], INVALID_PARAMS);
+            h.request(
+                3,
+                "tasks/update",
+                json!({"taskId": "nope", "inputResponses": accept, "_meta": meta}),
+            );
+            assert_eq!(h.response(3).await["error"]["code"], INVALID_PARAMS);
+
+            let mut next = 100;
+            let get = json!({"taskId": task_id, "_meta": meta});
+            let waiting = h.wait_status(&mut next, &get, "input_required").await;
+            assert_eq!(waiting["statusMessage"], "waiting for input");
+            assert_eq!(
+                waiting["inputRequests"],
+                json!({"answer": {"method": "elicitation/create",
+                    "params": expected_elicitation(None)}})
+            );
+            assert!(waiting.get("result").is_none());
+
+            // Missing or invalid answers leave the task waiting.
+            for (id, bad) in [
+                (4, Value::Null),
+                (5, json!({})),
+                (6, json!({"answer": {"action": "accept"}})),
+                (
+                    7,
+                    json!({"answer": {"action": "accept", "content": {"answer": 1}}}),
+                ),
+                (8, json!({"answer": {"action": "maybe"}})),
+            ] {
+                h.request(id, "tasks/update", update(bad));
+                assert_eq!(h.response(id).await["error"]["code"], INVALID_PARAMS);
+            }
+            h.wait_status(&mut next, &get, "input_required").await;
+
+            h.request(9, "tasks/update", update(accept.clone()));
+            assert_eq!(h.response(9).await["result"], json!({}));
+            let resumed = h.wait_status(&mut next, &get, "working").await;
+            assert!(resumed.get("inputRequests").is_none());
+            // Answered already: a second answer is refused.
+            h.request(10, "tasks/update", update(accept));
+            assert_eq!(h.response(10).await["error"]["code"], INVALID_PARAMS);
+            let done = h.wait_status(&mut next, &get, "completed").await;
+            assert_eq!(
+                done["result"],
+                json!({"content": [{"type": "text", "text": "answered: go"}]})
+            );
+            assert!(!h.saw_request("elicitation/create").await);
+
+            // Declined; then a cancel while waiting.
+            for (id, answer, end) in [
+                (
+                    11,
+                    Some(json!({"answer": {"action": "decline"}})),
+                    "completed",
+                ),
+                (12, None, "cancelled"),
+            ] {
+                let mut params = call("task_input", json!({"ms": 20}), None);
+                params["_meta"] = meta.clone();
+                h.request(id, "tools/call", params);
+                let task_id = h.response(id).await["result"]["taskId"].clone();
+                let get = json!({"taskId": task_id, "_meta": meta});
+                h.wait_status(&mut next, &get, "input_required").await;
+                next += 1;
+                match answer {
+                    Some(answer) => h.request(
+                        next,
+                        "tasks/update",
+                        json!({"taskId": task_id, "inputResponses": answer}),
+                    ),
+                    None => h.request(next, "tasks/cancel", json!({"taskId": task_id})),
+                }
+                assert_eq!(h.response(next).await["result"], json!({}));
+                let got = h.wait_status(&mut next, &get, end).await;
+                assert!(got.get("inputRequests").is_none());
+                if end == "completed" {
+                    assert_eq!(got["result"]["content"][0]["text"], "declined");
+                }
+                next += 1;
+                h.request(
+                    next,
+                    "tasks/update",
+                    json!({"taskId": task_id, "inputResponses": {"answer": {"action": "decline"}}}),
+                );
+                assert_eq!(h.response(next).await["error"]["code"], INVALID_PARAMS);
+            }
+
+            let stats = h.stats(20).await;
+            assert_eq!(stats["task_updates"], 12);
+            assert_eq!(stats["task_inputs_answered"], 2);
+            assert_eq!(stats["tasks"]["cancelled"], 1);
+            assert_eq!(stats["tasks"]["completed"], 2);
+        });
+    }
+
+    #[test]
+    fn elicit_results_are_read_as_task_input_answers() {
+        let accept = json!({"action": "accept", "content": {"answer": "x"}});
+        assert_eq!(
+            parse_elicit_result(Some(&accept)),
+            Ok(InputAnswer::Accept("x".to_owned()))
+        );
+        for declined in ["decline", "cancel"] {
+            assert_eq!(
+                parse_elicit_result(Some(&json!({"action": declined}))),
+                Ok(InputAnswer::Decline)
+            );
+        }
+        assert!(parse_elicit_result(None).is_err());
+        assert!(parse_elicit_result(Some(&json!("accept"))).is_err());
+        let error = json!({"jsonrpc": "2.0", "id": "srv-1", "error": {"code": -1, "message": "m"}});
+        assert!(matches!(
+            elicitation_outcome(&error),
+            InputAnswer::Failed(_)
+        ));
+        let bad = json!({"jsonrpc": "2.0", "id": "srv-1", "result": {"action": "accept"}});
+        assert!(matches!(elicitation_outcome(&bad), InputAnswer::Failed(_)));
+    }
+
     #[test]
     fn iso8601_formats_known_instants() {
         assert_eq!(iso8601(0), "1970-01-01T00:00:00.000Z");
@@ -940,6 +1634,7 @@ mod tests {
         assert!(!declares_tasks_extension(None));
         assert_eq!(task_support("task_sleep"), TaskSupport::Optional);
         assert_eq!(task_support("task_required"), TaskSupport::Required);
+        assert_eq!(task_support("task_input"), TaskSupport::Required);
         assert_eq!(task_support("echo"), TaskSupport::Forbidden);
     }
 }

@@ -16,7 +16,7 @@ use crate::{
     server::{LogLevel, Reply, Server, Step, LOG_LEVELS},
     tasks::{
         declares_tasks_extension, parse_task_param, plain_sleep, task_support, SleepPlan, TaskAsk,
-        TaskSupport,
+        TaskSupport, TaskWork,
     },
 };
 
@@ -119,15 +119,28 @@ impl Server {
             "task_sleep" | "task_required" => {
                 let plan = SleepPlan::parse(args);
                 match task {
-                    Some(ask) => {
-                        Step::Reply(self.create_task(request_key, ask, plan, progress_token))
-                    }
+                    Some(ask) => Step::Reply(self.create_task(
+                        request_key,
+                        ask,
+                        plan.map(TaskWork::Sleep),
+                        progress_token,
+                    )),
                     None => Step::Spawn {
                         task: plain_sleep(Rc::clone(self), plan?, progress_token).boxed_local(),
                         cancellable: true,
                     },
                 }
             }
+            "task_input" => match task {
+                Some(ask) => Step::Reply(self.create_task(
+                    request_key,
+                    ask,
+                    TaskWork::parse_input(args),
+                    progress_token,
+                )),
+                // `call_tool` refuses it first (taskSupport required).
+                None => return Err("task_input runs only as a task".to_owned()),
+            },
             "echo" => Step::Reply(Ok(text_result(str_arg(args, "text")?))),
             "add" => {
                 let sum = num_arg(args, "a")? + num_arg(args, "b")?;
@@ -460,6 +473,18 @@ pub(crate) fn send_client_request(
     method: String,
     params: Option<Value>,
 ) -> (String, oneshot::Receiver<Value>) {
+    send_client_request_via(server, None, method, params)
+}
+
+/// `send_client_request`, sent along with the client request whose key (id as JSON text) is
+/// `via`: in HTTP mode on that request's open POST stream (nothing else carries server requests
+/// there); on stdio the same as without.
+pub(crate) fn send_client_request_via(
+    server: &Server,
+    via: Option<&str>,
+    method: String,
+    params: Option<Value>,
+) -> (String, oneshot::Receiver<Value>) {
     let (waiter, response) = oneshot::channel();
     let srv_id = {
         let mut state = server.state.borrow_mut();
@@ -472,7 +497,10 @@ pub(crate) fn send_client_request(
     if let (Some(params), Value::Object(request)) = (params, &mut request) {
         request.insert("params".to_owned(), params);
     }
-    server.send(encode(&request));
+    match via {
+        Some(via) => server.send_via(via, encode(&request)),
+        None => server.send(encode(&request)),
+    }
     (srv_id, response)
 }
 
@@ -625,6 +653,7 @@ pub(crate) const TOOL_NAMES: &[&str] = &[
     "sample",
     "task_sleep",
     "task_required",
+    "task_input",
 ];
 
 pub(crate) fn is_tool(name: &str) -> bool {
@@ -822,6 +851,12 @@ pub(crate) fn tool_list(ttl_ms: u64) -> Value {
                 "steps": integer("Number of steps, 1 or more (default 5)."),
             }),
             &["ms"],
+        ),
+        tool(
+            "task_input",
+            "Only as a task (taskSupport required; 2025-11-25 `params.task`, or a 2026-07-28 request declaring the io.modelcontextprotocol/tasks extension): works `ms / 2` milliseconds, then needs input (status input_required, statusMessage `waiting for input`). 2025-11-25: the question comes as an elicitation/create request (form, `answer` string, related-task _meta) while a tasks/result of the task waits. 2026-07-28: tasks/get carries inputRequests.answer (that elicitation/create), answered with tasks/update inputResponses.answer. Accepted: working again for the other `ms / 2`, then completes with `answered: {answer}`; declined or cancelled: completes with `declined`; a client error response: fails.",
+            json!({"ms": integer("Total work time, in milliseconds (default 200).")}),
+            &[],
         ),
     ];
     debug_assert_eq!(tools.len(), TOOL_NAMES.len());

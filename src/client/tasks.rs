@@ -104,7 +104,29 @@ async fn follow_guarded(
         |task: &Task| task.status == TaskStatus::InputRequired && !shared.is_modern();
     // Status notifications, when the server sends them, come in between polls.
     let mut watch = shared.watch_task(&task.task_id);
+    let mut answered = std::collections::HashSet::new();
     while !task.status.is_terminal() && !legacy_input(&task) {
+        // 2026-07-28: a task that needs input names it; the handlers answer, `tasks/update`
+        // hands the answers over, and the task goes on.
+        // Each input request is answered once, even if the server still lists it until it
+        // took the answer in; a later round of input (after `working`) starts afresh.
+        if task.status != TaskStatus::InputRequired {
+            answered.clear();
+        }
+        if task.status == TaskStatus::InputRequired {
+            let mut requests = task.input_requests.take().unwrap_or(Value::Null);
+            if let Some(requests) = requests.as_object_mut() {
+                requests.retain(|key, _| !answered.contains(key));
+            }
+            if requests.as_object().is_some_and(|r| !r.is_empty()) {
+                let responses = answer_inputs(&shared, &requests).await?;
+                answered.extend(responses.keys().cloned());
+                update(&shared, &task.task_id, responses).await?;
+                task = get(&shared, &task.task_id).await?;
+                report(&task);
+                continue;
+            }
+        }
         let interval = task.poll_interval();
         tokio::select! {
             () = tokio::time::sleep(interval) => task = get(&shared, &task.task_id).await?,
@@ -113,12 +135,7 @@ async fn follow_guarded(
         report(&task);
     }
     drop(watch);
-    if task.status == TaskStatus::InputRequired && shared.is_modern() {
-        return Err(Error::Protocol(format!(
-            "task {} needs input (tasks/update), which this client does not answer yet",
-            task.task_id
-        )));
-    }
+
     let outcome = final_result(&shared, &task).await;
     guard.done();
     outcome
@@ -152,6 +169,66 @@ async fn final_result(shared: &Arc<Shared>, task: &Task) -> Result<RawResult, Er
     )
     .no_timeout()
     .await
+}
+
+/// Answers a task's `inputRequests` (`{key: {method, params}}`) with the client's handlers,
+/// as `input_required` results are answered; their token is cancelled if this is dropped.
+async fn answer_inputs(
+    shared: &Arc<Shared>,
+    requests: &Value,
+) -> Result<Map<String, Value>, Error> {
+    let token = Cancellation::new();
+    let _cancel_on_drop = CancelOnDrop(token.clone());
+    let mut pending = Vec::new();
+    for (key, request) in requests.as_object().into_iter().flatten() {
+        let method = request.get("method").and_then(Value::as_str).unwrap_or("");
+        let params = request.get("params").cloned().unwrap_or(Value::Null);
+        let Some(handler) = shared.handlers.get(method, Some(&params)) else {
+            return Err(Error::Protocol(format!(
+                "the task asks for {method:?} input, which this client has no handler for"
+            )));
+        };
+        let answer = handler(params, token.clone());
+        let method = method.to_owned();
+        pending.push(async move {
+            let value = answer.await.map_err(|e| {
+                Error::Protocol(format!("the {method} handler failed: {}", e.message))
+            })?;
+            Ok::<_, Error>((key.clone(), value))
+        });
+    }
+    Ok(futures::future::try_join_all(pending)
+        .await?
+        .into_iter()
+        .collect())
+}
+
+/// Cancels its token when dropped.
+struct CancelOnDrop(Cancellation);
+
+impl Drop for CancelOnDrop {
+    fn drop(&mut self) {
+        self.0.cancel_with_reason("the task is no longer followed");
+    }
+}
+
+/// `tasks/update {taskId, inputResponses}` (2026-07-28; an empty acknowledgement).
+async fn update(
+    shared: &Arc<Shared>,
+    task_id: &str,
+    responses: Map<String, Value>,
+) -> Result<(), Error> {
+    let _: Value = Call::new(
+        shared.clone(),
+        Request::new(
+            "tasks/update",
+            Some(json!({ "taskId": task_id, "inputResponses": responses })),
+        )
+        .with_routing(shared.named_routing(task_id)),
+    )
+    .timeout(super::DEFAULT_REQUEST_TIMEOUT)
+    .await?;
+    Ok(())
 }
 
 async fn get(shared: &Arc<Shared>, task_id: &str) -> Result<Task, Error> {
