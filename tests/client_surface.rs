@@ -307,9 +307,11 @@ async fn capabilities_declare_exactly_the_registered_handlers() {
         .on_roots_list(|_, _| async { Ok(json!({"roots": []})) })
         .on_elicitation(|_, _| async { Ok(json!({"action": "decline"})) });
     let (_client, _peer, init) = connected_with(options).await;
+    // An elicitation handler can also run as a task the server asks for (2025-11-25).
     assert_eq!(
         init["capabilities"],
-        json!({"roots": {}, "elicitation": {"form": {}}})
+        json!({"roots": {}, "elicitation": {"form": {}},
+            "tasks": {"list": {}, "cancel": {}, "requests": {"elicitation": {"create": {}}}}})
     );
 }
 

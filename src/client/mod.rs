@@ -300,8 +300,15 @@ impl Client {
             None
         };
         let call = self.call(request).check_output(name, schema);
-        // A tool that says it must run as a task is run as one (2025-11-25 `taskSupport`).
-        if self.shared.task_required(name) {
+        // A tool that says it must run as a task is run as one (2025-11-25 `taskSupport`),
+        // when the server says it runs tool calls as tasks (2026-07-28: the server decides).
+        let server_runs_tasks = self.shared.is_modern()
+            || self
+                .server
+                .capabilities
+                .pointer("/tasks/requests/tools/call")
+                .is_some();
+        if server_runs_tasks && self.shared.task_required(name) {
             return call.as_task();
         }
         call
