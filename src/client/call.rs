@@ -663,6 +663,14 @@ impl<T: DeserializeOwned> Future for CallFuture<T> {
                     if let Some(retry) = this.extras.as_mut().and_then(|e| e.as_mut().retry()) {
                         match classify(&raw) {
                             Verdict::Complete => {}
+                            // Only `tools/call` may become a task (the extension's supported
+                            // methods); anything else answered so is invalid.
+                            Verdict::Task(_) if retry.method != "tools/call" => {
+                                return Poll::Ready(Err(Error::Protocol(format!(
+                                    "a task answered {}, which cannot become one",
+                                    retry.method
+                                ))));
+                            }
                             Verdict::Task(task) => {
                                 let options = this
                                     .extras

@@ -102,17 +102,29 @@ async fn follow_guarded(
     // end while the server's requests (elicitation, sampling) reach the handlers.
     let legacy_input =
         |task: &Task| task.status == TaskStatus::InputRequired && !shared.is_modern();
-    // Status notifications, when the server sends them, come in between polls.
+    // Status notifications, when the server sends them, come in between polls; in the
+    // 2026-07-28 era they are asked for with `subscriptions/listen` (ended with the follow).
     let mut watch = shared.watch_task(&task.task_id);
+    let mut listen = shared.is_modern().then(|| {
+        let filter = crate::protocol::notifications::ListenFilter::tasks([task.task_id.clone()]);
+        Box::pin(
+            Call::<Value>::new(
+                shared.clone(),
+                Request::new(
+                    "subscriptions/listen",
+                    Some(json!({ "notifications": filter })),
+                ),
+            )
+            .no_timeout()
+            .into_future(),
+        )
+    });
     let mut answered = std::collections::HashSet::new();
     while !task.status.is_terminal() && !legacy_input(&task) {
         // 2026-07-28: a task that needs input names it; the handlers answer, `tasks/update`
         // hands the answers over, and the task goes on.
-        // Each input request is answered once, even if the server still lists it until it
-        // took the answer in; a later round of input (after `working`) starts afresh.
-        if task.status != TaskStatus::InputRequired {
-            answered.clear();
-        }
+        // Each input request is answered once: its key is unique over the task's life, and
+        // the server lists it until it took the answer in.
         if task.status == TaskStatus::InputRequired {
             let mut requests = task.input_requests.take().unwrap_or(Value::Null);
             if let Some(requests) = requests.as_object_mut() {
@@ -128,12 +140,25 @@ async fn follow_guarded(
             }
         }
         let interval = task.poll_interval();
+        let listening = async {
+            match listen.as_mut() {
+                Some(call) => call.await,
+                None => std::future::pending().await,
+            }
+        };
         tokio::select! {
             () = tokio::time::sleep(interval) => task = get(&shared, &task.task_id).await?,
             Some(pushed) = watch.receiver.recv() => task = pushed,
+            ended = listening => {
+                // The server ended or refused the subscription: polling goes on.
+                tracing::debug!(outcome = ?ended.map(drop), "task status subscription ended");
+                listen = None;
+                continue;
+            }
         }
         report(&task);
     }
+    drop(listen);
     drop(watch);
 
     let outcome = final_result(&shared, &task).await;

@@ -53,6 +53,9 @@ pub struct ListenFilter {
     /// URIs whose `notifications/resources/updated` the client wants.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub resource_subscriptions: Vec<String>,
+    /// Tasks whose `notifications/tasks` the client wants (the tasks extension).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub task_ids: Vec<String>,
 }
 
 impl ListenFilter {
@@ -63,6 +66,15 @@ impl ListenFilter {
             prompts_list_changed: true,
             resources_list_changed: true,
             resource_subscriptions: Vec::new(),
+            task_ids: Vec::new(),
+        }
+    }
+
+    /// The status notifications of these tasks (`notifications/tasks`, 2026-07-28).
+    pub fn tasks(task_ids: impl IntoIterator<Item = impl Into<String>>) -> Self {
+        Self {
+            task_ids: task_ids.into_iter().map(Into::into).collect(),
+            ..Self::default()
         }
     }
 }
