@@ -11,6 +11,9 @@ pub(crate) const INVALID_PARAMS: i64 = -32602;
 pub(crate) const INTERNAL_ERROR: i64 = -32603;
 /// MCP: `resources/read` of a uri the server does not have.
 pub(crate) const RESOURCE_NOT_FOUND: i64 = -32002;
+/// MCP 2026-07-28: the request needs a client capability it did not declare
+/// (`data.requiredCapabilities`).
+pub(crate) const MISSING_REQUIRED_CLIENT_CAPABILITY: i64 = -32021;
 
 #[derive(Serialize)]
 pub(crate) struct ResultMsg<'a> {

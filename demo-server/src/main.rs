@@ -25,6 +25,7 @@
 //! the MCP methods), `tools` (every tool), `tasks` (2025-11-25 tasks: `task_sleep`,
 //! `task_required`, `task_input`, `tasks/get|result|cancel|list`, and the 2026-07-28 tasks
 //! extension with `tasks/update`),
+//! `listen` (`subscriptions/listen` for `notifications/tasks`, 2026-07-28),
 //! `catalog` (resources, prompts, completion), `stats` (the counters), `journal` (the record of
 //! every line read, SIGTERM), `http` (`--http ADDR`).
 //!
@@ -38,12 +39,17 @@
 //! `task_cancels_unknown_or_terminal`, `cancels_for_tasks` (forbidden `notifications/cancelled`
 //! naming a task-creating request), `task_gets`, `task_results`, `task_lists`, `task_updates`
 //! and `task_inputs_answered` (accept/decline/cancel answers applied, either era).
+//!
+//! `subscriptions/listen {notifications: {taskIds}}` (modern and dual eras, with the tasks
+//! extension declared) stays open and carries `notifications/tasks` for the tasks listed, until
+//! cancelled; `stats` counts `listens` (received), `listens_open` and `task_notifications`.
 
 mod args;
 mod catalog;
 mod http;
 mod journal;
 mod jsonrpc;
+mod listen;
 mod server;
 mod stats;
 mod stdio;

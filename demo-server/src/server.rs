@@ -3,7 +3,7 @@
 
 use std::{
     cell::RefCell,
-    collections::{BTreeSet, HashMap, HashSet},
+    collections::{BTreeMap, BTreeSet, HashMap, HashSet},
     process::ExitCode,
     rc::Rc,
     time::Duration,
@@ -23,6 +23,7 @@ use crate::{
     http,
     journal::Journal,
     jsonrpc::*,
+    listen::Listen,
     stats::Counters,
     stdio::{Outgoing, StdinChunk, StdinLines},
     tasks::Tasks,
@@ -106,6 +107,8 @@ pub(crate) struct State {
     pub(crate) request_log_level: Option<Option<LogLevel>>,
     /// Tasks (2025-11-25) created by task-augmented `tools/call`s.
     pub(crate) tasks: Tasks,
+    /// Open `subscriptions/listen` requests, by request key (id as JSON text).
+    pub(crate) listens: BTreeMap<String, Listen>,
 }
 
 /// Index in `LOG_LEVELS` of the minimum level `log` lets through.
@@ -256,6 +259,15 @@ impl Server {
             // Served in every era, like tasks/get: a 2026-07-28 task can exist in any (the
             // extension is declared per request).
             "tasks/update" => Step::Reply(self.tasks_update(&params)),
+            "subscriptions/listen" if self.cli.era != Era::Legacy => {
+                match self.listen(&id, &key, &params) {
+                    Ok(step) => step,
+                    Err((code, message, data)) => {
+                        self.respond_error(&id, code, &message, data.as_ref());
+                        return Control::Continue;
+                    }
+                }
+            }
             "resources/list" => Step::Reply(self.paginate("resources", &resource_list(), &params)),
             "resources/templates/list" => {
                 Step::Reply(self.paginate("resourceTemplates", &resource_template_list(), &params))
@@ -320,6 +332,8 @@ impl Server {
             return;
         };
         let key = request_id.to_string();
+        // A listen's subscription ends with its request.
+        state.listens.remove(&key);
         if state.tasks.creating_requests.contains(&key) {
             // Forbidden by the spec (tasks/cancel is the way); counted and otherwise ignored.
             state.counters.cancels_for_tasks += 1;

@@ -34,6 +34,10 @@ pub(crate) struct Counters {
     /// `task_input` answers applied to a task waiting for input (accept, decline or cancel; by
     /// `tasks/update` or the response to `elicitation/create`).
     pub(crate) task_inputs_answered: u64,
+    /// `subscriptions/listen` requests received, whatever their outcome.
+    pub(crate) listens: u64,
+    /// `notifications/tasks` sent (one per subscription naming the task, per change).
+    pub(crate) task_notifications: u64,
 }
 
 impl Server {
@@ -76,6 +80,9 @@ impl Server {
             "task_lists": counters.task_lists,
             "task_updates": counters.task_updates,
             "task_inputs_answered": counters.task_inputs_answered,
+            "listens": counters.listens,
+            "listens_open": state.listens.len(),
+            "task_notifications": counters.task_notifications,
         })
     }
 }

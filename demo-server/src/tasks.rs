@@ -5,7 +5,8 @@
 //! A `tools/call` carrying `params.task: {ttl?}` is answered at once with
 //! `CreateTaskResult {task}`; the work then runs in a local task of its own, stepping its
 //! `statusMessage` through `step i/N`. Status changes are pushed as
-//! `notifications/tasks/status` only with `--task-status-notifications`.
+//! `notifications/tasks/status` only with `--task-status-notifications`, and (2026-07-28) as
+//! `notifications/tasks` to each `subscriptions/listen` naming the task (see `listen`).
 //!
 //! Choices where the spec leaves room:
 //! - `tasks/result` of a cancelled task answers `-32603` "task was cancelled" (data
@@ -515,15 +516,9 @@ impl Server {
         Ok(json)
     }
 
-    fn send_task_status(&self, task: Value) {
-        if self.cli.task_status_notifications {
-            self.send(notification("notifications/tasks/status", task));
-        }
-    }
-
     /// A step of a working task: new `statusMessage` and `lastUpdatedAt`.
     fn update_task(&self, task_id: &str, message: String) {
-        let status = {
+        {
             let mut state = self.state.borrow_mut();
             let Some(task) = state.tasks.entries.get_mut(task_id) else {
                 return;
@@ -533,14 +528,13 @@ impl Server {
             }
             task.status_message = message;
             task.last_updated_at = now_iso8601();
-            task.to_json()
-        };
-        self.send_task_status(status);
+        }
+        self.task_changed(task_id);
     }
 
     /// The work ended: `status` with `result`, unless the task was cancelled (which sticks).
     fn finish_task(&self, task_id: &str, status: TaskStatus, result: Value, message: String) {
-        let json = {
+        {
             let mut state = self.state.borrow_mut();
             let state = &mut *state;
             let Some(task) = state.tasks.entries.get_mut(task_id) else {
@@ -558,15 +552,14 @@ impl Server {
                 TaskStatus::Cancelled => state.counters.tasks_cancelled += 1,
                 TaskStatus::Working | TaskStatus::InputRequired => {}
             }
-            task.to_json()
-        };
-        self.send_task_status(json);
+        }
+        self.task_changed(task_id);
     }
 
     /// `task_input` reached its question: `input_required` until an answer comes. 2025-11-25:
     /// asked at once if a `tasks/result` is waiting, else when one comes.
     fn wait_for_input(self: &Rc<Self>, task_id: &str, answer: oneshot::Sender<String>) {
-        let status = {
+        {
             let mut state = self.state.borrow_mut();
             let Some(task) = state.tasks.entries.get_mut(task_id) else {
                 return;
@@ -581,9 +574,8 @@ impl Server {
                 answer,
                 asked_via: None,
             });
-            task.to_json()
-        };
-        self.send_task_status(status);
+        }
+        self.task_changed(task_id);
         self.ask_for_input(task_id);
     }
 
@@ -675,18 +667,18 @@ impl Server {
                     task.last_updated_at = now_iso8601();
                     // A send error would mean the work is gone, which only a cancel does.
                     let _ = input.answer.send(text.clone());
-                    Some(task.to_json())
+                    true
                 }
                 // Dropping `input` ends the work; the task is finished below.
-                InputAnswer::Decline | InputAnswer::Failed(_) => None,
+                InputAnswer::Decline | InputAnswer::Failed(_) => false,
             }
         };
         match (resumed, answer) {
-            (Some(status), _) => self.send_task_status(status),
-            (None, InputAnswer::Failed(problem)) => {
+            (true, _) => self.task_changed(task_id),
+            (false, InputAnswer::Failed(problem)) => {
                 self.finish_task(task_id, TaskStatus::Failed, tool_error(&problem), problem)
             }
-            (None, _) => self.finish_task(
+            (false, _) => self.finish_task(
                 task_id,
                 TaskStatus::Completed,
                 text_result("declined"),
@@ -798,12 +790,13 @@ impl Server {
                 .counters
                 .task_cancels_unknown_or_terminal += 1;
         }
-        let (answer, status) = reply?;
-        self.send_task_status(status);
+        let (answer, task_id) = reply?;
+        self.task_changed(&task_id);
         Ok(answer)
     }
 
-    fn cancel_task(&self, params: &Value) -> Result<(Value, Value), (i64, String)> {
+    /// The answer, and the id of the task cancelled.
+    fn cancel_task(&self, params: &Value) -> Result<(Value, String), (i64, String)> {
         let mut state = self.state.borrow_mut();
         let state = &mut *state;
         state.counters.task_cancels += 1;
@@ -833,7 +826,7 @@ impl Server {
         } else {
             task.to_json()
         };
-        Ok((answer, task.to_json()))
+        Ok((answer, task_id.to_owned()))
     }
 
     /// `tasks/result`: the underlying result once the task is terminal. Waits in a local task
@@ -1026,6 +1019,22 @@ mod tests {
                 tokio::time::sleep(Duration::from_millis(10)).await;
             }
             panic!("no {method} request; seen {:?}", self.seen);
+        }
+
+        /// The first notification `method` written, waiting up to 2 s for it.
+        async fn notification(&mut self, method: &str) -> Value {
+            for _ in 0..200 {
+                self.drain().await;
+                if let Some(at) = self
+                    .seen
+                    .iter()
+                    .position(|m| m["method"] == method && m.get("id").is_none())
+                {
+                    return self.seen.remove(at);
+                }
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+            panic!("no {method} notification; seen {:?}", self.seen);
         }
 
         /// Whether a server-to-client request `method` was written so far.
@@ -1636,5 +1645,118 @@ mod tests {
         assert_eq!(task_support("task_required"), TaskSupport::Required);
         assert_eq!(task_support("task_input"), TaskSupport::Required);
         assert_eq!(task_support("echo"), TaskSupport::Forbidden);
+    }
+
+    #[test]
+    fn subscriptions_listen_carries_notifications_tasks_until_cancelled() {
+        use crate::listen::SUBSCRIPTION_ID;
+        for era in ["modern", "dual"] {
+            run(async {
+                let mut h = Harness::new(&["--era", era]);
+                let meta = modern_meta();
+                let mut params = call("task_sleep", json!({"ms": 200, "steps": 2}), None);
+                params["_meta"] = meta.clone();
+                h.request(1, "tools/call", params);
+                let task_id = h.response(1).await["result"]["taskId"].clone();
+
+                // Without the extension: refused, naming it.
+                h.request(
+                    2,
+                    "subscriptions/listen",
+                    json!({"notifications": {"taskIds": [task_id]}}),
+                );
+                let refused = h.response(2).await["error"].clone();
+                assert_eq!(refused["code"], MISSING_REQUIRED_CLIENT_CAPABILITY);
+                assert_eq!(
+                    refused["data"],
+                    json!({"requiredCapabilities": {"extensions": {TASKS_EXTENSION: {}}}})
+                );
+
+                h.request(
+                    3,
+                    "subscriptions/listen",
+                    json!({"notifications": {"taskIds": [task_id, "unknown"]}, "_meta": meta}),
+                );
+                let ack = h
+                    .notification("notifications/subscriptions/acknowledged")
+                    .await;
+                assert_eq!(
+                    ack["params"],
+                    json!({"notifications": {"taskIds": [task_id]},
+                        "_meta": {SUBSCRIPTION_ID: 3}})
+                );
+                let step = h.notification("notifications/tasks").await["params"].clone();
+                assert_eq!(step["taskId"], task_id);
+                assert_eq!(step["status"], "working");
+                assert_eq!(step["statusMessage"], "step 1/2");
+                assert_eq!(step["pollIntervalMs"], POLL_INTERVAL_MS);
+                assert_eq!(step["_meta"], json!({SUBSCRIPTION_ID: 3}));
+                assert!(step.get("result").is_none());
+                let mut done = h.notification("notifications/tasks").await["params"].clone();
+                assert_eq!(done["status"], "completed");
+                assert_eq!(
+                    done["result"],
+                    json!({"content": [{"type": "text", "text": "slept 200 ms in 2 steps"}]})
+                );
+                // The same Task tasks/get answers, plus the subscription's tag.
+                h.request(4, "tasks/get", json!({"taskId": task_id, "_meta": meta}));
+                let got = h.response(4).await["result"].clone();
+                if let Value::Object(done) = &mut done {
+                    done.remove("_meta");
+                }
+                assert_eq!(done, got);
+
+                // A second task and listen, cancelled at once: nothing more on it.
+                let mut params = call("task_sleep", json!({"ms": 60, "steps": 2}), None);
+                params["_meta"] = meta.clone();
+                h.request(5, "tools/call", params);
+                let second = h.response(5).await["result"]["taskId"].clone();
+                h.request(
+                    6,
+                    "subscriptions/listen",
+                    json!({"notifications": {"taskIds": [second], "toolsListChanged": true},
+                        "_meta": meta}),
+                );
+                let ack = h
+                    .notification("notifications/subscriptions/acknowledged")
+                    .await;
+                assert_eq!(ack["params"]["notifications"]["taskIds"], json!([second]));
+                for listen in [3, 6] {
+                    h.send(
+                        json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+                        "params": {"requestId": listen}}),
+                    );
+                }
+                let mut next = 100;
+                let get = json!({"taskId": second, "_meta": meta});
+                h.wait_status(&mut next, &get, "completed").await;
+                tokio::time::sleep(Duration::from_millis(20)).await;
+                h.drain().await;
+                assert!(
+                    !h.seen.iter().any(|m| m["method"] == "notifications/tasks"
+                        || m["id"] == 3
+                        || m["id"] == 6),
+                    "nothing after the cancel, and no response to a listen: {:?}",
+                    h.seen
+                );
+
+                let stats = h.stats(7).await;
+                assert_eq!(stats["listens"], 3);
+                assert_eq!(stats["listens_open"], 0);
+                assert_eq!(stats["task_notifications"], 2);
+                assert_eq!(stats["pending"], 0);
+            });
+        }
+
+        // The legacy era does not know the method.
+        run(async {
+            let mut h = Harness::new(&[]);
+            h.request(
+                1,
+                "subscriptions/listen",
+                json!({"notifications": {"taskIds": []}, "_meta": modern_meta()}),
+            );
+            assert_eq!(h.response(1).await["error"]["code"], METHOD_NOT_FOUND);
+        });
     }
 }

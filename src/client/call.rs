@@ -387,8 +387,9 @@ enum Stage {
     Start(Option<Box<Request>>),
     /// Handed to the actor; the answer comes on this channel.
     Waiting(oneshot::Receiver<Outcome>),
-    /// Run as a task: created, polled, its result fetched. Dropping it cancels the task.
-    Task(TaskRun),
+    /// Run as a task: created, polled, its result fetched. Dropping it cancels the task. Boxed
+    /// so that every other call's future stays small.
+    Task(Box<TaskRun>),
     /// The server asked for input (2026-07-28): the handlers are answering; nothing in flight.
     Fulfilling(Box<Fulfilling>),
     Done,
@@ -600,7 +601,7 @@ impl<T: DeserializeOwned> Future for CallFuture<T> {
             match task {
                 Some(options) => {
                     let run = super::tasks::run(this.link.clone(), request, *options);
-                    this.stage = Stage::Task(run);
+                    this.stage = Stage::Task(Box::new(run));
                 }
                 None => {
                     let (reply, rx) = oneshot::channel();
@@ -679,7 +680,7 @@ impl<T: DeserializeOwned> Future for CallFuture<T> {
                                     .map(|o| *o)
                                     .unwrap_or_default();
                                 let run = super::tasks::follow(this.link.clone(), *task, options);
-                                this.stage = Stage::Task(run);
+                                this.stage = Stage::Task(Box::new(run));
                                 continue;
                             }
                             Verdict::Invalid(why) => return Poll::Ready(Err(Error::Protocol(why))),
@@ -725,7 +726,7 @@ impl<T: DeserializeOwned> Future for CallFuture<T> {
                     this.stage = Stage::Waiting(rx);
                 }
                 Stage::Task(run) => {
-                    let raw = match run.as_mut().poll(cx) {
+                    let raw = match Pin::as_mut(run).poll(cx) {
                         Poll::Pending => return Poll::Pending,
                         Poll::Ready(outcome) => outcome,
                     };
@@ -764,3 +765,7 @@ impl<T> Drop for CallFuture<T> {
 fn decode<T: DeserializeOwned>(raw: &RawResult) -> Result<T, Error> {
     serde_json::from_str(raw.get()).map_err(|e| Error::Protocol(format!("unexpected result: {e}")))
 }
+
+// A call in flight costs its future: keep it at five words (what only some calls need lives
+// in the boxed extras; a task's work is boxed too).
+const _: () = assert!(std::mem::size_of::<CallFuture<()>>() <= 40);
