@@ -355,3 +355,38 @@ async fn a_task_needing_input_midway_is_answered_by_the_handler_in_both_eras() {
         );
     }
 }
+
+/// 2026-07-28: a followed task's status is asked for with `subscriptions/listen` (`taskIds`),
+/// the pushed `notifications/tasks` are used, and the subscription ends with the follow.
+#[actix::test]
+async fn a_modern_task_is_followed_through_a_listen_subscription_that_ends_with_it() {
+    let journal = Journal::new("tasks-listen");
+    let client = connected(&journal, "modern").await;
+    let result = client
+        .call_tool("task_sleep", json!({"ms": 300, "steps": 6}))
+        .as_task()
+        .await
+        .unwrap();
+    assert_eq!(result.text(), "slept 300 ms in 6 steps");
+    let frames = journal.frames();
+    let created = frames
+        .iter()
+        .find(|f| f["method"] == "tools/call" && f["params"]["name"] == "task_sleep")
+        .unwrap();
+    let listen = frames
+        .iter()
+        .find(|f| f["method"] == "subscriptions/listen")
+        .expect("a subscription was asked for");
+    let task_ids = &listen["params"]["notifications"]["taskIds"];
+    assert_eq!(task_ids.as_array().map(Vec::len), Some(1), "{listen}");
+    assert!(created["id"] != listen["id"]);
+    assert!(
+        stat(&client, "/task_notifications").await >= 1,
+        "notifications were pushed"
+    );
+    eventually_async("the subscription ends with the follow", || async {
+        stat(&client, "/listens_open").await == 0
+    })
+    .await;
+    no_cancel_notification(&journal);
+}
