@@ -98,7 +98,7 @@ pub mod web;
 pub use cancellation::Cancellation;
 pub use client::{
     AllPages, Call, CallFuture, Client, ConnectOptions, HandlerError, NotificationStream,
-    Placement, ProgressStream, ProtocolEra, TaskHandle, TaskWait,
+    Placement, ProgressStream, ProtocolEra, TaskHandle, TaskStatusStream, TaskWait,
 };
 pub use config::{AuthConfig, Config, ConfigError, ServerConfig, TransportConfig};
 pub use connection::{
@@ -134,7 +134,7 @@ pub use protocol::{
         CreateMessageRequest, CreateMessageResult, ModelHint, ModelPreferences, Role,
         SamplingContent, SamplingMessage,
     },
-    tasks::{Task, TaskStatus},
+    tasks::{ListTasksResult, Task, TaskStatus},
     tools::{CallToolResult, EmptyResult, ListToolsResult, Tool},
     tools::{Icon, ToolAnnotations, ToolExecution},
     RawResult, RequestId,

@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use actix_mcp::{Cancellation, Client, Error, TaskStatus};
 use common::*;
+use futures::StreamExt;
 use serde_json::{json, Value};
 
 async fn connected(journal: &Journal, era: &str) -> Client {
@@ -238,6 +239,11 @@ async fn a_detached_task_runs_on_and_is_resumed_by_id() {
         .unwrap();
     let id = handle.id().to_owned();
     drop(handle);
+    let listed = client.list_tasks(None).await.unwrap();
+    assert!(
+        listed.tasks.iter().any(|t| t.task_id == id),
+        "tasks/list names it"
+    );
     assert_eq!(
         stat(&client, "/tasks/working").await,
         1,
@@ -389,4 +395,37 @@ async fn a_modern_task_is_followed_through_a_listen_subscription_that_ends_with_
     })
     .await;
     no_cancel_notification(&journal);
+}
+
+/// Progress the task reports under its creating call's token reaches the caller's progress
+/// listener for the task's whole life, though the creating call was answered at once.
+#[actix::test]
+async fn a_tasks_progress_reaches_the_caller_in_both_eras() {
+    for era in ["legacy", "modern"] {
+        let journal = Journal::new(&format!("tasks-progress-{era}"));
+        let client = connected(&journal, era).await;
+        let (call, mut progress) = client
+            .call_tool("task_sleep", json!({"ms": 300, "steps": 5}))
+            .as_task()
+            .progress_stream();
+        let (call, mut statuses) = call.task_status_stream();
+        let result = call.await.unwrap();
+        let mut states = Vec::new();
+        while let Some(task) = statuses.next().await {
+            states.push(task.status);
+        }
+        assert_eq!(
+            states.last(),
+            Some(&TaskStatus::Completed),
+            "{era}: {states:?}"
+        );
+        assert_eq!(result.text(), "slept 300 ms in 5 steps", "{era}");
+        let mut seen = Vec::new();
+        while let Ok(Some(p)) =
+            tokio::time::timeout(Duration::from_millis(200), progress.next()).await
+        {
+            seen.push(p.progress);
+        }
+        assert!(seen.len() >= 3, "{era}: progress during the task: {seen:?}");
+    }
 }

@@ -92,6 +92,14 @@ impl Call<crate::protocol::tools::CallToolResult> {
         self
     }
 
+    /// The task's states as a stream (implies [`as_task`](Self::as_task)); see
+    /// [`TaskStatusStream`](super::TaskStatusStream).
+    pub fn task_status_stream(mut self) -> (Self, super::TaskStatusStream) {
+        let (callback, stream) = super::TaskStatusStream::new();
+        self.task.get_or_insert_with(Box::default).on_status = Some(callback);
+        (self, stream)
+    }
+
     /// Creates the task and hands back its handle at once, **detached**: the task runs on
     /// whatever happens to the handle; wait for it, read it or cancel it later, from here or
     /// (by its id, [`Client::task`](super::Client::task)) from another process. Cancelling the

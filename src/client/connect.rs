@@ -22,8 +22,8 @@ use crate::{
     cancellation::Cancellation,
     connection::{
         apply_elicitation_defaults, Close, Connection, HandlerError, Handlers, Inbox, Link,
-        NotificationObserver, DEFAULT_MAILBOX_CAPACITY, ELICITATION, ELICITATION_URL, ROOTS_LIST,
-        SAMPLING,
+        NotificationObserver, ProgressObserver, DEFAULT_MAILBOX_CAPACITY, ELICITATION,
+        ELICITATION_URL, ROOTS_LIST, SAMPLING,
     },
     error::{CloseReason, Error},
     protocol::{
@@ -336,11 +336,21 @@ impl ConnectOptions {
                 }
             })
         };
+        let progress_observer: ProgressObserver = {
+            let client_state = client_state.clone();
+            Box::new(move |token, progress| {
+                client_state
+                    .get()
+                    .and_then(Weak::upgrade)
+                    .is_some_and(|shared| shared.task_progress(token, progress))
+            })
+        };
         let addr = self
             .start(
                 Box::new(transport),
                 notifications.clone(),
                 observer,
+                progress_observer,
                 inbox.clone(),
             )
             .await?;
@@ -384,6 +394,7 @@ impl ConnectOptions {
         transport: Box<dyn Transport>,
         notifications: broadcast::Sender<ServerNotification>,
         observer: NotificationObserver,
+        progress_observer: ProgressObserver,
         inbox: Arc<Inbox>,
     ) -> Result<Addr<Connection>, Error> {
         let capacity = self.mailbox_capacity;
@@ -399,6 +410,7 @@ impl ConnectOptions {
                 .handlers(handlers)
                 .notifications(notifications)
                 .observe_notifications(observer)
+                .observe_late_progress(progress_observer)
                 .inbox(inbox)
         };
         match &self.placement {

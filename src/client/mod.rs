@@ -27,7 +27,7 @@ pub use lifecycle::{ProtocolEra, DISCOVER_PROBE_TIMEOUT};
 pub use notifications::{NotificationStream, NOTIFICATION_BUFFER};
 pub use pages::{AllPages, Page, DEFAULT_MAX_PAGES};
 pub use progress::{ProgressCallback, ProgressStream, PROGRESS_BUFFER};
-pub use tasks::{TaskHandle, TaskStatusCallback, TaskWait};
+pub use tasks::{TaskHandle, TaskStatusCallback, TaskStatusStream, TaskWait};
 
 use self::shared::Shared;
 use crate::{
@@ -321,7 +321,10 @@ impl Client {
     }
 
     /// `tasks/list` (2025-11-25): the server's tasks, one page.
-    pub fn list_tasks(&self, cursor: Option<&str>) -> Call<Value> {
+    pub fn list_tasks(
+        &self,
+        cursor: Option<&str>,
+    ) -> Call<crate::protocol::tasks::ListTasksResult> {
         self.call(Request::new("tasks/list", cursor_params(cursor)))
     }
 

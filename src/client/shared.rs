@@ -26,6 +26,24 @@ use crate::{
     },
 };
 
+/// A followed task's progress listener; dropping it removes the listener.
+pub(crate) struct ProgressKept {
+    shared: std::sync::Weak<Shared>,
+    token: RequestId,
+}
+
+impl Drop for ProgressKept {
+    fn drop(&mut self) {
+        if let Some(shared) = self.shared.upgrade() {
+            shared
+                .task_progress
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .remove(&self.token);
+        }
+    }
+}
+
 /// The status notifications of one followed task; dropping it stops them.
 pub(crate) struct TaskWatch {
     shared: std::sync::Weak<Shared>,
@@ -68,6 +86,10 @@ pub(crate) struct Shared {
     /// A refetch of the tool list is running; `refetch_again`: another change came meanwhile.
     refetching: AtomicBool,
     refetch_again: AtomicBool,
+    /// The progress listeners of tasks being followed, by their creating call's token.
+    task_progress: Mutex<
+        std::collections::HashMap<RequestId, crate::protocol::notifications::ProgressCallback>,
+    >,
     /// The tasks being followed, and where their status notifications go.
     task_watchers:
         Mutex<std::collections::HashMap<String, tokio::sync::mpsc::UnboundedSender<Task>>>,
@@ -89,6 +111,7 @@ impl Shared {
             refetching: AtomicBool::new(false),
             refetch_again: AtomicBool::new(false),
             task_watchers: Mutex::default(),
+            task_progress: Mutex::default(),
         }
     }
 
@@ -223,6 +246,43 @@ impl Shared {
         }
         self.has_task_required
             .store(!required.is_empty(), Ordering::Release);
+    }
+
+    /// Hands the progress under `token` (a task's creating call) to `listener` until the returned
+    /// guard is dropped.
+    pub fn keep_progress(
+        self: &Arc<Self>,
+        token: RequestId,
+        listener: crate::protocol::notifications::ProgressCallback,
+    ) -> ProgressKept {
+        self.task_progress
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(token, listener);
+        ProgressKept {
+            shared: Arc::downgrade(self),
+            token,
+        }
+    }
+
+    /// Progress no request listens to: a followed task's, if any. Runs on the connection's
+    /// thread.
+    pub fn task_progress(
+        &self,
+        token: RequestId,
+        progress: &crate::protocol::notifications::Progress,
+    ) -> bool {
+        let mut listeners = self
+            .task_progress
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        match listeners.get_mut(&token) {
+            Some(listener) => {
+                listener(progress.clone());
+                true
+            }
+            None => false,
+        }
     }
 
     /// Follows task `id`'s status notifications until the returned watch is dropped.

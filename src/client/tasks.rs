@@ -57,8 +57,14 @@ const CANCEL_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// Runs `request` (a `tools/call`) as a task: created with `params.task`, followed to its end.
 /// A server that answers with a plain result (it chose not to make a task) is answered so.
-pub(crate) fn run(shared: Arc<Shared>, request: Box<Request>, options: TaskOptions) -> TaskRun {
+pub(crate) fn run(shared: Arc<Shared>, mut request: Box<Request>, options: TaskOptions) -> TaskRun {
     Box::pin(async move {
+        // The caller's progress listener hears the task's progress for as long as it is
+        // followed: the server reports it under the token the creating call carries.
+        let _progress = request
+            .options
+            .take_progress()
+            .map(|listener| shared.keep_progress(request.id(), listener));
         let create = augmented(&shared, &request, options.ttl)?;
         let guard = Guard::new(shared.clone());
         // 2026-07-28: the server answers `resultType: "task"`, and this call follows the task
@@ -560,4 +566,47 @@ pub(crate) async fn start(
         Error::Protocol("the server answered the call instead of making a task".into())
     })?;
     Ok(TaskHandle::new(shared, task.task_id))
+}
+
+/// A task's states as it is followed (created, each poll or pushed status), as a stream that
+/// ends when the task call ends. Holds at most [`PROGRESS_BUFFER`](super::PROGRESS_BUFFER)
+/// states; newer ones are dropped (and counted) while it is full.
+pub struct TaskStatusStream {
+    rx: tokio::sync::mpsc::Receiver<Task>,
+    dropped: Arc<std::sync::atomic::AtomicU64>,
+}
+
+impl TaskStatusStream {
+    pub(crate) fn new() -> (TaskStatusCallback, Self) {
+        let (tx, rx) = tokio::sync::mpsc::channel(super::PROGRESS_BUFFER);
+        let dropped = Arc::new(std::sync::atomic::AtomicU64::new(0));
+        let counter = dropped.clone();
+        let callback: TaskStatusCallback = Arc::new(move |task: &Task| {
+            if tx.try_send(task.clone()).is_err() {
+                counter.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            }
+        });
+        (callback, Self { rx, dropped })
+    }
+
+    /// The next state; `None` once the task call ended.
+    pub async fn next(&mut self) -> Option<Task> {
+        self.rx.recv().await
+    }
+
+    /// States dropped because the stream was full.
+    pub fn dropped(&self) -> u64 {
+        self.dropped.load(std::sync::atomic::Ordering::Relaxed)
+    }
+}
+
+impl futures::Stream for TaskStatusStream {
+    type Item = Task;
+
+    fn poll_next(
+        mut self: Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Task>> {
+        self.rx.poll_recv(cx)
+    }
 }

@@ -285,6 +285,13 @@ impl Connection {
             return;
         };
         let token = params.progress_token.as_request_id();
+        // Progress for a request already answered (a task's creating call: its task runs on)
+        // may still be wanted above.
+        if let (Some(id), Some(observer)) = (token, &self.progress_observer) {
+            if !self.requests.get().listens_to_progress(id) && observer(id, &params.progress) {
+                return;
+            }
+        }
         self.requests.get().progress(token, params.progress);
     }
 }

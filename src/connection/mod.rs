@@ -61,6 +61,11 @@ const DRAIN_LIMIT: std::time::Duration = std::time::Duration::from_secs(2);
 /// Told of each server notification before it is published (see `observe_notifications`).
 pub(crate) type NotificationObserver = Box<dyn Fn(&ServerNotification) + Send>;
 
+/// Offered the progress for a request without a listener (answered already); `true` if taken.
+pub(crate) type ProgressObserver = Box<
+    dyn Fn(crate::protocol::RequestId, &crate::protocol::notifications::Progress) -> bool + Send,
+>;
+
 /// The connection actor. One per server.
 pub struct Connection {
     lifecycle: Lifecycle,
@@ -73,6 +78,8 @@ pub struct Connection {
     notifications: Option<broadcast::Sender<ServerNotification>>,
     /// Told of each notification before anyone else, on the connection's thread.
     observer: Option<NotificationObserver>,
+    /// Offered progress that no request listens to any more.
+    progress_observer: Option<ProgressObserver>,
     subscribers: Vec<Recipient<ServerNotification>>,
     counters: InboundCounters,
     /// The wake-up for the earliest request deadline, and when it is due.
@@ -104,6 +111,7 @@ impl Connection {
             handlers: Handlers::default(),
             notifications: None,
             observer: None,
+            progress_observer: None,
             subscribers: Vec::new(),
             counters: InboundCounters::default(),
             wake: None,
@@ -142,6 +150,13 @@ impl Connection {
     /// keeps about the server (cached lists) is stale for nobody who saw the notification.
     pub(crate) fn observe_notifications(mut self, observer: NotificationObserver) -> Self {
         self.observer = Some(observer);
+        self
+    }
+
+    /// Offers `observer` the progress of requests that were answered already (a task's creating
+    /// call: the task it made reports progress under its token).
+    pub(crate) fn observe_late_progress(mut self, observer: ProgressObserver) -> Self {
+        self.progress_observer = Some(observer);
         self
     }
 

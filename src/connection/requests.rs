@@ -378,6 +378,11 @@ impl Requests {
 
     /// Event: progress for the request whose id is the token. Dropped (and counted) unless that
     /// request is in flight with a listener.
+    /// Whether request `id` has a progress listener.
+    pub fn listens_to_progress(&self, id: RequestId) -> bool {
+        self.progress.contains_key(&id)
+    }
+
     pub fn progress(&mut self, token: Option<RequestId>, progress: Progress) {
         match token.and_then(|id| self.progress.get_mut(&id)) {
             Some(listener) => listener(progress),

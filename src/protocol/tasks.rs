@@ -103,6 +103,21 @@ impl Task {
     }
 }
 
+/// A page of `tasks/list` (2025-11-25).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ListTasksResult {
+    /// This page of tasks.
+    #[serde(default)]
+    pub tasks: Vec<Task>,
+    /// The cursor of the next page; `None` on the last.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub next_cursor: Option<String>,
+    /// Fields this crate does not know, as sent.
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
 /// What a task-creating call answered: a task (2025-11-25 `{"task": {...}}`, 2026-07-28
 /// `resultType: "task"` with the task's fields), or a plain result (the server chose not to
 /// make a task).
