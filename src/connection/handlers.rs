@@ -22,6 +22,17 @@ pub struct HandlerError {
     pub data: Option<Value>,
 }
 
+impl From<HandlerError> for crate::protocol::jsonrpc::ErrorObject {
+    /// The JSON-RPC error sent to the server for a handler's error.
+    fn from(e: HandlerError) -> Self {
+        Self {
+            code: e.code,
+            message: e.message,
+            data: e.data,
+        }
+    }
+}
+
 impl HandlerError {
     /// An error with this code and message, without `data`.
     pub fn new(code: i64, message: impl Into<String>) -> Self {

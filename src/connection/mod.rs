@@ -469,13 +469,7 @@ impl Handler<ServerRequestDone> for Connection {
     fn handle(&mut self, done: ServerRequestDone, ctx: &mut Self::Context) {
         let span = self.span.clone();
         let _in = span.enter();
-        let outcome = done
-            .outcome
-            .map_err(|e| crate::protocol::jsonrpc::ErrorObject {
-                code: e.code,
-                message: e.message,
-                data: e.data,
-            });
+        let outcome = done.outcome.map_err(Into::into);
         self.answer_server_request(done.id, outcome);
         self.settle(ctx);
     }
@@ -487,13 +481,7 @@ impl Handler<ServerTaskDone> for Connection {
     fn handle(&mut self, done: ServerTaskDone, ctx: &mut Self::Context) {
         let span = self.span.clone();
         let _in = span.enter();
-        let outcome = done
-            .outcome
-            .map_err(|e| crate::protocol::jsonrpc::ErrorObject {
-                code: e.code,
-                message: e.message,
-                data: e.data,
-            });
+        let outcome = done.outcome.map_err(Into::into);
         for (waiter, answer) in self.server_tasks.finished(&done.task_id, outcome) {
             self.answer_server_request(waiter, answer);
         }
