@@ -178,17 +178,34 @@ impl HttpTransport {
         self
     }
 
-    fn header_map(&self) -> Result<HeaderMap, Error> {
+    pub(crate) fn header_map(&self) -> Result<HeaderMap, Error> {
         let mut map = HeaderMap::new();
         for (name, value) in &self.headers {
             let name = HeaderName::from_bytes(name.as_bytes())
                 .map_err(|e| invalid_input(format!("header name {name:?}: {e}")))?;
-            let value = HeaderValue::from_str(value)
+            // CR, LF and other bytes a header cannot hold are refused here, before anything
+            // is sent (and the value is not echoed: it may be a secret).
+            let mut value = HeaderValue::from_str(value)
                 .map_err(|e| invalid_input(format!("header {name} value: {e}")))?;
+            // Secrets are kept out of the HTTP stack's logs and `Debug` output.
+            if is_secret_header(name.as_str()) {
+                value.set_sensitive(true);
+            }
             map.append(name, value);
         }
         Ok(map)
     }
+}
+
+/// Whether a header (its lowercase name) usually carries a secret: credentials, cookies, keys,
+/// tokens.
+fn is_secret_header(name: &str) -> bool {
+    matches!(
+        name,
+        "authorization" | "proxy-authorization" | "cookie" | "set-cookie"
+    ) || ["key", "token", "secret", "password", "auth"]
+        .iter()
+        .any(|word| name.contains(word))
 }
 
 fn invalid_input(message: String) -> Error {
@@ -476,5 +493,32 @@ impl TransportIo for HttpIo {
 impl Drop for HttpIo {
     fn drop(&mut self) {
         self.shared.shutdown.cancel();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn secret_headers_are_sensitive_and_a_header_with_a_line_break_is_refused() {
+        let transport = HttpTransport::new("http://127.0.0.1:1/mcp")
+            .header("Authorization", "Bearer s3cret")
+            .header("X-Api-Key", "k")
+            .header("X-Trace", "visible");
+        let map = transport.header_map().unwrap();
+        assert!(map["authorization"].is_sensitive());
+        assert!(map["x-api-key"].is_sensitive());
+        assert!(!map["x-trace"].is_sensitive());
+        assert!(!format!("{map:?}").contains("s3cret"), "redacted in Debug");
+
+        let injected =
+            HttpTransport::new("http://127.0.0.1:1/mcp").header("X-Test", "a\r\nX-Injected: 1");
+        let error = injected.header_map().unwrap_err().to_string();
+        assert!(error.contains("x-test"), "{error}");
+        assert!(
+            !error.contains("X-Injected"),
+            "the value is not echoed: {error}"
+        );
     }
 }
