@@ -429,3 +429,21 @@ async fn a_tasks_progress_reaches_the_caller_in_both_eras() {
         assert!(seen.len() >= 3, "{era}: progress during the task: {seen:?}");
     }
 }
+
+/// A detached start in the 2026-07-28 era hands back the task (the server made it) rather than
+/// following it to its end. Regression: the creating call used to follow the task itself, so
+/// `start_task` waited for the end and then found no task.
+#[actix::test]
+async fn a_detached_start_in_the_modern_era_returns_at_once() {
+    let journal = Journal::new("tasks-detached-modern");
+    let client = connected(&journal, "modern").await;
+    let handle = client
+        .call_tool("task_sleep", json!({"ms": 60_000}))
+        .start_task()
+        .await
+        .unwrap();
+    assert_eq!(stat(&client, "/tasks/working").await, 1, "still running");
+    let cancelled = handle.cancel().await.unwrap();
+    assert_eq!(cancelled.status, TaskStatus::Cancelled);
+    no_cancel_notification(&journal);
+}

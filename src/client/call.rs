@@ -687,6 +687,10 @@ impl<T: DeserializeOwned> Future for CallFuture<T> {
                                     .and_then(|e| e.as_mut().project().follow.take())
                                     .map(|o| *o)
                                     .unwrap_or_default();
+                                // A detached start wants the task, not its end.
+                                if options.detach {
+                                    return Poll::Ready(decode(&raw));
+                                }
                                 let run = super::tasks::follow(this.link.clone(), *task, options);
                                 this.stage = Stage::Task(Box::new(run));
                                 continue;
@@ -770,7 +774,7 @@ impl<T> Drop for CallFuture<T> {
 }
 
 /// A result read as the caller's type.
-fn decode<T: DeserializeOwned>(raw: &RawResult) -> Result<T, Error> {
+pub(super) fn decode<T: DeserializeOwned>(raw: &serde_json::value::RawValue) -> Result<T, Error> {
     serde_json::from_str(raw.get()).map_err(|e| Error::Protocol(format!("unexpected result: {e}")))
 }
 

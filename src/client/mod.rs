@@ -302,16 +302,22 @@ impl Client {
         let call = self.call(request).check_output(name, schema);
         // A tool that says it must run as a task is run as one (2025-11-25 `taskSupport`),
         // when the server says it runs tool calls as tasks (2026-07-28: the server decides).
-        let server_runs_tasks = self.shared.is_modern()
+        // The tool is asked first: for every other tool that is one atomic load, no JSON.
+        if self.shared.task_required(name) && self.server_runs_tool_tasks() {
+            return call.as_task();
+        }
+        call
+    }
+
+    /// Whether the server runs tool calls as tasks (2025-11-25 capability
+    /// `tasks.requests.tools.call`; 2026-07-28: the server decides per call).
+    fn server_runs_tool_tasks(&self) -> bool {
+        self.shared.is_modern()
             || self
                 .server
                 .capabilities
                 .pointer("/tasks/requests/tools/call")
-                .is_some();
-        if server_runs_tasks && self.shared.task_required(name) {
-            return call.as_task();
-        }
-        call
+                .is_some()
     }
 
     /// A task on the server, by its id (from [`Call::start_task`], perhaps in another

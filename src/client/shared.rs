@@ -35,11 +35,7 @@ pub(crate) struct ProgressKept {
 impl Drop for ProgressKept {
     fn drop(&mut self) {
         if let Some(shared) = self.shared.upgrade() {
-            shared
-                .task_progress
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .remove(&self.token);
+            lock(&shared.task_progress).remove(&self.token);
         }
     }
 }
@@ -54,11 +50,7 @@ pub(crate) struct TaskWatch {
 impl Drop for TaskWatch {
     fn drop(&mut self) {
         if let Some(shared) = self.shared.upgrade() {
-            shared
-                .task_watchers
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .remove(&self.id);
+            lock(&shared.task_watchers).remove(&self.id);
         }
     }
 }
@@ -201,10 +193,7 @@ impl Shared {
                 *result = screened;
             }
         }
-        let mut schemas = self
-            .output_schemas
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
+        let mut schemas = lock(&self.output_schemas);
         output_schemas::learn(result, &mut schemas);
         self.has_output_schemas
             .store(!schemas.is_empty(), Ordering::Release);
@@ -228,10 +217,7 @@ impl Shared {
         let Ok(page) = serde_json::from_str::<Page>(result.get()) else {
             return;
         };
-        let mut required = self
-            .task_required
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
+        let mut required = lock(&self.task_required);
         for tool in page.tools {
             let support = tool
                 .execution
@@ -255,10 +241,7 @@ impl Shared {
         token: RequestId,
         listener: crate::protocol::notifications::ProgressCallback,
     ) -> ProgressKept {
-        self.task_progress
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .insert(token, listener);
+        lock(&self.task_progress).insert(token, listener);
         ProgressKept {
             shared: Arc::downgrade(self),
             token,
@@ -272,10 +255,7 @@ impl Shared {
         token: RequestId,
         progress: &crate::protocol::notifications::Progress,
     ) -> bool {
-        let mut listeners = self
-            .task_progress
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
+        let mut listeners = lock(&self.task_progress);
         match listeners.get_mut(&token) {
             Some(listener) => {
                 listener(progress.clone());
@@ -288,10 +268,7 @@ impl Shared {
     /// Follows task `id`'s status notifications until the returned watch is dropped.
     pub fn watch_task(self: &Arc<Self>, id: &str) -> TaskWatch {
         let (sender, receiver) = tokio::sync::mpsc::unbounded_channel();
-        self.task_watchers
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .insert(id.to_owned(), sender);
+        lock(&self.task_watchers).insert(id.to_owned(), sender);
         TaskWatch {
             shared: Arc::downgrade(self),
             id: id.to_owned(),
@@ -305,10 +282,7 @@ impl Shared {
         let Some(task) = params.and_then(|p| serde_json::from_value::<Task>(p.clone()).ok()) else {
             return;
         };
-        let watchers = self
-            .task_watchers
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
+        let watchers = lock(&self.task_watchers);
         if let Some(sender) = watchers.get(&task.task_id) {
             let _ = sender.send(task);
         }
@@ -316,12 +290,7 @@ impl Shared {
 
     /// Whether `tool` must run as a task.
     pub fn task_required(&self, tool: &str) -> bool {
-        self.has_task_required.load(Ordering::Acquire)
-            && self
-                .task_required
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .contains(tool)
+        self.has_task_required.load(Ordering::Acquire) && lock(&self.task_required).contains(tool)
     }
 
     /// The server's tools changed (`notifications/tools/list_changed`): if this client ever
@@ -376,17 +345,17 @@ impl Shared {
         if !self.has_output_schemas.load(Ordering::Acquire) {
             return None;
         }
-        let schemas = self
-            .output_schemas
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
+        let schemas = lock(&self.output_schemas);
         schemas.get(tool).cloned()
     }
 
     fn lock_tool_headers(&self) -> std::sync::MutexGuard<'_, ToolHeaders> {
         // Nothing panics while holding the lock; a poisoned map is still consistent.
-        self.tool_headers
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
+        lock(&self.tool_headers)
     }
+}
+
+/// Nothing panics while holding these locks: a poisoned one is still consistent.
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
 }

@@ -47,6 +47,8 @@ pub(crate) struct TaskOptions {
     /// `params.task.ttl`: how long the server keeps the task after creation.
     pub ttl: Option<Duration>,
     pub on_status: Option<TaskStatusCallback>,
+    /// Hand back the creating answer instead of following the task (a detached start).
+    pub detach: bool,
 }
 
 /// The work of a task call, to its final result.
@@ -65,15 +67,11 @@ pub(crate) fn run(shared: Arc<Shared>, mut request: Box<Request>, options: TaskO
             .options
             .take_progress()
             .map(|listener| shared.keep_progress(request.id(), listener));
-        let create = augmented(&shared, &request, options.ttl)?;
         let guard = Guard::new(shared.clone());
         // 2026-07-28: the server answers `resultType: "task"`, and this call follows the task
         // itself (with these options) to its final result.
-        let created: Box<serde_json::value::RawValue> = Call::new(shared.clone(), create)
-            .no_timeout()
-            .withdraw_on_cancel(cancel_what_it_creates(shared.clone()))
-            .following(options.clone())
-            .await?;
+        let created: Box<serde_json::value::RawValue> =
+            creating_call(&shared, &request, options.clone())?.await?;
         let value: Value = serde_json::from_str(created.get())
             .map_err(|e| Error::Protocol(format!("unexpected task-creating result: {e}")))?;
         let Some(task) = created_task(&value) else {
@@ -249,13 +247,10 @@ async fn update(
     task_id: &str,
     responses: Map<String, Value>,
 ) -> Result<(), Error> {
+    let params = json!({ "inputResponses": responses });
     let _: Value = Call::new(
         shared.clone(),
-        Request::new(
-            "tasks/update",
-            Some(json!({ "taskId": task_id, "inputResponses": responses })),
-        )
-        .with_routing(shared.named_routing(task_id)),
+        task_request(shared, "tasks/update", task_id, params),
     )
     .timeout(super::DEFAULT_REQUEST_TIMEOUT)
     .await?;
@@ -265,11 +260,39 @@ async fn update(
 async fn get(shared: &Arc<Shared>, task_id: &str) -> Result<Task, Error> {
     Call::new(
         shared.clone(),
-        Request::new("tasks/get", Some(json!({ "taskId": task_id })))
-            .with_routing(shared.named_routing(task_id)),
+        task_request(shared, "tasks/get", task_id, json!({})),
     )
     .timeout(super::DEFAULT_REQUEST_TIMEOUT)
     .await
+}
+
+/// The call that creates a task: never cancelled on the wire (given up in flight, the task it
+/// makes is cancelled once its answer comes), following per `options` a task a 2026-07-28
+/// server makes of it.
+fn creating_call<T>(
+    shared: &Arc<Shared>,
+    request: &Request,
+    options: TaskOptions,
+) -> Result<Call<T>, Error> {
+    let create = augmented(shared, request, options.ttl)?;
+    Ok(Call::new(shared.clone(), create)
+        .no_timeout()
+        .withdraw_on_cancel(cancel_what_it_creates(shared.clone()))
+        .following(options))
+}
+
+/// A request about task `task_id` (`tasks/get`, `tasks/update`, `tasks/cancel`): over HTTP its
+/// `Mcp-Name` is the task id.
+fn task_request(
+    shared: &Shared,
+    method: &'static str,
+    task_id: &str,
+    mut params: Value,
+) -> Request {
+    if let Some(params) = params.as_object_mut() {
+        params.insert("taskId".into(), Value::from(task_id));
+    }
+    Request::new(method, Some(params)).with_routing(shared.named_routing(task_id))
 }
 
 /// The `tools/call` request with `params.task` added (2025-11-25). In the 2026-07-28 era the
@@ -316,9 +339,8 @@ fn cancel_what_it_creates(shared: Arc<Shared>) -> WithdrawThen {
 /// Queues `tasks/cancel {taskId}` on the connection now (so it is ahead of anything the caller
 /// does next, a close included) and reads its answer in the background.
 fn send_cancel(shared: &Shared, task_id: String) {
-    let request = Request::new("tasks/cancel", Some(json!({ "taskId": task_id })))
-        .with_routing(shared.named_routing(&task_id))
-        .with_options(RequestOptions {
+    let request =
+        task_request(shared, "tasks/cancel", &task_id, json!({})).with_options(RequestOptions {
             timeout: Some(CANCEL_TIMEOUT),
             ..RequestOptions::default()
         });
@@ -426,7 +448,7 @@ impl TaskHandle {
                 task.status.as_str()
             )));
         }
-        decode(&final_result(&self.shared, &task).await?)
+        super::call::decode(&final_result(&self.shared, &task).await?)
     }
 
     /// `tasks/cancel`, and the task's state after it: `cancelled`, or, when it had already
@@ -435,8 +457,7 @@ impl TaskHandle {
     pub async fn cancel(&self) -> Result<Task, Error> {
         let cancelled: Result<Value, Error> = Call::new(
             self.shared.clone(),
-            Request::new("tasks/cancel", Some(json!({ "taskId": self.task_id })))
-                .with_routing(self.shared.named_routing(&self.task_id)),
+            task_request(&self.shared, "tasks/cancel", &self.task_id, json!({})),
         )
         .timeout(CANCEL_TIMEOUT)
         .await;
@@ -499,12 +520,12 @@ impl IntoFuture for TaskWait {
         Box::pin(async move {
             let shared = self.handle.shared.clone();
             let options = TaskOptions {
-                ttl: None,
                 on_status: self.on_status,
+                ..TaskOptions::default()
             };
             let work = async {
                 let task = self.handle.get().await?;
-                decode(&follow(shared, task, options).await?)
+                super::call::decode(&follow(shared, task, options).await?)
             };
             bounded(work, self.cancellation.as_ref(), self.timeout).await
         })
@@ -547,21 +568,18 @@ pub(crate) async fn bounded<T>(
     }
 }
 
-fn decode<T: serde::de::DeserializeOwned>(raw: &serde_json::value::RawValue) -> Result<T, Error> {
-    serde_json::from_str(raw.get()).map_err(|e| Error::Protocol(format!("unexpected result: {e}")))
-}
-
 /// The creating call of a detached task: the task's handle once the server made it.
 pub(crate) async fn start(
     shared: Arc<Shared>,
     request: Box<Request>,
     ttl: Option<Duration>,
 ) -> Result<TaskHandle, Error> {
-    let create = augmented(&shared, &request, ttl)?;
-    let created: Value = Call::new(shared.clone(), create)
-        .no_timeout()
-        .withdraw_on_cancel(cancel_what_it_creates(shared.clone()))
-        .await?;
+    let options = TaskOptions {
+        ttl,
+        detach: true,
+        ..TaskOptions::default()
+    };
+    let created: Value = creating_call(&shared, &request, options)?.await?;
     let task = created_task(&created).ok_or_else(|| {
         Error::Protocol("the server answered the call instead of making a task".into())
     })?;

@@ -309,16 +309,11 @@ impl Servers {
                     let error = client.close_reason().unwrap_or(Error::Closed {
                         reason: crate::error::CloseReason::ActorStopped,
                     });
-                    entry.conn = Conn::None;
-                    entry.lists = Lists::default();
-                    let now = Instant::now();
-                    match entry.supervision.ended(error, now) {
-                        Next::RestartAt(at) if at > now => {
-                            schedule(Arc::downgrade(&self.inner), name.to_owned(), at);
-                        }
-                        _ => {}
+                    match self.after_end(name, entry, error) {
+                        Some(restarted) => restarted,
+                        // Backing off or failed: its error.
+                        None => self.begin(name, entry, false)?,
                     }
-                    self.begin(name, entry, false)?
                 }
                 Conn::None => self.begin(name, entry, false)?,
             }
@@ -410,6 +405,22 @@ impl Servers {
     /// The same as [`stop`](Self::stop).
     pub async fn shutdown(&self) {
         self.stop().await;
+    }
+
+    /// A ready connection ended (entry locked by the caller): supervision decides; a restart
+    /// due now begins at once (its connect is returned), a later one is scheduled.
+    fn after_end(&self, name: &str, entry: &mut Entry, error: Error) -> Option<Connecting> {
+        entry.conn = Conn::None;
+        entry.lists = Lists::default();
+        let now = Instant::now();
+        match entry.supervision.ended(error, now) {
+            Next::RestartAt(at) if at > now => {
+                schedule(Arc::downgrade(&self.inner), name.to_owned(), at);
+                None
+            }
+            Next::RestartAt(_) => self.begin(name, entry, false).ok(),
+            Next::Nothing => None,
+        }
     }
 
     /// Begins a connect if supervision allows it (entry locked by the caller).
@@ -814,19 +825,8 @@ fn ended(weak: &Weak<Inner>, name: &str, generation: u64, error: Error) {
     if entry.generation != generation || !matches!(entry.conn, Conn::Ready(_)) {
         return; // stopped or restarted on purpose meanwhile, or already handled by a caller
     }
-    entry.conn = Conn::None;
-    entry.lists = Lists::default();
     tracing::warn!(server = %name, %error, "MCP server connection ended");
-    let now = Instant::now();
-    match entry.supervision.ended(error, now) {
-        Next::RestartAt(at) if at > now => {
-            schedule(Arc::downgrade(&servers.inner), name.to_owned(), at)
-        }
-        Next::RestartAt(_) => {
-            let _ = servers.begin(name, entry, false);
-        }
-        Next::Nothing => {}
-    }
+    let _ = servers.after_end(name, entry, error);
 }
 
 /// A `tools/call` routed by name ([`Servers::call`]): set a token and a timeout, then await.
