@@ -61,6 +61,9 @@ pub enum Error {
         status: u16,
         /// The start of the response body (at most 1 KiB), for the log.
         body: String,
+        /// The server's `Retry-After` (in seconds; the date form is not read), typically with
+        /// `429` or `503`: when trying again may succeed. The request was not sent again.
+        retry_after: Option<std::time::Duration>,
     },
 
     /// The HTTP server ended the session (`404` to its `Mcp-Session-Id`) while this request was

@@ -88,6 +88,9 @@ pub mod client;
 pub mod config;
 pub mod connection;
 pub mod error;
+#[cfg(feature = "fuzzing")]
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod protocol;
 pub mod servers;
 mod timeout;

@@ -394,7 +394,11 @@ async fn a_cancel_is_posted_after_its_request_then_its_stream_is_closed() {
 async fn http_errors_fail_only_their_own_request() {
     let (client, _script) = connected().await;
     match client.call_tool("fail500", json!({})).await {
-        Err(Error::Http { status: 500, body }) => assert_eq!(body, "boom"),
+        Err(Error::Http {
+            status: 500,
+            body,
+            retry_after: None,
+        }) => assert_eq!(body, "boom"),
         other => panic!("{other:?}"),
     }
     match client.call_tool("rpc-error", json!({})).await {

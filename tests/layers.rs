@@ -17,6 +17,8 @@ const LAYERS: &[&[&str]] = &[
     &["client"],
     &["config"],
     &["servers", "web"],
+    // Only for the fuzz targets (feature `fuzzing`): thin wrappers over the layers below.
+    &["fuzzing"],
 ];
 
 fn layer_of(module: &str) -> Option<usize> {

@@ -6,7 +6,12 @@
 //! cargo bench --bench compare -- --scenarios a,b --runs 5
 //! cargo bench --bench compare -- --server "node my-server.js"
 //! cargo bench --bench compare -- --http            # over Streamable HTTP: actix-mcp vs rmcp
+//! cargo bench --bench compare -- --scenarios soak --runs 1 --era modern   # the soak, one era
 //! ```
+//!
+//! The soak (1,000,000 requests, ~40% cancelled four ways, every outcome checked, tables and
+//! memory checked after) runs for actix-mcp only and only when asked for; `benches/compare/soak.sh`
+//! runs it over stdio, HTTP/1.1 and HTTP/2 in both eras.
 //!
 //! Each (scenario, client, run) runs in a fresh worker process of this program against a fresh
 //! server process, so memory figures are the client's own. The default server is the crate's
@@ -28,22 +33,41 @@ use std::{
 };
 
 use clap::Parser;
-use clients::{actix::ActixMcp, raw::Raw, rmcp::Rmcp, Driver, ServerCmd};
+use clients::{actix::ActixMcp, raw::Raw, raw_http::RawHttp, rmcp::Rmcp, Driver, Era, ServerCmd};
 use scenarios::{Metrics, Sizes};
 use serde_json::{json, Value};
 
 const CLIENTS: [&str; 4] = ["actix-mcp", "actix-mcp-tokio", "raw", "rmcp"];
 const SCENARIOS: [&str; 9] = ["a", "b", "c1", "c2", "c3", "c4", "d", "scale", "t"];
 /// `--http`: the same server over Streamable HTTP (its `--http` mode), actix-mcp vs rmcp.
-const HTTP_CLIENTS: [&str; 4] = ["actix-mcp-http", "rmcp-http", "actix-mcp-h2", "rmcp-h2"];
-const HTTP_SCENARIOS: [&str; 4] = ["a", "b", "c1", "c2"];
+/// `raw-http`/`raw-h2`: the ceiling, no SDK (reqwest with the same settings).
+const HTTP_CLIENTS: [&str; 6] = [
+    "actix-mcp-http",
+    "raw-http",
+    "rmcp-http",
+    "actix-mcp-h2",
+    "raw-h2",
+    "rmcp-h2",
+];
+const HTTP_SCENARIOS: [&str; 5] = ["a", "b", "c1", "c2", "d"];
 /// Counters that must be zero for actix-mcp in every run.
-const MUST_BE_ZERO: [&str; 4] = [
+const MUST_BE_ZERO: [&str; 12] = [
     "lost_cancels",
     "overtaking_cancels",
     "left_running",
     "task_cancel_notifications",
+    // soak
+    "mismatched_outcomes",
+    "in_flight_after",
+    "server_pending_after",
+    "cancels_ahead",
+    "cancels_unknown",
+    "cancel_counter_mismatch",
+    "write_count_mismatch",
+    "rss_over_budget_mib",
 ];
+/// Scenarios only actix-mcp can run (tasks; the soak's cancellation ways and client counters).
+const ACTIX_ONLY: [&str; 2] = ["t", "soak"];
 
 #[derive(Parser, Debug)]
 #[command(about = "actix-mcp vs rmcp vs raw, side by side")]
@@ -54,7 +78,7 @@ struct Args {
     /// Runs per scenario and client; the table shows medians.
     #[arg(long, default_value_t = 3)]
     runs: usize,
-    /// Comma-separated scenarios (a,b,c1,c2,c3,c4,d,scale,t).
+    /// Comma-separated scenarios (a,b,c1,c2,c3,c4,d,scale,t; soak only when named).
     #[arg(long, value_delimiter = ',')]
     scenarios: Option<Vec<String>>,
     /// Comma-separated clients (actix-mcp,actix-mcp-tokio,raw,rmcp; with --http:
@@ -69,6 +93,11 @@ struct Args {
     /// the correctness counters also need the demo server's `stats` tool.
     #[arg(long)]
     server: Option<String>,
+    /// The protocol era: passed to the server (`--era legacy|modern`, as the demo server takes
+    /// it) and to actix-mcp (`ProtocolEra::Legacy|Modern`). Default: the server's and the
+    /// clients' own (legacy).
+    #[arg(long, value_enum)]
+    era: Option<Era>,
     /// Internal: run one scenario for one client and print its metrics as JSON.
     #[arg(long, hide = true)]
     worker: Option<String>,
@@ -95,11 +124,17 @@ fn main() -> ExitCode {
         (true, false) => Sizes::HTTP,
     };
     if let (Some(client), Some(scenario)) = (&args.worker, &args.scenario) {
-        let server = ServerCmd {
+        let mut server = ServerCmd {
             http: args.http,
             http2: client.ends_with("-h2"),
+            era: args.era,
             ..server
         };
+        if let Some(era) = args.era {
+            server
+                .args
+                .extend(["--era".to_owned(), era.name().to_owned()]);
+        }
         return worker(client, scenario, &server, sizes);
     }
     let runs = if args.smoke { 1 } else { args.runs.max(1) };
@@ -132,6 +167,7 @@ fn server_cmd(line: Option<&str>) -> Result<ServerCmd, String> {
             args: Vec::new(),
             http: false,
             http2: false,
+            era: None,
         }),
         Some(line) => {
             let mut words = shlex::split(line).ok_or("--server: unbalanced quotes")?;
@@ -144,6 +180,7 @@ fn server_cmd(line: Option<&str>) -> Result<ServerCmd, String> {
                 args: words,
                 http: false,
                 http2: false,
+                era: None,
             })
         }
     }
@@ -157,6 +194,9 @@ fn worker(client: &str, scenario: &str, server: &ServerCmd, sizes: Sizes) -> Exi
         // The same client from plain tokio code: the actor runs on a thread of its own.
         "actix-mcp-tokio" => multi_thread().block_on(measure::<ActixMcp>(server, scenario, sizes)),
         "raw" => multi_thread().block_on(measure::<Raw>(server, scenario, sizes)),
+        "raw-http" | "raw-h2" => {
+            multi_thread().block_on(measure::<RawHttp>(server, scenario, sizes))
+        }
         "rmcp" | "rmcp-http" | "rmcp-h2" => {
             multi_thread().block_on(measure::<Rmcp>(server, scenario, sizes))
         }
@@ -225,8 +265,7 @@ fn orchestrate(
     for (si, scenario) in scenarios.iter().enumerate() {
         for run in 0..runs {
             for client in clients {
-                // Tasks (t): only actix-mcp has them.
-                if scenario == "t" && !client.starts_with("actix-mcp") {
+                if ACTIX_ONLY.contains(&scenario.as_str()) && !client.starts_with("actix-mcp") {
                     continue;
                 }
                 eprintln!("scenario {scenario}, run {}/{runs}, {client}", run + 1);
@@ -238,6 +277,9 @@ fn orchestrate(
                 cmd.args(["--server", &server_line]);
                 if args.http {
                     cmd.arg("--http");
+                }
+                if let Some(era) = args.era {
+                    cmd.args(["--era", era.name()]);
                 }
                 match run_worker(cmd) {
                     Ok(metrics) => {
@@ -266,8 +308,25 @@ fn orchestrate(
     for client in &columns {
         print!(" {client} |");
     }
-    println!(" actix-mcp ÷ raw | actix-mcp ÷ rmcp |");
-    println!("|---|---|{}---|---|", "---|".repeat(columns.len()));
+    // actix-mcp against the raw client and rmcp on the same transport (over HTTP: HTTP/1.1,
+    // then HTTP/2).
+    let pairs: &[(&str, &str, &str)] = if args.http {
+        &[
+            ("actix-mcp-http", "raw-http", "rmcp-http"),
+            ("actix-mcp-h2", "raw-h2", "rmcp-h2"),
+        ]
+    } else {
+        &[("actix-mcp", "raw", "rmcp")]
+    };
+    for (ours, _, _) in pairs {
+        print!(" {ours} ÷ raw | {ours} ÷ rmcp |");
+    }
+    println!();
+    println!(
+        "|---|---|{}{}",
+        "---|".repeat(columns.len()),
+        "---|---|".repeat(pairs.len())
+    );
     for ((_, scenario), per_client) in &results {
         let mut metrics: Vec<&String> = per_client.values().flat_map(|m| m.keys()).collect();
         metrics.sort();
@@ -283,18 +342,11 @@ fn orchestrate(
             for client in &columns {
                 print!(" {} |", fmt(median(client)));
             }
-            // actix-mcp against the raw client and rmcp on the same transport.
-            let (ours, rmcp) = if args.http {
-                ("actix-mcp-http", "rmcp-http")
-            } else {
-                ("actix-mcp", "rmcp")
-            };
-            let a = median(ours);
-            println!(
-                " {} | {} |",
-                ratio(a, median("raw")),
-                ratio(a, median(rmcp))
-            );
+            for (ours, raw, rmcp) in pairs {
+                let a = median(ours);
+                print!(" {} | {} |", ratio(a, median(raw)), ratio(a, median(rmcp)));
+            }
+            println!();
         }
     }
     println!();

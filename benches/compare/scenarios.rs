@@ -5,10 +5,12 @@ use std::{
     time::{Duration, Instant},
 };
 
-use futures::{stream::FuturesUnordered, Stream, StreamExt};
+use futures::{future::LocalBoxFuture, stream::FuturesUnordered, FutureExt, Stream, StreamExt};
 use serde_json::Value;
 
-use crate::clients::{Driver, SleepOutcome};
+use crate::clients::{
+    ClientCounters, Driver, SleepOutcome, SoakOutcome, SoakPlan, SOAK_LONG_SLEEP_MS,
+};
 
 pub type Metrics = Vec<(&'static str, f64)>;
 
@@ -28,6 +30,9 @@ pub struct Sizes {
     pub scale_small_in_flight: usize,
     /// Tasks started, then cancelled (scenario t).
     pub tasks: usize,
+    /// Scenario soak: requests of the warm-up, then of the measured run.
+    pub soak_warm: usize,
+    pub soak: usize,
 }
 
 impl Sizes {
@@ -44,6 +49,8 @@ impl Sizes {
         scale_total: 100_000,
         tasks: 1_000,
         scale_small_in_flight: 1_000,
+        soak_warm: 50_000,
+        soak: 1_000_000,
     };
 
     /// Over HTTP every request in flight holds a connection (HTTP/1.1): smaller storms.
@@ -60,6 +67,9 @@ impl Sizes {
         scale_total: 10_000,
         tasks: 200,
         scale_small_in_flight: 256,
+        soak_warm: 20_000,
+        // 1,000,000 would take over 4 minutes per HTTP transport (~4,000 req/s here).
+        soak: 500_000,
     };
 
     pub const HTTP_SMOKE: Sizes = Sizes {
@@ -75,6 +85,8 @@ impl Sizes {
         scale_total: 1_000,
         tasks: 50,
         scale_small_in_flight: 64,
+        soak_warm: 2_000,
+        soak: 20_000,
     };
 
     pub const SMOKE: Sizes = Sizes {
@@ -90,6 +102,8 @@ impl Sizes {
         scale_total: 5_000,
         tasks: 100,
         scale_small_in_flight: 100,
+        soak_warm: 2_000,
+        soak: 20_000,
     };
 }
 
@@ -104,6 +118,7 @@ pub async fn run<D: Driver>(d: &D, scenario: &str, s: Sizes) -> Result<Metrics, 
         "d" => mem(d, s).await,
         "scale" => scale(d, s).await,
         "t" => tasks(d, s).await,
+        "soak" => soak(d, s).await,
         other => Err(format!("unknown scenario {other}")),
     }
 }
@@ -124,6 +139,7 @@ async fn seq<D: Driver>(d: &D, s: Sizes) -> Result<Metrics, String> {
         ("req_per_s", s.seq as f64 / total.as_secs_f64()),
         ("p50_us", micros(percentile(&mut lat, 50.0))),
         ("p99_us", micros(percentile(&mut lat, 99.0))),
+        ("peak_rss_kib", rss_kib("VmHWM:")),
     ])
 }
 
@@ -221,7 +237,10 @@ async fn cancel_drop<D: Driver>(d: &D, s: Sizes) -> Result<Metrics, String> {
     let trigger = Instant::now();
     drop(calls);
     let (applied_ms, stats) = wait_applied(d, n as u64, trigger).await?;
-    let mut m = vec![("server_applied_all_ms", applied_ms)];
+    let mut m = vec![
+        ("server_applied_all_ms", applied_ms),
+        ("peak_rss_kib", rss_kib("VmHWM:")),
+    ];
     m.extend(correctness(&stats, n));
     Ok(m)
 }
@@ -476,4 +495,280 @@ pub fn rss_kib(key: &str) -> f64 {
                 .and_then(|v| v.parse().ok())
         })
         .unwrap_or(f64::NAN)
+}
+
+/// The soak's generator seed: every run draws the same plans.
+const SOAK_SEED: u64 = 0x5eed_50a4;
+/// RSS after the run may exceed RSS after the warm-up by this much.
+const SOAK_RSS_BUDGET_MIB: f64 = 8.0;
+
+/// soak: `soak` requests, `in_flight` at a time, each with a plan drawn by a seeded generator:
+/// ~60% complete (`echo` of a text unique in the window, or a 1–5 ms `sleep`), ~10% each
+/// cancelled by a token once running at the server, by dropping the future 0–20 ms after its
+/// first poll, by a 1–20 ms timeout, and by a token cancelled before the call. Every caller's
+/// outcome is checked against its plan. At the end: the client's table and the server's running
+/// requests empty, no cancel ahead of its request or for an unknown id, the server's request and
+/// cancel counters agreeing with what the client wrote (per cancel style), and RSS back within
+/// [`SOAK_RSS_BUDGET_MIB`] of RSS after a warm-up of the same mix.
+async fn soak<D: Driver>(d: &D, s: Sizes) -> Result<Metrics, String> {
+    // Both sides' counters before anything: the checks cover the warm-up too. Server first: its
+    // own request is then among the client's writes already.
+    let server0 = d.stats().await?;
+    let client0 = d
+        .soak_counters()
+        .await
+        .ok_or("this client has no soak scenario")?;
+    let mut rng = fastrand::Rng::with_seed(SOAK_SEED);
+    let mut all = soak_run(d, &mut rng, s.soak_warm, s.in_flight).await;
+    let (_, _, warm_stats_calls) = soak_settle(d).await?;
+    let rss_start = rss_kib("VmRSS:");
+    let start = Instant::now();
+    let tally = soak_run(d, &mut rng, s.soak, s.in_flight).await;
+    let elapsed = start.elapsed();
+    let (server1, client1, stats_calls) = soak_settle(d).await?;
+    let rss_end = rss_kib("VmRSS:");
+    let rss_peak = rss_kib("VmHWM:");
+    all.add(&tally);
+
+    let sv = |key: &str| {
+        server1[key].as_u64().unwrap_or(0) as i64 - server0[key].as_u64().unwrap_or(0) as i64
+    };
+    let cl = |f: fn(&ClientCounters) -> u64| f(&client1) as i64 - f(&client0) as i64;
+    let written = cl(|c| c.requests_written);
+    let before_write = cl(|c| c.cancelled_before_write);
+    let cancels_sent = cl(|c| c.cancels_sent);
+    let aborted = cl(|c| c.requests_aborted);
+    let late = cl(|c| c.late_responses);
+    let (server_requests, server_cancels, matched) =
+        (sv("requests"), sv("cancels"), sv("cancels_matched"));
+    let (unknown, ahead) = (sv("cancels_unknown"), sv("cancels_ahead"));
+    let token = all.token as i64;
+    let under = |have: i64, floor: i64| (floor - have).max(0);
+    // Written requests the server never read (a POST aborted before it did).
+    let unread = written - server_requests;
+    // 2025-11-25 over HTTP/1.1: a request and its cancel are two POSTs on two connections, and
+    // the server may read the cancel first. The client then aborts the request's POST, and the
+    // server (hyper) drops a request whose connection closed before it was read: the cancel was
+    // for an id it never saw. Counted, and each must be such a pair.
+    let cross_connection = client1.http && !client1.http2 && !client1.cancels_by_abort;
+
+    // Every call but the pre-cancelled ones (plus the settling `stats` calls) was either written
+    // or cancelled before it was; the server read every written one, except a POST aborted
+    // before it did (cancel by abort; or the cross-connection case above).
+    let submitted =
+        (s.soak_warm + s.soak - all.pre) as i64 + (warm_stats_calls + stats_calls) as i64;
+    let mut write_mismatch = (written + before_write - submitted).abs() + under(unread, 0);
+    let unexplained_unknown = if cross_connection {
+        (unknown - unread).abs()
+    } else {
+        write_mismatch += if client1.cancels_by_abort {
+            0
+        } else {
+            unread.abs()
+        };
+        unknown
+    };
+
+    // Cancelled sleeps are long: no answer races a cancel, so every cancel on the wire meets its
+    // request running at the server (or, cross-connection, unseen), and a token cancel (made
+    // once the sleep ran) always goes on the wire.
+    let mut cancel_mismatch = late;
+    if client1.cancels_by_abort {
+        // 2026-07-28 over HTTP: the POST is aborted, no notification; the server counts a cancel
+        // when it notices a POST gone before its answer, i.e. with its request running.
+        cancel_mismatch += cancels_sent + (server_cancels - matched).abs();
+        cancel_mismatch += under(aborted, matched) + under(matched, token);
+    } else {
+        let unseen = if cross_connection { unknown } else { 0 };
+        cancel_mismatch += aborted + (matched + unseen - cancels_sent).abs();
+        cancel_mismatch += under(cancels_sent, token);
+        cancel_mismatch += if client1.http {
+            // Legacy HTTP: the request's POST is aborted once its cancel was POSTed; the server
+            // counts that disconnect as a second, unmatched cancel.
+            under(server_cancels, cancels_sent)
+        } else {
+            (server_cancels - cancels_sent).abs()
+        };
+    }
+    let mib = |kib: f64| kib / 1024.0;
+    Ok(vec![
+        ("req_per_s", s.soak as f64 / elapsed.as_secs_f64()),
+        ("duration_s", elapsed.as_secs_f64()),
+        ("requests", s.soak as f64),
+        ("completed", (tally.echo + tally.sleep) as f64),
+        ("cancelled_token", tally.token as f64),
+        ("cancelled_drop", tally.drop as f64),
+        ("cancelled_timeout", tally.timeout as f64),
+        ("cancelled_pre", tally.pre as f64),
+        // From here on: warm-up and run together.
+        ("mismatched_outcomes", all.mismatches as f64),
+        ("in_flight_after", client1.in_flight as f64),
+        ("server_pending_after", count(&server1, "pending")),
+        ("cancels_ahead", ahead as f64),
+        ("cancels_unknown", unexplained_unknown as f64),
+        (
+            "cancels_before_unread_request",
+            if cross_connection {
+                unknown as f64
+            } else {
+                0.0
+            },
+        ),
+        ("cancels_sent", cancels_sent as f64),
+        ("requests_aborted", aborted as f64),
+        ("server_cancels", server_cancels as f64),
+        ("server_cancels_matched", matched as f64),
+        ("written_not_read_by_server", unread as f64),
+        ("cancelled_before_write", before_write as f64),
+        ("cancel_counter_mismatch", cancel_mismatch as f64),
+        ("write_count_mismatch", write_mismatch as f64),
+        ("rss_start_mib", mib(rss_start)),
+        ("rss_end_mib", mib(rss_end)),
+        ("rss_peak_mib", mib(rss_peak)),
+        (
+            "rss_over_budget_mib",
+            (mib(rss_end - rss_start) - SOAK_RSS_BUDGET_MIB).max(0.0),
+        ),
+    ])
+}
+
+/// What the soak's callers saw, by plan.
+#[derive(Default)]
+struct SoakTally {
+    echo: usize,
+    sleep: usize,
+    token: usize,
+    drop: usize,
+    timeout: usize,
+    pre: usize,
+    mismatches: usize,
+}
+
+impl SoakTally {
+    fn add(&mut self, other: &SoakTally) {
+        self.echo += other.echo;
+        self.sleep += other.sleep;
+        self.token += other.token;
+        self.drop += other.drop;
+        self.timeout += other.timeout;
+        self.pre += other.pre;
+        self.mismatches += other.mismatches;
+    }
+
+    fn record(&mut self, plan: SoakPlan, verdict: Result<(), String>) {
+        *match plan {
+            SoakPlan::Echo(_) => &mut self.echo,
+            SoakPlan::Sleep(_) => &mut self.sleep,
+            SoakPlan::Token => &mut self.token,
+            SoakPlan::Drop(_) => &mut self.drop,
+            SoakPlan::Timeout(_) => &mut self.timeout,
+            SoakPlan::PreCancelled => &mut self.pre,
+        } += 1;
+        if let Err(why) = verdict {
+            self.mismatches += 1;
+            if self.mismatches <= 10 {
+                eprintln!("soak: mismatch: {why}");
+            }
+        }
+    }
+}
+
+fn soak_plan(rng: &mut fastrand::Rng, n: u64) -> SoakPlan {
+    match rng.u32(0..100) {
+        0..30 => SoakPlan::Echo(n),
+        30..60 => SoakPlan::Sleep(rng.u64(1..=5)),
+        60..70 => SoakPlan::Token,
+        70..80 => SoakPlan::Drop(rng.u64(0..=20)),
+        80..90 => SoakPlan::Timeout(rng.u64(1..=20)),
+        _ => SoakPlan::PreCancelled,
+    }
+}
+
+async fn soak_run<D: Driver>(
+    d: &D,
+    rng: &mut fastrand::Rng,
+    total: usize,
+    in_flight: usize,
+) -> SoakTally {
+    let mut tally = SoakTally::default();
+    let mut running = FuturesUnordered::new();
+    let mut started = 0;
+    loop {
+        while started < total && running.len() < in_flight {
+            running.push(soak_one(d, soak_plan(rng, started as u64)));
+            started += 1;
+        }
+        match running.next().await {
+            Some((plan, verdict)) => tally.record(plan, verdict),
+            None => return tally,
+        }
+    }
+}
+
+/// One soak request carried out to its plan, and whether its caller saw what the plan says.
+fn soak_one<D: Driver>(
+    d: &D,
+    plan: SoakPlan,
+) -> LocalBoxFuture<'static, (SoakPlan, Result<(), String>)> {
+    if let SoakPlan::Drop(after) = plan {
+        let call = d.sleep(SOAK_LONG_SLEEP_MS);
+        return async move {
+            let mut call = std::pin::pin!(call);
+            if after == 0 {
+                // Dropped right after its first poll, which submitted it: still in the inbox.
+                let verdict = match futures::poll!(call.as_mut()) {
+                    std::task::Poll::Pending => Ok(()),
+                    std::task::Poll::Ready(early) => {
+                        Err(format!("{plan:?} ended at its first poll: {early:?}"))
+                    }
+                };
+                return (plan, verdict);
+            }
+            // Polled first: the call is submitted before its drop.
+            let verdict = tokio::select! {
+                biased;
+                early = &mut call => Err(format!("{plan:?} ended before its drop: {early:?}")),
+                _ = sleep(Duration::from_millis(after)) => Ok(()),
+            };
+            (plan, verdict)
+        }
+        .boxed_local();
+    }
+    let Some(call) = d.soak_call(plan) else {
+        return futures::future::ready((plan, Err("this client has no soak call".to_owned())))
+            .boxed_local();
+    };
+    async move {
+        let outcome = call.await;
+        let ok = match (plan, &outcome) {
+            (SoakPlan::Echo(n), SoakOutcome::Ok(text)) => *text == n.to_string(),
+            (SoakPlan::Sleep(ms), SoakOutcome::Ok(text)) => *text == format!("slept {ms} ms"),
+            (SoakPlan::Token | SoakPlan::PreCancelled, SoakOutcome::Cancelled) => true,
+            (SoakPlan::Timeout(_), SoakOutcome::Timeout) => true,
+            _ => false,
+        };
+        let verdict = match outcome {
+            _ if ok => Ok(()),
+            SoakOutcome::Failed(why) => Err(format!("{plan:?} failed: {why}")),
+            other => Err(format!("{plan:?} ended {other:?}")),
+        };
+        (plan, verdict)
+    }
+    .boxed_local()
+}
+
+/// Waits (10 s at most) until the client's table and the server's running requests are empty;
+/// returns the last counters of both and how many `stats` calls it made.
+async fn soak_settle<D: Driver>(d: &D) -> Result<(Value, ClientCounters, u64), String> {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let mut calls = 0;
+    loop {
+        let server = d.stats().await?;
+        calls += 1;
+        let client = d.soak_counters().await.ok_or("no client counters")?;
+        if (client.in_flight == 0 && server["pending"] == 0) || Instant::now() > deadline {
+            return Ok((server, client, calls));
+        }
+        sleep(Duration::from_millis(5)).await;
+    }
 }

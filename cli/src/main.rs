@@ -409,12 +409,19 @@ async fn execute(client: &Client, cli: &Cli, interrupt: &Cancellation) -> Result
             let mut args = parse_object(args, "arguments")?;
             args.extend(parse::tool_args(tool_args)?);
             // The tool list carries the tools' output schemas: the result is checked against
-            // its tool's. A server that cannot list its tools is still called.
-            let tools = client
-                .tools()
-                .cancellation(interrupt)
-                .await
-                .unwrap_or_default();
+            // its tool's. A server that cannot list its tools is still called, but not one that
+            // let the list time out: the call would make the user wait a second --timeout.
+            let tools = match client.tools().cancellation(interrupt).await {
+                Ok(tools) => tools,
+                Err(e @ Error::Timeout { .. }) => {
+                    let failure = Failure::from(e);
+                    return Err(Failure {
+                        message: format!("listing the tools: {}", failure.message),
+                        ..failure
+                    });
+                }
+                Err(_) => Vec::new(),
+            };
             let required = tools.iter().any(|t| {
                 t.name == *name
                     && t.execution.as_ref().and_then(|e| e.task_support.as_deref())

@@ -36,6 +36,13 @@ pub(crate) struct Cli {
     #[arg(long, value_name = "ADDR")]
     pub(crate) http: Option<String>,
 
+    /// With `--http`: sessions. `initialize` is answered with a new `Mcp-Session-Id`, every
+    /// other POST must carry a known one (missing: 400, unknown: 404), GET opens the session's
+    /// event stream (server notifications that belong to no request go there), DELETE ends the
+    /// session. Without it, GET and DELETE get 405.
+    #[arg(long)]
+    pub(crate) sessions: bool,
+
     /// Which protocol eras to speak: `legacy` (the handshake; `server/discover` is unknown),
     /// `modern` (2026-07-28 only: `server/discover`, and `initialize` is unknown) or `dual`.
     #[arg(long, value_enum, default_value_t = Era::Legacy)]

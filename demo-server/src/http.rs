@@ -4,8 +4,12 @@
 //! A request's answer, and the progress for its token, go back on its own POST as an event
 //! stream that ends with the answer. A POST whose client goes away before the answer cancels the
 //! request (the 2026-07-28 rule); a `notifications/cancelled` POST cancels it too (2025-11-25).
-//! No sessions: GET and DELETE get 405. HTTP/1.1, and HTTP/2 without TLS (h2c) for clients that
-//! start with its preface. The bound port is printed to stderr as `LISTENING <port>`.
+//! No sessions by default: GET and DELETE get 405. With `--sessions`, `initialize` is answered
+//! with a new `Mcp-Session-Id`, every other POST must carry a known one (missing: 400, unknown:
+//! 404), GET opens the session's event stream (it starts with `retry: 100`, then carries the
+//! notifications that belong to no request, such as `list_changed`, to every open session), and
+//! DELETE ends the session. HTTP/1.1, and HTTP/2 without TLS (h2c) for clients that start with
+//! its preface. The bound port is printed to stderr as `LISTENING <port>`.
 
 use std::{
     cell::RefCell,
@@ -40,6 +44,10 @@ pub(super) struct Routes {
     by_id: HashMap<String, (mpsc::UnboundedSender<Bytes>, Option<String>)>,
     /// Progress token (as JSON text) → request id.
     by_token: HashMap<String, String>,
+    /// `--sessions`: each live session's id, and its GET stream while one is open.
+    sessions: HashMap<String, Option<mpsc::UnboundedSender<Bytes>>>,
+    /// The number of sessions handed out (the next id's suffix).
+    sessions_created: u64,
 }
 
 #[derive(Deserialize)]
@@ -100,7 +108,14 @@ impl Routes {
                         let _ = stream.send(event);
                     }
                 }
-                // Nothing else has a stream to go on without sessions (no GET stream).
+                // A notification of no request: every session's GET stream (none without
+                // sessions).
+                (Some(_), None) => {
+                    for stream in self.sessions.values().flatten() {
+                        let _ = stream.send(event.clone());
+                    }
+                }
+                // Server requests outside any request have no stream to go on.
                 _ => {}
             }
         }
@@ -175,6 +190,18 @@ async fn answer(
     server: Rc<Server>,
     request: Request<Incoming>,
 ) -> Result<Response<Body>, Infallible> {
+    let sessions = server.cli.sessions;
+    let session = request
+        .headers()
+        .get("mcp-session-id")
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned);
+    if sessions && request.method() == Method::GET {
+        return Ok(event_stream(&server, session.as_deref()));
+    }
+    if sessions && request.method() == Method::DELETE {
+        return Ok(end_session(&server, session.as_deref()));
+    }
     if request.method() != Method::POST {
         return Ok(empty(StatusCode::METHOD_NOT_ALLOWED));
     }
@@ -189,6 +216,13 @@ async fn answer(
         .as_ref()
         .filter(|p| p.method.is_some())
         .and_then(|p| p.id.clone());
+    let initialize = request_id.is_some()
+        && probe.as_ref().and_then(|p| p.method.as_deref()) == Some("initialize");
+    if sessions && !initialize {
+        if let Err(status) = known_session(&server, session.as_deref()) {
+            return Ok(empty(status));
+        }
+    }
     let Some(id) = request_id else {
         // A notification (or a response): handled, nothing to send back.
         let _ = server.handle_line(&body);
@@ -227,7 +261,107 @@ async fn answer(
         hyper::header::CONTENT_TYPE,
         hyper::header::HeaderValue::from_static("text/event-stream"),
     );
+    if sessions && initialize {
+        if let Some(value) = new_session(&server) {
+            response.headers_mut().insert("mcp-session-id", value);
+        }
+    }
     Ok(response)
+}
+
+/// A new session (`--sessions`), as the header value that names it.
+fn new_session(server: &Server) -> Option<hyper::header::HeaderValue> {
+    let mut routes = server.http.as_ref()?.borrow_mut();
+    routes.sessions_created += 1;
+    let id = format!("demo-session-{}", routes.sessions_created);
+    let value = hyper::header::HeaderValue::from_str(&id).ok()?;
+    routes.sessions.insert(id, None);
+    Some(value)
+}
+
+/// Whether `session` names a live session: 400 without one, 404 for one that is unknown or ended.
+fn known_session(server: &Server, session: Option<&str>) -> Result<(), StatusCode> {
+    let session = session.ok_or(StatusCode::BAD_REQUEST)?;
+    let routes = server
+        .http
+        .as_ref()
+        .ok_or(StatusCode::INTERNAL_SERVER_ERROR)?;
+    if routes.borrow().sessions.contains_key(session) {
+        Ok(())
+    } else {
+        Err(StatusCode::NOT_FOUND)
+    }
+}
+
+/// DELETE (`--sessions`): the session ends; its GET stream with it.
+fn end_session(server: &Server, session: Option<&str>) -> Response<Body> {
+    if let Err(status) = known_session(server, session) {
+        return empty(status);
+    }
+    if let (Some(routes), Some(session)) = (server.http.as_ref(), session) {
+        routes.borrow_mut().sessions.remove(session);
+    }
+    empty(StatusCode::OK)
+}
+
+/// GET (`--sessions`): the session's event stream, for the notifications of no request. A new
+/// GET of the session replaces (ends) the one before. It opens with `retry: 100`, so a client
+/// that loses it comes back soon.
+fn event_stream(server: &Rc<Server>, session: Option<&str>) -> Response<Body> {
+    if let Err(status) = known_session(server, session) {
+        return empty(status);
+    }
+    let (Some(routes), Some(session)) = (server.http.as_ref(), session) else {
+        return empty(StatusCode::INTERNAL_SERVER_ERROR);
+    };
+    let (tx, rx) = mpsc::unbounded_channel();
+    routes
+        .borrow_mut()
+        .sessions
+        .insert(session.to_owned(), Some(tx.clone()));
+    let guard = EventStreamGone {
+        server: Rc::downgrade(server),
+        session: session.to_owned(),
+        stream: tx,
+    };
+    let prime = Bytes::from_static(b"retry: 100\ndata:\n\n");
+    let first = futures::stream::once(async move { Ok(Frame::data(prime)) });
+    let rest = futures::stream::unfold((rx, guard), |(mut rx, guard)| async move {
+        let event = rx.recv().await?;
+        Some((Ok(Frame::data(event)), (rx, guard)))
+    });
+    let body: Body = Box::pin(StreamBody::new(futures::StreamExt::chain(first, rest)));
+    let mut response = Response::new(body);
+    response.headers_mut().insert(
+        hyper::header::CONTENT_TYPE,
+        hyper::header::HeaderValue::from_static("text/event-stream"),
+    );
+    response
+}
+
+/// Dropped with a GET stream: the session has none open any more (unless a newer GET replaced
+/// it).
+struct EventStreamGone {
+    server: Weak<Server>,
+    session: String,
+    stream: mpsc::UnboundedSender<Bytes>,
+}
+
+impl Drop for EventStreamGone {
+    fn drop(&mut self) {
+        let Some(server) = self.server.upgrade() else {
+            return;
+        };
+        let Some(routes) = server.http.as_ref() else {
+            return;
+        };
+        let mut routes = routes.borrow_mut();
+        if let Some(open) = routes.sessions.get_mut(&self.session) {
+            if open.as_ref().is_some_and(|s| s.same_channel(&self.stream)) {
+                *open = None;
+            }
+        }
+    }
 }
 
 /// Dropped with its POST's stream: if the request is still routed (no answer went out), its

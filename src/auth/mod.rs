@@ -31,7 +31,7 @@
 
 mod agent;
 mod challenge;
-mod discovery;
+pub(crate) mod discovery;
 mod fetch;
 mod grants;
 mod jwt;

@@ -651,7 +651,9 @@ impl<T: DeserializeOwned> Future for CallFuture<T> {
                         Err(e) => return Poll::Ready(Err(e)),
                     };
                     if this.extras.as_ref().is_some_and(|e| e.screen_tools) {
-                        this.link.learn_tools(&mut raw);
+                        if let Err(e) = this.link.learn_tools(&mut raw) {
+                            return Poll::Ready(Err(e));
+                        }
                     }
                     if let Some(lookup) =
                         this.extras.as_mut().and_then(|e| e.as_mut().take_lookup())

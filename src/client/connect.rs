@@ -154,7 +154,9 @@ impl ConnectOptions {
         self
     }
 
-    /// The page cap of all-pages requests ([`DEFAULT_MAX_PAGES`]).
+    /// The page cap of all-pages requests ([`DEFAULT_MAX_PAGES`]): a server that keeps handing
+    /// out new cursors fails the walk with [`Error::TooManyPages`]. A walk holds at most this
+    /// many pages, each at most the transport's `max_frame_bytes`.
     pub fn max_pages(mut self, max: usize) -> Self {
         self.max_pages = max.max(1);
         self

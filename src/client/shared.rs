@@ -40,11 +40,34 @@ impl Drop for ProgressKept {
     }
 }
 
-/// The status notifications of one followed task; dropping it stops them.
+/// Distinct tool names the client learns about at most (output schemas, `x-mcp-header`
+/// annotations, task support): a server that keeps listing new tools (and can have its lists
+/// refetched with `tools/list_changed`) cannot grow what is kept about them. A page that would
+/// go past it fails with [`Error::Protocol`](crate::Error::Protocol) and teaches nothing.
+pub(crate) const MAX_LEARNED_TOOLS: usize = 10_000;
+
+/// The status notifications of one followed task; dropping it stops them. Only the newest
+/// unread one is kept: a server's statuses cannot pile up while the follower is busy (waiting
+/// for a poll's answer, or for the handlers answering the task's input requests).
 pub(crate) struct TaskWatch {
     shared: std::sync::Weak<Shared>,
     id: String,
-    pub receiver: tokio::sync::mpsc::UnboundedReceiver<Task>,
+    receiver: tokio::sync::watch::Receiver<Option<Task>>,
+}
+
+impl TaskWatch {
+    /// The next status pushed since the last one read (the newest, if several came); pending
+    /// for ever once nothing can come.
+    pub async fn next(&mut self) -> Task {
+        loop {
+            if self.receiver.changed().await.is_err() {
+                return std::future::pending().await;
+            }
+            if let Some(task) = self.receiver.borrow_and_update().clone() {
+                return task;
+            }
+        }
+    }
 }
 
 impl Drop for TaskWatch {
@@ -70,6 +93,9 @@ pub(crate) struct Shared {
     has_output_schemas: AtomicBool,
     /// The tools whose `execution.taskSupport` is `required` (run as tasks without asking).
     task_required: Mutex<HashSet<String>>,
+    /// Every tool name learned from a list, at most [`MAX_LEARNED_TOOLS`]: what the maps above
+    /// are keyed by.
+    learned_tools: Mutex<HashSet<String>>,
     has_task_required: AtomicBool,
     /// List pages a 2026-07-28 server marked cacheable.
     pub list_cache: Arc<ListCache>,
@@ -84,7 +110,7 @@ pub(crate) struct Shared {
     >,
     /// The tasks being followed, and where their status notifications go.
     task_watchers:
-        Mutex<std::collections::HashMap<String, tokio::sync::mpsc::UnboundedSender<Task>>>,
+        Mutex<std::collections::HashMap<String, tokio::sync::watch::Sender<Option<Task>>>>,
 }
 
 impl Shared {
@@ -103,6 +129,7 @@ impl Shared {
             refetching: AtomicBool::new(false),
             refetch_again: AtomicBool::new(false),
             task_watchers: Mutex::default(),
+            learned_tools: Mutex::default(),
             task_progress: Mutex::default(),
         }
     }
@@ -186,7 +213,8 @@ impl Shared {
     /// A `tools/list` result: in the 2026-07-28 era, learns the tools' `x-mcp-header`
     /// annotations and drops the tools whose annotations are invalid; in both, compiles the
     /// tools' output schemas.
-    pub fn learn_tools(&self, result: &mut RawResult) {
+    pub fn learn_tools(&self, result: &mut RawResult) -> Result<(), crate::error::Error> {
+        self.admit_tools(result)?;
         if self.is_modern() {
             let mut known = self.lock_tool_headers();
             if let Some(screened) = screen_tools_list(result, &mut known) {
@@ -199,6 +227,39 @@ impl Shared {
             .store(!schemas.is_empty(), Ordering::Release);
         self.learn_task_support(result);
         self.tools_learned.store(true, Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// Records the page's tool names, unless they would take the learned ones past
+    /// [`MAX_LEARNED_TOOLS`].
+    fn admit_tools(&self, result: &RawResult) -> Result<(), crate::error::Error> {
+        #[derive(serde::Deserialize)]
+        struct Page<'a> {
+            #[serde(default, borrow)]
+            tools: Vec<Named<'a>>,
+        }
+        #[derive(serde::Deserialize)]
+        struct Named<'a> {
+            #[serde(borrow)]
+            name: std::borrow::Cow<'a, str>,
+        }
+        let Ok(page) = serde_json::from_str::<Page>(result.get()) else {
+            return Ok(()); // the typed decoding says what is wrong
+        };
+        let mut learned = lock(&self.learned_tools);
+        let new = page
+            .tools
+            .iter()
+            .filter(|tool| !learned.contains(tool.name.as_ref()))
+            .map(|tool| tool.name.as_ref())
+            .collect::<HashSet<_>>();
+        if learned.len() + new.len() > MAX_LEARNED_TOOLS {
+            return Err(crate::error::Error::Protocol(format!(
+                "the server listed more than {MAX_LEARNED_TOOLS} distinct tools"
+            )));
+        }
+        learned.extend(new.into_iter().map(str::to_owned));
+        Ok(())
     }
 
     /// Learns which listed tools must run as tasks (one page: tools on other pages are kept).
@@ -267,7 +328,7 @@ impl Shared {
 
     /// Follows task `id`'s status notifications until the returned watch is dropped.
     pub fn watch_task(self: &Arc<Self>, id: &str) -> TaskWatch {
-        let (sender, receiver) = tokio::sync::mpsc::unbounded_channel();
+        let (sender, receiver) = tokio::sync::watch::channel(None);
         lock(&self.task_watchers).insert(id.to_owned(), sender);
         TaskWatch {
             shared: Arc::downgrade(self),
@@ -284,7 +345,8 @@ impl Shared {
         };
         let watchers = lock(&self.task_watchers);
         if let Some(sender) = watchers.get(&task.task_id) {
-            let _ = sender.send(task);
+            // Replaces a status not read yet.
+            sender.send_replace(Some(task));
         }
     }
 

@@ -152,7 +152,7 @@ async fn follow_guarded(
         };
         tokio::select! {
             () = tokio::time::sleep(interval) => task = get(&shared, &task.task_id).await?,
-            Some(pushed) = watch.receiver.recv() => task = pushed,
+            pushed = watch.next() => task = pushed,
             ended = listening => {
                 // The server ended or refused the subscription: polling goes on.
                 tracing::debug!(outcome = ?ended.map(drop), "task status subscription ended");

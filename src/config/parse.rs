@@ -677,14 +677,24 @@ fn blank_extensions(text: &str) -> String {
 }
 
 /// A syntax error of `serde_json`, at its position, without the position repeated in the text.
-fn syntax_error(origin: &str, error: &serde_json::Error) -> ConfigError {
+/// `serde_json` counts a line's bytes; a position here counts characters (of `text`).
+fn syntax_error(origin: &str, text: &str, error: &serde_json::Error) -> ConfigError {
     let message = error.to_string();
     let suffix = format!(" at line {} column {}", error.line(), error.column());
     let message = message.strip_suffix(&suffix).unwrap_or(&message).to_owned();
+    let row = text
+        .split('\n')
+        .nth(error.line().saturating_sub(1))
+        .unwrap_or_default();
+    let mut end = error.column().min(row.len());
+    while !row.is_char_boundary(end) {
+        end += 1;
+    }
+    let column = row.get(..end).map_or(error.column(), |r| r.chars().count());
     ConfigError::at(
         origin,
         error.line(),
-        error.column(),
+        column,
         format!("invalid JSON: {message}"),
     )
 }
@@ -696,7 +706,8 @@ pub(super) fn parse(
     vars: &dyn Fn(&str) -> Option<String>,
 ) -> Result<Config, ConfigError> {
     let cleaned = blank_extensions(text);
-    let root: &RawValue = serde_json::from_str(&cleaned).map_err(|e| syntax_error(origin, &e))?;
+    let root: &RawValue =
+        serde_json::from_str(&cleaned).map_err(|e| syntax_error(origin, text, &e))?;
     let mut doc = Doc {
         text: &cleaned,
         original: text,
@@ -815,6 +826,16 @@ mod tests {
         )
         .unwrap_err();
         assert_eq!((err.line(), err.column()), (Some(3), Some(12)));
+    }
+
+    // Found by the `config_parse` fuzz target: a syntax error's column counted bytes (as
+    // serde_json does), so it fell past the end of a line with non-ASCII characters.
+    #[test]
+    fn a_syntax_error_column_counts_characters_regression() {
+        let err = parse("{\"mcpServers\": {\"ééé\": ", "f.json", &no_vars).unwrap_err();
+        assert_eq!((err.line(), err.column()), (Some(1), Some(23)));
+        let err = parse("{\"é\": x}", "f.json", &no_vars).unwrap_err();
+        assert_eq!((err.line(), err.column()), (Some(1), Some(7)));
     }
 
     #[test]

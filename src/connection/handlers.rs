@@ -62,6 +62,11 @@ pub(crate) type BoxedHandler = Arc<
 >;
 
 /// The registered handlers, by method.
+///
+/// At most 1024 of the server's requests are held at once (handlers running, or a `tasks/result`
+/// waiting), and at most 1024 of the tasks it asks of us still running: past either, its request
+/// is answered with an internal error (-32603), and counted in
+/// [`ConnectionStats::server_requests_refused`](crate::ConnectionStats).
 #[derive(Clone, Default)]
 pub struct Handlers {
     by_method: HashMap<&'static str, BoxedHandler>,

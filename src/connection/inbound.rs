@@ -20,8 +20,8 @@ use crate::{
     protocol::{
         elicitation::{UrlElicitation, URL_ELICITATION_REQUIRED},
         jsonrpc::{
-            response_frame, ErrorObject, FrameProblem, Incoming, IncomingFrame, RequestId, WireId,
-            METHOD_NOT_FOUND,
+            response_frame, ErrorObject, FrameProblem, Incoming, IncomingFrame, Messages,
+            RequestId, WireId, METHOD_NOT_FOUND,
         },
         notifications::{Progress, ServerNotification},
     },
@@ -31,6 +31,18 @@ use crate::{
 /// How much of an error answer's body is kept for [`Error::Http`].
 const ERROR_BODY_LIMIT: usize = 1024;
 
+/// The server's requests we hold at most: those whose handler runs (or that wait, like a
+/// `tasks/result`), and, apart, our answers queued unwritten. Past it a new request is refused
+/// with [`TOO_MANY_REQUESTS`], or, while the answers pile up (the server does not read what we
+/// write), dropped unanswered; both are counted (`server_requests_refused`).
+pub(super) const MAX_SERVER_REQUESTS: usize = 1024;
+
+/// The error a server request gets past [`MAX_SERVER_REQUESTS`] (or when [`MAX_TASKS`] of the
+/// server's tasks still run): internal error.
+///
+/// [`MAX_TASKS`]: super::server_tasks::MAX_TASKS
+const TOO_MANY_REQUESTS: i64 = -32603;
+
 /// What the router has counted. Counters only grow.
 #[derive(Debug, Clone, Copy, Default)]
 pub(super) struct InboundCounters {
@@ -39,6 +51,7 @@ pub(super) struct InboundCounters {
     pub notifications: u64,
     pub notifications_dropped: u64,
     pub server_requests_cancelled: u64,
+    pub server_requests_refused: u64,
 }
 
 /// Requests the server sent us that are being answered, each with the token its handler
@@ -60,18 +73,23 @@ impl ServerRequests {
 impl Connection {
     /// Routes one frame; `false` if it is not JSON-RPC (skipped and counted).
     pub(super) fn on_frame(&mut self, bytes: &[u8]) -> bool {
-        // A JSON array is a batch (allowed by the 2025-03-26 revision only): route each element.
-        if bytes.first() == Some(&b'[') {
-            return match serde_json::from_slice::<Vec<&RawValue>>(bytes) {
-                Ok(items) => {
-                    for item in items {
-                        self.on_frame(item.get().as_bytes());
-                    }
-                    true
+        // A batch's elements are routed one by one, never split again: an element that is an
+        // array is not a message (routing it as a batch again let a deeply nested array, which
+        // serde_json reads as one raw value without a depth limit, overflow the stack).
+        match Messages::of(bytes) {
+            Ok(Messages::One(message)) => self.on_message(message),
+            Ok(Messages::Batch(items)) => {
+                for item in items {
+                    self.on_message(item.get().as_bytes());
                 }
-                Err(e) => self.skip_frame(bytes, FrameProblem::NotJson(e)),
-            };
+                true
+            }
+            Err(problem) => self.skip_frame(bytes, problem),
         }
+    }
+
+    /// Routes one message; `false` if it is not JSON-RPC (skipped and counted).
+    fn on_message(&mut self, bytes: &[u8]) -> bool {
         let incoming = match IncomingFrame::parse(bytes).and_then(IncomingFrame::classify) {
             Ok(incoming) => incoming,
             Err(problem) => return self.skip_frame(bytes, problem),
@@ -101,7 +119,13 @@ impl Connection {
 
     /// A message transport's request refused with an HTTP error status: its JSON-RPC error if
     /// the body holds one, else [`Error::Http`].
-    pub(super) fn on_refused(&mut self, request: RequestId, status: u16, body: &[u8]) {
+    pub(super) fn on_refused(
+        &mut self,
+        request: RequestId,
+        status: u16,
+        body: &[u8],
+        retry_after: Option<std::time::Duration>,
+    ) {
         let answer = IncomingFrame::parse(body).and_then(IncomingFrame::classify);
         if let Ok(Incoming::Response { id, outcome }) = answer {
             if id.as_request_id() == Some(request) {
@@ -110,9 +134,14 @@ impl Connection {
         }
         let end = body.len().min(ERROR_BODY_LIMIT);
         let body = String::from_utf8_lossy(&body[..end]).into_owned();
-        self.requests
-            .get()
-            .failed(request, Error::Http { status, body });
+        self.requests.get().failed(
+            request,
+            Error::Http {
+                status,
+                body,
+                retry_after,
+            },
+        );
     }
 
     fn skip_frame(&mut self, bytes: &[u8], problem: FrameProblem) -> bool {
@@ -143,10 +172,26 @@ impl Connection {
             );
             return;
         }
+        if self.requests.peek().queued_answers() >= MAX_SERVER_REQUESTS {
+            // The server does not read what we write: one more answer would only queue.
+            self.counters.server_requests_refused += 1;
+            tracing::debug!(
+                ?id,
+                method,
+                "server request dropped: our answers are not read"
+            );
+            return;
+        }
         let token = Cancellation::new();
         self.server_requests
             .running
             .insert(id.clone(), token.clone());
+        // A ping holds nothing: it is answered whatever else runs.
+        if method != "ping" && self.server_requests.running.len() > MAX_SERVER_REQUESTS {
+            self.counters.server_requests_refused += 1;
+            let busy = format!("too many requests in flight (at most {MAX_SERVER_REQUESTS})");
+            return self.answer_server_request(id, Err(too_many(busy)));
+        }
         if method == "ping" {
             return self.answer_server_request(id, Ok(json!({})));
         }
@@ -175,7 +220,15 @@ impl Connection {
         let task = params.get("task").filter(|t| t.is_object()).cloned();
         if let (Some(task), SAMPLING | ELICITATION) = (task, method) {
             let token = Cancellation::new();
-            let (created, task_id) = self.server_tasks.create(task.get("ttl"), token.clone());
+            let Some((created, task_id)) = self.server_tasks.create(task.get("ttl"), token.clone())
+            else {
+                self.counters.server_requests_refused += 1;
+                let busy = format!(
+                    "too many tasks running (at most {})",
+                    super::server_tasks::MAX_TASKS
+                );
+                return self.answer_server_request(id, Err(too_many(busy)));
+            };
             let work = std::panic::AssertUnwindSafe(handler(params, token)).catch_unwind();
             let connection = self.myself.clone();
             actix_rt::spawn(async move {
@@ -296,6 +349,14 @@ impl Connection {
     }
 }
 
+fn too_many(message: String) -> ErrorObject {
+    ErrorObject {
+        code: TOO_MANY_REQUESTS,
+        message,
+        data: None,
+    }
+}
+
 /// The server's error answer; `-32042` (URL elicitation required) becomes a typed error listing
 /// the elicitations the user must complete.
 fn server_error(e: ErrorObject) -> Error {
@@ -320,5 +381,42 @@ fn server_error(e: ErrorObject) -> Error {
         code: e.code,
         message: e.message,
         data: e.data,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use serde_json::json;
+
+    use crate::{memory, Client};
+
+    // Found while building the fuzz targets (the batch splitter is now `jsonrpc::Messages`): a
+    // batch's elements were routed as frames again, so a server's array nested as deep as a
+    // frame allows recursed once per level and overflowed the actor's stack.
+    #[actix::test]
+    async fn a_deeply_nested_batch_is_one_invalid_message_regression() {
+        let (transport, mut peer) = memory::pair();
+        let server = async move {
+            peer.accept_handshake("2025-11-25")
+                .await
+                .expect("handshake");
+            peer
+        };
+        let (client, mut peer) = futures::join!(Client::connect(transport), server);
+        let client = client.expect("connect");
+        let depth = 200_000;
+        peer.send_raw(format!("{}{}", "[".repeat(depth), "]".repeat(depth)));
+        let call = client.request("still/alive", None);
+        let call = actix_rt::spawn(async move { call.await });
+        let request = tokio::time::timeout(Duration::from_secs(10), peer.recv())
+            .await
+            .expect("a frame within 10 s")
+            .expect("transport open");
+        assert_eq!(request["method"], "still/alive");
+        peer.send(&json!({"jsonrpc": "2.0", "id": request["id"], "result": {"ok": true}}));
+        assert_eq!(call.await.unwrap().unwrap(), json!({"ok": true}));
+        assert_eq!(client.stats().await.unwrap().invalid_frames, 1);
     }
 }

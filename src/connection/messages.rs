@@ -391,6 +391,9 @@ pub struct ConnectionStats {
     pub cancelled_before_write: u64,
     /// `notifications/cancelled` frames handed to the transport.
     pub cancels_sent: u64,
+    /// Written requests cancelled by aborting them on the transport instead of
+    /// `notifications/cancelled` (the 2026-07-28 era over HTTP: the request's POST is aborted).
+    pub requests_aborted: u64,
     /// Responses dropped because nobody waits for them (cancelled, or an unknown id).
     pub late_responses: u64,
     /// Incoming frames skipped as invalid JSON or not JSON-RPC.
@@ -405,6 +408,10 @@ pub struct ConnectionStats {
     pub notifications_dropped: u64,
     /// Handler answers not sent because the server had cancelled its request.
     pub server_requests_cancelled: u64,
+    /// Server requests refused because too many were held: answered with an error past 1024
+    /// running (or 1024 of its tasks running), dropped unanswered while 1024 of our answers wait
+    /// to be written (the server does not read them).
+    pub server_requests_refused: u64,
 }
 
 /// The actor's reply to [`Request`]: a future of the request's result.

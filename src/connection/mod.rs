@@ -518,6 +518,7 @@ impl Handler<GetStats> for Connection {
             responses_delivered: r.responses_delivered,
             cancelled_before_write: r.cancelled_before_write,
             cancels_sent: r.cancels_sent,
+            requests_aborted: r.requests_aborted,
             late_responses: r.late_responses,
             progress_dropped: r.progress_dropped,
             invalid_frames: i.invalid_frames,
@@ -525,6 +526,7 @@ impl Handler<GetStats> for Connection {
             notifications: i.notifications,
             notifications_dropped: i.notifications_dropped,
             server_requests_cancelled: i.server_requests_cancelled,
+            server_requests_refused: i.server_requests_refused,
         })
     }
 }
@@ -554,7 +556,8 @@ impl Handler<Event> for Connection {
                 request,
                 status,
                 body,
-            } => self.on_refused(request, status, &body),
+                retry_after,
+            } => self.on_refused(request, status, &body, retry_after),
             TransportEvent::StreamEnded {
                 request,
                 resume,

@@ -44,6 +44,10 @@ impl Outgoing {
         }
     }
 
+    fn is_answer(&self) -> bool {
+        matches!(self, Self::Frame(frame) if frame.kind == FrameKind::Response)
+    }
+
     pub fn frame(kind: FrameKind, method: Option<Cow<'static, str>>, bytes: Vec<u8>) -> Self {
         Self::Frame(Box::new(QueuedFrame {
             kind,
@@ -59,13 +63,22 @@ const _: () = assert!(std::mem::size_of::<Outgoing>() == 16);
 #[derive(Default)]
 pub(crate) struct Outbox {
     queue: VecDeque<Outgoing>,
+    /// How many of the queued items are answers to the server's requests (the inbound router
+    /// stops answering a server that lets them pile up, see `MAX_SERVER_REQUESTS`).
+    answers: usize,
     /// A returned batch whose buffers are reused for the next one.
     spare: Option<Outbound>,
 }
 
 impl Outbox {
     pub fn push(&mut self, item: Outgoing) {
+        self.answers += usize::from(item.is_answer());
         self.queue.push_back(item);
+    }
+
+    /// Answers to the server's requests queued and not yet taken into a batch.
+    pub fn answers(&self) -> usize {
+        self.answers
     }
 
     pub fn is_empty(&self) -> bool {
@@ -74,6 +87,7 @@ impl Outbox {
 
     pub fn clear(&mut self) {
         self.queue.clear();
+        self.answers = 0;
     }
 
     /// Drops a queued cancel of `id` (rare: its request turned out never to reach the server).
@@ -90,6 +104,7 @@ impl Outbox {
     pub fn fill(&mut self, mut admit: impl FnMut(Outgoing, &mut Outbound)) -> Outbound {
         let mut batch = self.spare.take().unwrap_or_default();
         while let Some(item) = self.queue.pop_front() {
+            self.answers = self.answers.saturating_sub(usize::from(item.is_answer()));
             admit(item, &mut batch);
             if batch.bytes().len() >= MAX_BATCH_BYTES {
                 break;

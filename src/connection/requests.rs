@@ -49,6 +49,8 @@ pub(crate) struct RequestCounters {
     pub responses_delivered: u64,
     pub cancelled_before_write: u64,
     pub cancels_sent: u64,
+    /// Written requests cancelled by abandoning them on the transport ([`CancelStyle::Abort`]).
+    pub requests_aborted: u64,
     pub late_responses: u64,
     pub progress_dropped: u64,
 }
@@ -109,6 +111,11 @@ impl Requests {
     /// Whether nothing is queued or waiting for a write-complete event.
     pub fn is_idle(&self) -> bool {
         self.outbox.is_empty() && self.table.is_empty()
+    }
+
+    /// Answers to the server's requests queued and not yet handed to the transport.
+    pub fn queued_answers(&self) -> usize {
+        self.outbox.answers()
     }
 
     /// Whether `id`'s caller still waits for its answer.
@@ -203,7 +210,10 @@ impl Requests {
         }
         match self.cancel_style {
             CancelStyle::Notification => self.outbox.push(Outgoing::cancelled(id, reason)),
-            CancelStyle::Abort => self.aborts.push(id),
+            CancelStyle::Abort => {
+                self.aborts.push(id);
+                self.counters.requests_aborted += 1;
+            }
         }
     }
 
@@ -627,6 +637,8 @@ mod tests {
             requests.next_batch().is_none(),
             "no notification in this style"
         );
+        let counters = requests.counters();
+        assert_eq!((counters.requests_aborted, counters.cancels_sent), (1, 0));
     }
 
     #[test]

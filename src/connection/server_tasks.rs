@@ -16,8 +16,9 @@ use crate::{
     protocol::jsonrpc::{ErrorObject, WireId},
 };
 
-/// Tasks kept at most; the oldest ended ones make room.
-const MAX_TASKS: usize = 1024;
+/// Tasks kept at most; the oldest ended ones make room. When every kept task still runs, a new
+/// one is refused (the server's request gets an error): the server cannot grow the table.
+pub(super) const MAX_TASKS: usize = 1024;
 
 /// How often the server should poll our tasks, in ms.
 const POLL_INTERVAL_MS: u64 = 250;
@@ -100,8 +101,12 @@ fn with_related(answer: Answer, task: &serde_json::Map<String, Value>) -> Answer
 
 impl ServerTasks {
     /// Makes a task of a request the server augmented: the `CreateTaskResult` to answer with,
-    /// and the task's id for [`finished`](Self::finished).
-    pub fn create(&mut self, ttl: Option<&Value>, token: Cancellation) -> (Value, String) {
+    /// and the task's id for [`finished`](Self::finished). `None` when [`MAX_TASKS`] tasks still
+    /// run.
+    pub fn create(&mut self, ttl: Option<&Value>, token: Cancellation) -> Option<(Value, String)> {
+        if !self.make_room() {
+            return None;
+        }
         self.made += 1;
         let id = format!("client-task-{}", self.made);
         let now = now_iso8601();
@@ -112,7 +117,6 @@ impl ServerTasks {
         task.insert("lastUpdatedAt".into(), Value::from(now));
         task.insert("ttl".into(), ttl.cloned().unwrap_or(Value::Null));
         task.insert("pollInterval".into(), Value::from(POLL_INTERVAL_MS));
-        self.make_room();
         self.order.push_back(id.clone());
         self.tasks.insert(
             id.clone(),
@@ -123,22 +127,24 @@ impl ServerTasks {
                 waiting: Vec::new(),
             },
         );
-        (json!({ "task": task }), id)
+        Some((json!({ "task": task }), id))
     }
 
-    fn make_room(&mut self) {
+    /// Drops the oldest ended tasks until one more fits; `false` if every kept task still runs.
+    fn make_room(&mut self) -> bool {
         while self.tasks.len() >= MAX_TASKS {
             let Some(position) = self
                 .order
                 .iter()
                 .position(|id| self.tasks.get(id).is_none_or(Entry::ended))
             else {
-                return; // every kept task still runs: keep them all
+                return false; // every kept task still runs: keep them all
             };
             if let Some(id) = self.order.remove(position) {
                 self.tasks.remove(&id);
             }
         }
+        true
     }
 
     /// The handler of task `id` ended: the `tasks/result` requests waiting, with their answer.
@@ -256,7 +262,7 @@ mod tests {
     #[test]
     fn a_task_is_followed_to_its_result_and_cancel_sticks() {
         let mut tasks = ServerTasks::default();
-        let (created, id) = tasks.create(None, Cancellation::new());
+        let (created, id) = tasks.create(None, Cancellation::new()).unwrap();
         assert_eq!(created["task"]["status"], "working");
         let params = json!({ "taskId": id });
         assert!(
@@ -280,7 +286,7 @@ mod tests {
         );
 
         let token = Cancellation::new();
-        let (_, second) = tasks.create(None, token.clone());
+        let (_, second) = tasks.create(None, token.clone()).unwrap();
         let params = json!({ "taskId": second });
         assert!(tasks.request(wire(4), "tasks/result", &params).is_empty());
         let answers = tasks.request(wire(5), "tasks/cancel", &params);
@@ -294,5 +300,31 @@ mod tests {
         let unknown = tasks.request(wire(7), "tasks/get", &json!({"taskId": "nope"}));
         assert_eq!(unknown[0].1.as_ref().unwrap_err().code, INVALID_PARAMS);
         assert!(now_iso8601().ends_with('Z') && now_iso8601().len() == 24);
+    }
+
+    #[test]
+    fn a_full_table_of_running_tasks_refuses_a_new_one_and_ended_ones_make_room() {
+        let mut tasks = ServerTasks::default();
+        let ids: Vec<String> = (0..MAX_TASKS)
+            .map(|_| tasks.create(None, Cancellation::new()).unwrap().1)
+            .collect();
+        assert!(
+            tasks.create(None, Cancellation::new()).is_none(),
+            "every kept task runs: no room"
+        );
+        assert_eq!(tasks.tasks.len(), MAX_TASKS);
+        tasks.finished(&ids[7], Ok(json!({})));
+        let (_, newest) = tasks
+            .create(None, Cancellation::new())
+            .expect("an ended task made room");
+        assert_eq!(tasks.tasks.len(), MAX_TASKS);
+        let gone = tasks.request(wire(1), "tasks/get", &json!({ "taskId": ids[7] }));
+        assert_eq!(
+            gone[0].1.as_ref().unwrap_err().code,
+            INVALID_PARAMS,
+            "the ended one went"
+        );
+        let kept = tasks.request(wire(2), "tasks/get", &json!({ "taskId": newest }));
+        assert_eq!(kept[0].1.as_ref().unwrap()["status"], "working");
     }
 }

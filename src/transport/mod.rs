@@ -151,6 +151,8 @@ pub enum TransportEvent {
         status: u16,
         /// The response body, as received.
         body: Bytes,
+        /// The server's `Retry-After`, if it gave one in seconds.
+        retry_after: Option<std::time::Duration>,
     },
     /// Message transports: the stream that should have carried `request`'s answer ended early
     /// (it broke, or it can be resumed; a clean end that cannot be resumed is not reported). If

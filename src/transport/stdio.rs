@@ -114,8 +114,11 @@ impl StdioTransport {
         self
     }
 
-    /// Caps one incoming frame; a larger frame closes the connection with
-    /// [`CloseReason::FrameTooLarge`]. Default 4 MiB.
+    /// Caps one incoming frame (a line of the server's stdout, and so the reader's buffer); a
+    /// larger frame closes the connection with [`CloseReason::FrameTooLarge`]. Default 4 MiB
+    /// ([`DEFAULT_MAX_FRAME_BYTES`]). It also bounds each entry of every other buffer a server
+    /// can fill (see ARCHITECTURE.md, "Caps on what a server can make us hold"); the server's
+    /// stderr is logged in lines of at most 16 KiB.
     pub fn max_frame_bytes(mut self, limit: usize) -> Self {
         self.max_frame_bytes = limit.max(1);
         self
@@ -311,7 +314,10 @@ pub(crate) async fn read_frames<R: AsyncRead + Unpin>(
         if !frames.is_empty() && !events.send(TransportEvent::Received(frames)) {
             return ReadEnd::ConnectionGone;
         }
-        if too_large || buf.len() > max_frame {
+        // An unfinished line over the cap by just a trailing `\r` may still end at the cap: its
+        // `\n` may come with the next read.
+        let unfinished = buf.len() - usize::from(buf.last() == Some(&b'\r'));
+        if too_large || unfinished > max_frame {
             return ReadEnd::TooLarge { limit: max_frame };
         }
     }
@@ -352,6 +358,9 @@ async fn supervise(
     grace: Duration,
     done: oneshot::Sender<()>,
 ) {
+    #[cfg(unix)]
+    let mut last_resort =
+        KillGroupOnDrop(group.and_then(|p| i32::try_from(p).ok()).filter(|&p| p > 0));
     let reason = tokio::select! {
         status = child.wait() => {
             // Let the reader deliver what the process wrote before it exited.
@@ -385,7 +394,28 @@ async fn supervise(
     tracing::debug!(%reason, "MCP server connection closed");
     events.send(TransportEvent::Closed(reason));
     shut_down(&mut child, group, grace).await;
+    #[cfg(unix)]
+    {
+        last_resort.0 = None;
+    }
     let _ = done.send(());
+}
+
+/// The last resort when the supervisor is dropped before its shutdown ran to the end (the
+/// runtime ended: say, a program that exits right after a failed connect): SIGKILL to the
+/// server's whole group. `kill_on_drop` reaches only the direct child, and a wrapper's child
+/// (`npx`, `uvx`, `sh -c`) would live on.
+#[cfg(unix)]
+struct KillGroupOnDrop(Option<i32>);
+
+#[cfg(unix)]
+impl Drop for KillGroupOnDrop {
+    fn drop(&mut self) {
+        if let Some(group) = self.0 {
+            let group = nix::unistd::Pid::from_raw(group);
+            signal_group(group, nix::sys::signal::Signal::SIGKILL);
+        }
+    }
 }
 
 /// Close stdin (already done by the writer once its channel closed), wait, SIGTERM, wait, SIGKILL.
@@ -447,4 +477,123 @@ async fn shut_down(child: &mut Child, _group: Option<u32>, grace: Duration) {
     tracing::debug!("MCP server ignored EOF on stdin; killing it");
     let _ = child.start_kill();
     let _ = child.wait().await;
+}
+
+#[cfg(test)]
+mod tests {
+    use std::{
+        collections::VecDeque,
+        sync::{Arc, Mutex},
+        task::{Context, Poll},
+    };
+
+    use bytes::Bytes;
+    use proptest::prelude::*;
+    use tokio::io::ReadBuf;
+
+    use super::*;
+    use crate::transport::EventSink;
+
+    /// Hands out one chunk per read, like a pipe written in bursts.
+    struct Chunks(VecDeque<Vec<u8>>);
+
+    impl AsyncRead for Chunks {
+        fn poll_read(
+            mut self: Pin<&mut Self>,
+            _: &mut Context<'_>,
+            buf: &mut ReadBuf<'_>,
+        ) -> Poll<io::Result<()>> {
+            if let Some(mut chunk) = self.0.pop_front() {
+                let n = chunk.len().min(buf.remaining());
+                buf.put_slice(&chunk[..n]);
+                if n < chunk.len() {
+                    self.0.push_front(chunk.split_off(n));
+                }
+            }
+            Poll::Ready(Ok(()))
+        }
+    }
+
+    struct Collect(Arc<Mutex<Vec<Bytes>>>);
+
+    impl EventSink for Collect {
+        fn deliver(&self, event: TransportEvent) -> bool {
+            if let TransportEvent::Received(frames) = event {
+                self.0.lock().unwrap().extend(frames);
+            }
+            true
+        }
+
+        fn is_listening(&self) -> bool {
+            true
+        }
+    }
+
+    /// The frames and the end of reading `chunks` (empty chunks are dropped: an empty read is
+    /// the end of the input).
+    fn split(chunks: Vec<Vec<u8>>, max_frame: usize) -> (Vec<Bytes>, ReadEnd) {
+        let frames = Arc::new(Mutex::new(Vec::new()));
+        let events = EventSender::new(Collect(frames.clone()));
+        let reader = Chunks(chunks.into_iter().filter(|c| !c.is_empty()).collect());
+        let end = futures::executor::block_on(read_frames(reader, max_frame, &events));
+        let frames = std::mem::take(&mut *frames.lock().unwrap());
+        (frames, end)
+    }
+
+    // Found while writing the `stdio_frames` fuzz target's rule (which checks it): a line of
+    // exactly the cap whose `\r` came in one read and its `\n` in the next ended the connection
+    // as too large.
+    #[test]
+    fn a_line_at_the_cap_whose_cr_and_newline_arrive_apart_is_a_frame_regression() {
+        let (frames, end) = split(vec![b"0123456789\r".to_vec(), b"\n".to_vec()], 10);
+        assert_eq!(frames, [Bytes::from_static(b"0123456789")]);
+        assert!(matches!(end, ReadEnd::Eof), "{end:?}");
+        // One byte more is over the cap, however it arrives.
+        let (frames, end) = split(vec![b"0123456789x\r".to_vec(), b"\n".to_vec()], 10);
+        assert!(frames.is_empty());
+        assert!(matches!(end, ReadEnd::TooLarge { limit: 10 }), "{end:?}");
+        let (_, end) = split(vec![b"0123456789x".to_vec()], 10);
+        assert!(matches!(end, ReadEnd::TooLarge { limit: 10 }), "{end:?}");
+    }
+
+    #[test]
+    fn blank_lines_and_a_trailing_cr_are_not_part_of_frames() {
+        let (frames, end) = split(vec![b"\r\n \t\n{\"a\":1}\r\n\r\r\n{}".to_vec()], 64);
+        // `\r` alone is blank; the unfinished `{}` is dropped at the end of the input.
+        assert_eq!(frames, [Bytes::from_static(b"{\"a\":1}")]);
+        assert!(matches!(end, ReadEnd::Eof), "{end:?}");
+    }
+
+    proptest! {
+        /// However the input is cut into reads, the frames and the end are those of reading it
+        /// in one piece.
+        #[test]
+        fn random_chunking_splits_like_the_whole_input(
+            lines in prop::collection::vec(
+                (prop::collection::vec(prop::sample::select(b"ab \r{}".to_vec()), 0..14),
+                 any::<bool>()),
+                0..8,
+            ),
+            cuts in prop::collection::vec(0usize..20, 0..20),
+            max_frame in 1usize..12,
+        ) {
+            let mut input = Vec::new();
+            for (line, crlf) in &lines {
+                input.extend_from_slice(line);
+                input.extend_from_slice(if *crlf { b"\r\n" } else { b"\n" });
+            }
+            let mut chunks = Vec::new();
+            let mut rest = &input[..];
+            for cut in cuts {
+                let n = cut.min(rest.len());
+                chunks.push(rest[..n].to_vec());
+                rest = &rest[n..];
+            }
+            chunks.push(rest.to_vec());
+            let (whole_frames, whole_end) = split(vec![input.clone()], max_frame);
+            let (frames, end) = split(chunks, max_frame);
+            prop_assert_eq!(frames, whole_frames);
+            prop_assert_eq!(format!("{end:?}"), format!("{whole_end:?}"));
+        }
+    }
 }

@@ -2,26 +2,41 @@
 
 use std::{
     future::{Future, IntoFuture},
-    time::Instant,
+    time::{Duration, Instant},
 };
 
-use futures::FutureExt;
+use futures::{future::LocalBoxFuture, FutureExt, StreamExt};
 
-use actix_mcp::{Cancellation, Client, HttpTransport, StdioTransport};
+use actix_mcp::{Cancellation, Client, Error, HttpTransport, ProtocolEra, StdioTransport};
 use serde_json::{json, Value};
 
-use super::{Driver, HttpServer, ServerCmd, SleepOutcome};
+use super::{
+    ClientCounters, Driver, Era, HttpServer, ServerCmd, SleepOutcome, SoakOutcome, SoakPlan,
+    SOAK_LONG_SLEEP_MS,
+};
+
+/// The 2026-07-28 era's protocol version.
+const MODERN: &str = "2026-07-28";
 
 pub struct ActixMcp {
     client: Client,
     _http: Option<HttpServer>,
+    /// A written request is cancelled by aborting it (2026-07-28 over HTTP).
+    cancels_by_abort: bool,
+    http: bool,
+    http2: bool,
 }
 
 impl Driver for ActixMcp {
     type Cancel = Cancellation;
 
     async fn connect(server: &ServerCmd) -> Result<Self, String> {
-        if server.http {
+        let options = Client::builder().era(match server.era {
+            None => ProtocolEra::Auto,
+            Some(Era::Legacy) => ProtocolEra::Legacy,
+            Some(Era::Modern) => ProtocolEra::Modern,
+        });
+        let (client, http) = if server.http {
             let http = HttpServer::start(server)?;
             let transport = HttpTransport::new(&http.url);
             let transport = if server.http2 {
@@ -29,21 +44,33 @@ impl Driver for ActixMcp {
             } else {
                 transport
             };
-            let client = Client::connect(transport)
+            let client = options
+                .connect(transport)
                 .await
                 .map_err(|e| e.to_string())?;
-            return Ok(Self {
-                client,
-                _http: Some(http),
-            });
+            (client, Some(http))
+        } else {
+            let transport = StdioTransport::new(&server.program).args(&server.args);
+            let client = options
+                .connect(transport)
+                .await
+                .map_err(|e| e.to_string())?;
+            (client, None)
+        };
+        let modern = client.protocol_version() == MODERN;
+        if server.era.is_some_and(|era| (era == Era::Modern) != modern) {
+            return Err(format!(
+                "asked for the {} era, settled on {}",
+                server.era.map_or("", Era::name),
+                client.protocol_version()
+            ));
         }
-        let transport = StdioTransport::new(&server.program).args(&server.args);
-        let client = Client::connect(transport)
-            .await
-            .map_err(|e| e.to_string())?;
         Ok(Self {
             client,
-            _http: None,
+            _http: http,
+            cancels_by_abort: server.http && modern,
+            http: server.http,
+            http2: server.http && server.http2,
         })
     }
 
@@ -111,6 +138,78 @@ impl Driver for ActixMcp {
         Some((token, Box::pin(fut)))
     }
 
+    fn soak_call(&self, plan: SoakPlan) -> Option<LocalBoxFuture<'static, SoakOutcome>> {
+        let long = || {
+            self.client
+                .call_tool("sleep", json!({ "ms": SOAK_LONG_SLEEP_MS }))
+        };
+        Some(match plan {
+            SoakPlan::Echo(n) => {
+                let call = self
+                    .client
+                    .call_tool("echo", json!({ "text": n.to_string() }));
+                call.into_future().map(soak_outcome).boxed_local()
+            }
+            SoakPlan::Sleep(ms) => {
+                let call = self.client.call_tool("sleep", json!({ "ms": ms }));
+                call.into_future().map(soak_outcome).boxed_local()
+            }
+            SoakPlan::Token => {
+                let token = Cancellation::new();
+                let (call, mut progress) = long().cancellation(&token).progress_stream();
+                async move {
+                    let mut call = std::pin::pin!(call.into_future());
+                    // Progress comes only from a sleep running at the server: cancel then.
+                    tokio::select! {
+                        biased;
+                        early = &mut call => return soak_outcome(early),
+                        _ = progress.next() => {
+                            token.cancel();
+                        }
+                    }
+                    soak_outcome(call.await)
+                }
+                .boxed_local()
+            }
+            SoakPlan::Timeout(ms) => {
+                let call = long().timeout(Duration::from_millis(ms));
+                call.into_future().map(soak_outcome).boxed_local()
+            }
+            SoakPlan::PreCancelled => {
+                let token = Cancellation::new();
+                token.cancel();
+                let call = long().cancellation(&token);
+                async move {
+                    let mut call = std::pin::pin!(call.into_future());
+                    match futures::poll!(call.as_mut()) {
+                        std::task::Poll::Ready(outcome) => soak_outcome(outcome),
+                        std::task::Poll::Pending => SoakOutcome::NotAtOnce,
+                    }
+                }
+                .boxed_local()
+            }
+            // The scenario drops a `sleep` itself.
+            SoakPlan::Drop(_) => return None,
+        })
+    }
+
+    fn soak_counters(&self) -> LocalBoxFuture<'_, Option<ClientCounters>> {
+        Box::pin(async move {
+            let stats = self.client.stats().await.ok()?;
+            Some(ClientCounters {
+                in_flight: stats.in_flight as u64,
+                requests_written: stats.requests_written,
+                cancelled_before_write: stats.cancelled_before_write,
+                cancels_sent: stats.cancels_sent,
+                requests_aborted: stats.requests_aborted,
+                late_responses: stats.late_responses,
+                cancels_by_abort: self.cancels_by_abort,
+                http: self.http,
+                http2: self.http2,
+            })
+        })
+    }
+
     fn cancel(&self, token: &Cancellation) {
         token.cancel();
     }
@@ -122,5 +221,23 @@ impl Driver for ActixMcp {
             .await
             .map_err(|e| e.to_string())?;
         result.structured_content.ok_or_else(|| "no stats".into())
+    }
+}
+
+fn soak_outcome(outcome: Result<actix_mcp::CallToolResult, Error>) -> SoakOutcome {
+    match outcome {
+        Ok(result) => SoakOutcome::Ok(result.text()),
+        Err(Error::Cancelled { .. }) => SoakOutcome::Cancelled,
+        Err(Error::Timeout { .. }) => SoakOutcome::Timeout,
+        Err(e) => {
+            // With the causes: "error sending request" alone does not say why.
+            let mut why = e.to_string();
+            let mut source = std::error::Error::source(&e);
+            while let Some(cause) = source {
+                why.push_str(&format!(": {cause}"));
+                source = cause.source();
+            }
+            SoakOutcome::Failed(why)
+        }
     }
 }

@@ -2,6 +2,7 @@
 
 pub mod actix;
 pub mod raw;
+pub mod raw_http;
 pub mod rmcp;
 
 use std::{
@@ -9,6 +10,7 @@ use std::{
     time::{Duration, Instant},
 };
 
+use futures::future::LocalBoxFuture;
 use serde_json::Value;
 
 /// How to start the server under test.
@@ -21,6 +23,27 @@ pub struct ServerCmd {
     pub http: bool,
     /// Over HTTP/2 without TLS (h2c, prior knowledge) rather than HTTP/1.1.
     pub http2: bool,
+    /// The protocol era asked for (`--era`; it is passed to the server as well); `None`: each
+    /// client's default.
+    pub era: Option<Era>,
+}
+
+/// A protocol era, for the server (`--era`) and the clients that can pick one.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Era {
+    /// 2025-11-25: `initialize`, cancel by `notifications/cancelled`.
+    Legacy,
+    /// 2026-07-28: `server/discover`, stateless; over HTTP a cancel aborts the request's POST.
+    Modern,
+}
+
+impl Era {
+    pub fn name(self) -> &'static str {
+        match self {
+            Era::Legacy => "legacy",
+            Era::Modern => "modern",
+        }
+    }
 }
 
 /// A server started in its HTTP mode: killed when dropped.
@@ -102,6 +125,17 @@ pub trait Driver: Sized {
     /// The server's counters (`stats` tool).
     fn stats(&self) -> impl Future<Output = Result<Value, String>>;
 
+    /// Scenario `soak`: one call carried out to `plan`'s end (`None`: this client cannot).
+    /// [`SoakPlan::Drop`] is the scenario's own business (it drops a [`Driver::sleep`]).
+    fn soak_call(&self, _plan: SoakPlan) -> Option<LocalBoxFuture<'static, SoakOutcome>> {
+        None
+    }
+
+    /// Scenario `soak`: the client's own counters and how it cancels (`None`: not exposed).
+    fn soak_counters(&self) -> LocalBoxFuture<'_, Option<ClientCounters>> {
+        Box::pin(async { None })
+    }
+
     /// `tools/call task_sleep {ms}` run as a task, cancelled through the client's explicit API
     /// (`tasks/cancel`); `None` for a client without tasks.
     #[allow(clippy::type_complexity)]
@@ -114,4 +148,60 @@ pub trait Driver: Sized {
     )> {
         None
     }
+}
+
+/// A soak request meant to be cancelled sleeps this long: no answer can race its cancel, and one
+/// whose cancel is lost is still running at the server at the end of the run.
+pub const SOAK_LONG_SLEEP_MS: u64 = 600_000;
+
+/// How one request of scenario `soak` is to end, chosen by the scenario's seeded generator.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SoakPlan {
+    /// `echo` of a text unique to the request: completes with that text.
+    Echo(u64),
+    /// A short `sleep`: completes with `slept {ms} ms`.
+    Sleep(u64),
+    /// A long `sleep`, cancelled through a token once it runs at the server (its first progress
+    /// notification proves it): ends `Cancelled`.
+    Token,
+    /// A long `sleep` whose future is dropped this many ms after its first poll (0: right after it).
+    Drop(u64),
+    /// A long `sleep` with a per-call timeout of this many ms: ends `Timeout`.
+    Timeout(u64),
+    /// A long `sleep` with a token cancelled before the call: ends `Cancelled` at its first
+    /// poll, nothing written.
+    PreCancelled,
+}
+
+/// What the caller of a soak request saw.
+#[derive(Debug)]
+pub enum SoakOutcome {
+    /// A result, with its text.
+    Ok(String),
+    Cancelled,
+    Timeout,
+    /// Another error, in words.
+    Failed(String),
+    /// A pre-cancelled call that was not over at its first poll.
+    NotAtOnce,
+}
+
+/// The client's own counters (scenario `soak`).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct ClientCounters {
+    /// Requests in the client's tables.
+    pub in_flight: u64,
+    pub requests_written: u64,
+    pub cancelled_before_write: u64,
+    /// `notifications/cancelled` written.
+    pub cancels_sent: u64,
+    /// Written requests cancelled by aborting them (2026-07-28 over HTTP).
+    pub requests_aborted: u64,
+    pub late_responses: u64,
+    /// Whether a written request is cancelled by aborting it rather than by a notification.
+    pub cancels_by_abort: bool,
+    /// Over HTTP (each message its own POST) rather than one stream.
+    pub http: bool,
+    /// Over HTTP/2 (one connection) rather than HTTP/1.1 (a connection per POST in flight).
+    pub http2: bool,
 }

@@ -38,10 +38,10 @@
 //! status without a JSON-RPC error becomes [`Error::Http`], a network error
 //! [`Error::Transport`].
 
-mod post;
+pub(crate) mod post;
 mod renew;
 mod session;
-mod sse;
+pub(crate) mod sse;
 
 use std::{cell::RefCell, collections::HashMap, future::Future, pin::Pin, rc::Rc, time::Duration};
 
@@ -172,7 +172,12 @@ impl HttpTransport {
         self
     }
 
-    /// The largest JSON body or event accepted from the server (default 4 MiB).
+    /// The largest JSON body or event accepted from the server (default 4 MiB,
+    /// [`DEFAULT_MAX_FRAME_BYTES`]). A larger JSON body fails its request with
+    /// [`CloseReason::FrameTooLarge`] (the connection stays); an event growing past it ends its
+    /// stream with an error (resumed if the server numbered its events, else the request fails).
+    /// It also bounds each entry of every other buffer a server can fill (see ARCHITECTURE.md,
+    /// "Caps on what a server can make us hold").
     pub fn max_frame_bytes(mut self, limit: usize) -> Self {
         self.max_frame = limit;
         self
@@ -246,6 +251,7 @@ impl Transport for HttpTransport {
             shutdown: CancellationToken::new(),
             max_frame: self.max_frame,
             posts: RefCell::new(HashMap::new()),
+            cancel_lane: RefCell::new(CancelLane::default()),
             gate: RefCell::new(None),
             event_task: RefCell::new(None),
             renewal: RefCell::new(Renewal::new(self.renew_sessions)),
@@ -272,9 +278,9 @@ pub(super) struct Outgoing {
     routing: Vec<(HeaderName, HeaderValue)>,
     /// `notifications/initialized`: once it is accepted, the GET stream opens.
     opens_event_stream: bool,
-    /// A `notifications/cancelled` (2025-11-25): once it is accepted, the cancelled request's
-    /// own POST is closed too. The spec allows it, and a server that never ends that stream
-    /// would otherwise keep it, and its task, for ever.
+    /// A `notifications/cancelled` (2025-11-25): the cancelled request's own POST is closed as
+    /// the cancel goes out. The spec allows it, and a server that never ends that stream would
+    /// otherwise keep it, and its task, for ever.
     cancels: Option<RequestId>,
 }
 
@@ -301,6 +307,22 @@ fn post_or_hold(shared: &Rc<Shared>, outgoing: Outgoing) {
 }
 
 fn spawn_post(shared: &Rc<Shared>, outgoing: Outgoing) {
+    if let Some(id) = outgoing.cancels {
+        if shared.renewal.borrow().lost.contains(&id) {
+            return; // its request was lost with an expired session: the new one never saw it
+        }
+        // The request's own POST goes first: its connection (HTTP/1.1) is freed before the
+        // cancel needs one, so a storm of cancels does not hold two connections per request.
+        if let Some(post) = shared.posts.borrow_mut().remove(&id) {
+            post.abort();
+        }
+        let mut lane = shared.cancel_lane.borrow_mut();
+        if lane.running >= CANCEL_LANE_WIDTH {
+            lane.waiting.push_back(outgoing);
+            return;
+        }
+        lane.running += 1;
+    }
     let Outgoing {
         frame,
         request,
@@ -308,24 +330,26 @@ fn spawn_post(shared: &Rc<Shared>, outgoing: Outgoing) {
         opens_event_stream,
         cancels,
     } = outgoing;
-    if cancels.is_some_and(|id| shared.renewal.borrow().lost.contains(&id)) {
-        return; // its request was lost with an expired session: the new one never saw it
-    }
     let generation = shared.session.borrow().generation;
     let task_shared = shared.clone();
     let handle = actix_rt::spawn(async move {
         let shared = task_shared;
         let shutdown = shared.shutdown.clone();
+        // A cancel gives up its place in the lane after CANCEL_LIMIT: a server that never
+        // answers one must not hold back every later cancel.
+        let limit = match cancels {
+            Some(_) => CANCEL_LIMIT,
+            None => Duration::MAX,
+        };
         tokio::select! {
             _ = shutdown.cancelled() => {}
-            _ = post::post(shared.clone(), frame, request, routing) => {
+            _ = tokio::time::timeout(limit, post::post(shared.clone(), frame, request, routing)) => {
                 // Not if the session expired meanwhile: the renewal opens the GET stream then.
                 if opens_event_stream && renew::is_current(&shared, generation) {
                     spawn_event_stream(shared.clone());
                 }
-                let cancelled = cancels.and_then(|id| shared.posts.borrow_mut().remove(&id));
-                if let Some(post) = cancelled {
-                    post.abort();
+                if cancels.is_some() {
+                    cancel_lane_done(&shared);
                 }
             }
         }
@@ -338,16 +362,47 @@ fn spawn_post(shared: &Rc<Shared>, outgoing: Outgoing) {
     }
 }
 
+/// At most this many `notifications/cancelled` POSTs at once; the rest wait in order. Each is a
+/// small POST answered at once, and over HTTP/1.1 each needs a connection of its own: ten
+/// thousand cancels at once would otherwise open ten thousand connections together.
+const CANCEL_LANE_WIDTH: usize = 16;
+
+/// The longest a `notifications/cancelled` POST may take before it is abandoned.
+const CANCEL_LIMIT: Duration = Duration::from_secs(3);
+
+/// The cancels being POSTed, and those waiting for a place (2025-11-25).
+#[derive(Default)]
+pub(super) struct CancelLane {
+    running: usize,
+    waiting: std::collections::VecDeque<Outgoing>,
+}
+
+/// A cancel's POST ended: the next waiting one goes.
+fn cancel_lane_done(shared: &Rc<Shared>) {
+    let next = {
+        let mut lane = shared.cancel_lane.borrow_mut();
+        lane.running = lane.running.saturating_sub(1);
+        lane.waiting.pop_front()
+    };
+    if let Some(next) = next {
+        spawn_post(shared, next);
+    }
+}
+
 /// The GET stream for what the server sends on its own. Until the server has answered the GET
 /// (or [`GATE_LIMIT`] passed), later POSTs wait at the gate: a server that sends a request on
 /// that stream while handling one of ours (e.g. an elicitation) would otherwise send it before
 /// the stream exists, and it would be lost.
 fn spawn_event_stream(shared: Rc<Shared>) {
     let generation = shared.session.borrow().generation;
-    let gate_shared = shared.clone();
+    // Weak: the timer must not keep the transport (and its pooled connections) alive for
+    // GATE_LIMIT after the client closed.
+    let gate_shared = Rc::downgrade(&shared);
     actix_rt::spawn(async move {
         tokio::time::sleep(GATE_LIMIT).await;
-        open_gate(&gate_shared, generation);
+        if let Some(shared) = gate_shared.upgrade() {
+            open_gate(&shared, generation);
+        }
     });
     let task_shared = shared.clone();
     let task = actix_rt::spawn(async move {
@@ -416,6 +471,7 @@ impl TransportIo for HttpIo {
     fn close(&mut self) -> Pin<Box<dyn Future<Output = ()>>> {
         self.shared.shutdown.cancel();
         self.shared.gate.borrow_mut().take();
+        self.shared.cancel_lane.borrow_mut().waiting.clear();
         for (_, post) in self.shared.posts.borrow_mut().drain() {
             post.abort();
         }

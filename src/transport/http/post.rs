@@ -66,6 +66,8 @@ pub(super) struct Shared {
     pub max_frame: usize,
     /// The POST of each request still running, to abort it.
     pub posts: RefCell<HashMap<RequestId, tokio::task::JoinHandle<()>>>,
+    /// The `notifications/cancelled` POSTs running and waiting (2025-11-25).
+    pub cancel_lane: RefCell<super::CancelLane>,
     /// While the GET stream opens, or an expired session is renewed: the messages waiting to be
     /// POSTed, in order.
     pub gate: RefCell<Option<Vec<super::Outgoing>>>,
@@ -192,7 +194,9 @@ pub(super) async fn post(
         let seen = match &shared.auth {
             Some(auth) => {
                 let (_, seen) = auth.authorization();
-                auth.refresh_if_expiring(seen).await;
+                // Boxed: the flows are rare and large, and every POST task would otherwise
+                // carry their state inline (several KiB per request in flight).
+                Box::pin(auth.refresh_if_expiring(seen)).await;
                 Some(auth.authorization().1)
             }
             None => None,
@@ -228,7 +232,7 @@ pub(super) async fn post(
                     challenge: challenge.as_deref(),
                     dpop_nonce: dpop_nonce.as_deref(),
                 };
-                match auth.recover(&shared.url, refusal, seen).await {
+                match Box::pin(auth.recover(&shared.url, refusal, seen)).await {
                     Ok(()) => continue,
                     Err(e) => return shared.fail(request, e),
                 }
@@ -336,28 +340,64 @@ async fn send_once(
     }
 }
 
-/// A request body of one chunk that tells `sent` when it is asked for more: the chunk has been
-/// handed to the connection.
+/// A request body of one chunk that tells `sent` when the chunk has been handed to the
+/// connection: when it is asked for more (HTTP/2), or when it is dropped after its chunk was
+/// taken (HTTP/1.1 stops at `Content-Length` and drops the body without asking again; without
+/// this, a request whose answer has no headers yet was never reported written, and its cancel
+/// never sent).
 fn one_chunk(
     frame: Bytes,
     sent: oneshot::Sender<()>,
 ) -> impl futures::Stream<Item = Result<Bytes, io::Error>> + Send + 'static {
-    let mut frame = Some(frame);
-    let mut sent = Some(sent);
-    futures::stream::poll_fn(move |_| {
-        if let Some(chunk) = frame.take() {
+    OneChunk {
+        frame: Some(frame),
+        sent: Some(sent),
+    }
+}
+
+struct OneChunk {
+    frame: Option<Bytes>,
+    sent: Option<oneshot::Sender<()>>,
+}
+
+impl OneChunk {
+    fn report_if_taken(&mut self) {
+        if self.frame.is_none() {
+            if let Some(sent) = self.sent.take() {
+                let _ = sent.send(());
+            }
+        }
+    }
+}
+
+impl futures::Stream for OneChunk {
+    type Item = Result<Bytes, io::Error>;
+
+    fn poll_next(
+        mut self: std::pin::Pin<&mut Self>,
+        _: &mut std::task::Context<'_>,
+    ) -> Poll<Option<Self::Item>> {
+        if let Some(chunk) = self.frame.take() {
             return Poll::Ready(Some(Ok(chunk)));
         }
-        if let Some(sent) = sent.take() {
-            let _ = sent.send(());
-        }
+        self.report_if_taken();
         Poll::Ready(None)
-    })
+    }
+}
+
+impl Drop for OneChunk {
+    fn drop(&mut self) {
+        self.report_if_taken();
+    }
 }
 
 pub(super) fn content_type(response: &Response) -> String {
-    response
-        .headers()
+    media_type(response.headers())
+}
+
+/// The media type of `Content-Type`, lower-cased, without parameters (empty if absent).
+pub(crate) fn media_type(headers: &HeaderMap) -> String {
+    headers
         .get(CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.split(';').next())
@@ -369,6 +409,7 @@ pub(super) fn content_type(response: &Response) -> String {
 /// from anything else ([`Error::Http`]).
 async fn refused(shared: &Shared, response: Response, request: Option<RequestId>) {
     let status = response.status().as_u16();
+    let retry_after = retry_after_seconds(response.headers());
     let body = read_capped(response, shared.max_frame)
         .await
         .unwrap_or_default();
@@ -378,6 +419,7 @@ async fn refused(shared: &Shared, response: Response, request: Option<RequestId>
                 request,
                 status,
                 body,
+                retry_after,
             });
         }
         None => tracing::warn!(status, "MCP HTTP message refused"),
@@ -450,6 +492,7 @@ pub(super) async fn resume(shared: Rc<Shared>, id: RequestId, at: ResumePoint) {
                 Error::Http {
                     status: r.status().as_u16(),
                     body: "resuming the event stream failed".into(),
+                    retry_after: retry_after_seconds(r.headers()),
                 },
             )
         }
@@ -465,8 +508,9 @@ pub(super) async fn resume(shared: Rc<Shared>, id: RequestId, at: ResumePoint) {
 }
 
 /// The GET stream for messages the server sends outside any request (2025-11-25), opened once the
-/// handshake is done. A server without one answers 405 and is left alone; a broken stream is
-/// resumed after the server's `retry` or a growing back-off.
+/// handshake is done. A server without one answers 405 and is left alone (as after any other
+/// 4xx but 429); a broken stream is resumed after the server's `retry` or a growing back-off, a
+/// refused one (429, 5xx) after its `Retry-After` if it has one.
 pub(super) async fn event_stream(shared: Rc<Shared>, answered: impl Fn()) {
     let mut last_event_id: Option<String> = None;
     let mut retry: Option<Duration> = None;
@@ -480,6 +524,8 @@ pub(super) async fn event_stream(shared: Rc<Shared>, answered: impl Fn()) {
         }
         let response = request.send().await;
         answered();
+        // A refusal's `Retry-After` says when to come back, before the stream's `retry`.
+        let mut retry_after = None;
         match response {
             Ok(r) if r.status() == StatusCode::METHOD_NOT_ALLOWED => return,
             Ok(r) if r.status().is_success() && content_type(&r) == "text/event-stream" => {
@@ -490,13 +536,30 @@ pub(super) async fn event_stream(shared: Rc<Shared>, answered: impl Fn()) {
             }
             Ok(r) => {
                 tracing::debug!(status = %r.status(), "MCP HTTP event stream refused");
-                if r.status().is_client_error() {
+                // 429 means "later", not "never".
+                if r.status().is_client_error() && r.status() != StatusCode::TOO_MANY_REQUESTS {
                     return;
                 }
+                retry_after = retry_after_seconds(r.headers());
             }
             Err(e) => tracing::debug!(error = %e, "MCP HTTP event stream failed"),
         }
-        let delay = retry.or_else(|| backoff.next()).unwrap_or(DEFAULT_RETRY);
+        let delay = retry_after
+            .or(retry)
+            .or_else(|| backoff.next())
+            .unwrap_or(DEFAULT_RETRY);
         tokio::time::sleep(delay).await;
     }
+}
+
+/// `Retry-After` in seconds (at most 10 minutes); the HTTP-date form is not read.
+fn retry_after_seconds(headers: &HeaderMap) -> Option<Duration> {
+    let seconds = headers
+        .get(reqwest::header::RETRY_AFTER)?
+        .to_str()
+        .ok()?
+        .trim()
+        .parse::<u64>()
+        .ok()?;
+    Some(Duration::from_secs(seconds.min(600)))
 }

@@ -8,11 +8,11 @@ use std::{cell::Cell, io, rc::Rc, time::Duration};
 
 use bytes::Bytes;
 use eventsource_stream::Eventsource;
-use futures::StreamExt;
+use futures::{future, stream, Stream, StreamExt};
 
 /// What a finished (or broken) event stream left behind.
 #[derive(Debug, Default)]
-pub(super) struct StreamEnd {
+pub(crate) struct StreamEnd {
     /// The `id` of the last event that had one: resume after it with `Last-Event-ID`.
     pub last_event_id: Option<String>,
     /// The server's `retry` advice.
@@ -21,16 +21,65 @@ pub(super) struct StreamEnd {
     pub error: Option<String>,
 }
 
+/// The body as `eventsource-stream` can take it: without a leading byte order mark (which the
+/// SSE rules skip), after a comment line of ours. eventsource-stream 0.2.3 skips a leading mark by
+/// slicing one byte off its three, which panics; with the comment first, the parser never sees a
+/// mark at the start, and a second mark is read as the spec says (part of the first line).
+fn parser_safe<E>(
+    body: impl Stream<Item = Result<Bytes, E>>,
+) -> impl Stream<Item = Result<Bytes, E>> {
+    const BOM: &[u8] = b"\xEF\xBB\xBF";
+    // The first bytes, held until they show whether the body starts with a mark.
+    let mut head: Option<Vec<u8>> = Some(Vec::new());
+    let body = body
+        .map(Some)
+        .chain(stream::once(future::ready(None)))
+        .filter_map(move |item| {
+            let out = match (item, head.as_mut()) {
+                (Some(Ok(chunk)), Some(held)) => {
+                    held.extend_from_slice(&chunk);
+                    if held.len() < BOM.len() && BOM.starts_with(held) {
+                        None
+                    } else {
+                        let held = head.take().unwrap_or_default();
+                        let rest = held.strip_prefix(BOM).unwrap_or(&held);
+                        Some(Ok(Bytes::copy_from_slice(rest)))
+                    }
+                }
+                // The end (or an error) while holding the start of a mark: not a mark.
+                (item, Some(_)) => {
+                    let held = head.take().unwrap_or_default();
+                    item.or(Some(Ok(Bytes::from(held))))
+                }
+                (item, None) => item,
+            };
+            future::ready(out)
+        });
+    stream::once(future::ready(Ok(Bytes::from_static(b":\n")))).chain(body)
+}
+
 /// Reads events from `response`, handing each message's data to `deliver` in order.
 pub(super) async fn read_events(
     response: reqwest::Response,
     limit: usize,
-    mut deliver: impl FnMut(Bytes),
+    deliver: impl FnMut(Bytes),
 ) -> StreamEnd {
+    read_event_stream(response.bytes_stream(), limit, deliver).await
+}
+
+/// [`read_events`] over the body's chunks as they come.
+pub(crate) async fn read_event_stream<E>(
+    body: impl Stream<Item = Result<Bytes, E>>,
+    limit: usize,
+    mut deliver: impl FnMut(Bytes),
+) -> StreamEnd
+where
+    E: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
     // Bytes received since the last complete event: a cap on what the parser may buffer.
     let pending = Rc::new(Cell::new(0usize));
     let counted = pending.clone();
-    let bytes = response.bytes_stream().map(move |chunk| {
+    let bytes = parser_safe(body).map(move |chunk| {
         let chunk = chunk.map_err(io::Error::other)?;
         counted.set(counted.get() + chunk.len());
         if counted.get() > limit {
@@ -40,7 +89,10 @@ pub(super) async fn read_events(
         }
         Ok(chunk)
     });
-    let mut events = std::pin::pin!(bytes.eventsource());
+    // The parser is handed whole lines: it rescans its whole buffer for each piece it gets and
+    // copies what follows each line it takes, so a long event in small chunks (or many events
+    // in one chunk) cost it quadratic time.
+    let mut events = std::pin::pin!(whole_lines(bytes).eventsource());
     let mut end = StreamEnd::default();
     while let Some(event) = events.next().await {
         let event = match event {
@@ -64,4 +116,111 @@ pub(super) async fn read_events(
         }
     }
     end
+}
+
+/// Re-chunks a byte stream into whole lines (ending in LF, CRLF or CR; the rest at the end),
+/// each decoded as UTF-8 with replacement, as the event stream format says: a stray byte is one
+/// U+FFFD, not the end of the stream. Each byte is scanned and copied once.
+fn whole_lines(
+    chunks: impl Stream<Item = Result<Bytes, io::Error>>,
+) -> impl Stream<Item = Result<Bytes, io::Error>> {
+    let mut partial = bytes::BytesMut::new();
+    // Bytes of `partial` known to end no line.
+    let mut scanned = 0;
+    chunks
+        .map(Some)
+        .chain(futures::stream::iter([None]))
+        .flat_map(move |chunk| {
+            let mut lines = Vec::new();
+            match chunk {
+                Some(Ok(chunk)) => {
+                    partial.extend_from_slice(&chunk);
+                    while let Some(at) = memchr::memchr2(b'\n', b'\r', &partial[scanned..]) {
+                        let at = scanned + at;
+                        let end = match (partial[at], partial.get(at + 1)) {
+                            (b'\r', Some(b'\n')) => at + 2,
+                            // A CR last: wait for the next byte, which may be its LF.
+                            (b'\r', None) => break,
+                            _ => at + 1,
+                        };
+                        lines.push(Ok(valid_utf8(partial.split_to(end).freeze())));
+                        scanned = 0;
+                    }
+                    scanned = partial.len().saturating_sub(1).max(scanned);
+                }
+                Some(Err(e)) => lines.push(Err(e)),
+                None if !partial.is_empty() => {
+                    lines.push(Ok(valid_utf8(partial.split().freeze())));
+                }
+                None => {}
+            }
+            futures::stream::iter(lines)
+        })
+}
+
+fn valid_utf8(line: Bytes) -> Bytes {
+    match std::str::from_utf8(&line) {
+        Ok(_) => line,
+        Err(_) => Bytes::from(String::from_utf8_lossy(&line).into_owned()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Events split anywhere (a CRLF across chunks, a long event in tiny chunks), CR-only
+    /// line ends, and a stray byte (one U+FFFD) all come out whole and in order.
+    #[test]
+    fn lines_are_whole_whatever_the_chunks() {
+        let long = "x".repeat(100_000);
+        let mut wire = b"data: one\r\n\r\ndata: t\xffo\n\ndata: three\r\r".to_vec();
+        wire.extend_from_slice(format!("data: {long}\n\n").as_bytes());
+        let mut chunks: Vec<Result<Bytes, io::Error>> = vec![
+            Ok(Bytes::copy_from_slice(&wire[..10])),
+            Ok(Bytes::copy_from_slice(&wire[10..12])),
+        ];
+        chunks.extend(wire[12..].chunks(7).map(|c| Ok(Bytes::copy_from_slice(c))));
+        let mut got = Vec::new();
+        let end = futures::executor::block_on(read_event_stream(
+            futures::stream::iter(chunks),
+            1 << 20,
+            |frame| got.push(String::from_utf8(frame.to_vec()).expect("UTF-8")),
+        ));
+        assert!(end.error.is_none(), "{:?}", end.error);
+        assert_eq!(got, ["one", "t\u{fffd}o", "three", long.as_str()]);
+    }
+
+    fn read(chunks: &[&'static [u8]]) -> (Vec<Bytes>, StreamEnd) {
+        let body = stream::iter(
+            chunks
+                .iter()
+                .map(|c| Ok::<_, io::Error>(Bytes::from_static(c))),
+        );
+        let mut frames = Vec::new();
+        let end = futures::executor::block_on(read_event_stream(body, 1024, |f| frames.push(f)));
+        (frames, end)
+    }
+
+    // Found by the `http_answer` fuzz target: eventsource-stream 0.2.3 panicked on a body that
+    // starts with a byte order mark (a server could end the request's task so).
+    #[test]
+    fn a_byte_order_mark_before_the_first_event_is_skipped_regression() {
+        let event = b"\xEF\xBB\xBFid: 1\ndata: {}\n\n";
+        let (frames, end) = read(&[event]);
+        assert_eq!(frames, [Bytes::from_static(b"{}")]);
+        assert_eq!(end.last_event_id.as_deref(), Some("1"));
+        assert!(end.error.is_none());
+        // Split anywhere inside the mark: the same.
+        for at in 1..4 {
+            let (frames, _) = read(&[&event[..at], &event[at..]]);
+            assert_eq!(frames, [Bytes::from_static(b"{}")], "split at {at}");
+        }
+        // A second mark belongs to the first line's field name, which is then unknown.
+        let (frames, _) = read(&[b"\xEF\xBB\xBF\xEF\xBB\xBFdata: a\n\ndata: b\n\n"]);
+        assert_eq!(frames, [Bytes::from_static(b"b")]);
+        // The start of a mark and nothing more: no event, no panic.
+        let (frames, end) = read(&[b"\xEF\xBB"]);
+        assert!(frames.is_empty() && end.error.is_none());
+    }
 }
