@@ -158,7 +158,13 @@ pub(super) async fn serve(server: Rc<Server>, addr: &str) -> ExitCode {
             // HTTP/1.1, or HTTP/2 when the client starts with its preface (h2c).
             let mut builder = auto::Builder::new(LocalExec);
             // Every request in flight is a stream: allow as many as the benchmark's storms.
-            builder.http2().max_concurrent_streams(MAX_STREAMS);
+            // A client that cancels by resetting streams (the 2026-07-28 way, or closing a
+            // cancelled request's stream) resets many at once in a storm; hyper's default
+            // (20 streams reset before the server took them) would end its whole connection.
+            builder
+                .http2()
+                .max_concurrent_streams(MAX_STREAMS)
+                .max_pending_accept_reset_streams(MAX_STREAMS as usize);
             let _ = builder
                 .serve_connection(TokioIo::new(stream), service)
                 .await;

@@ -252,6 +252,8 @@ impl Transport for HttpTransport {
             max_frame: self.max_frame,
             posts: RefCell::new(HashMap::new()),
             cancel_lane: RefCell::new(CancelLane::default()),
+            heard: RefCell::new(std::collections::HashSet::new()),
+            headers_arrived: tokio::sync::Notify::new(),
             gate: RefCell::new(None),
             event_task: RefCell::new(None),
             renewal: RefCell::new(Renewal::new(self.renew_sessions)),
@@ -282,6 +284,8 @@ pub(super) struct Outgoing {
     /// the cancel goes out. The spec allows it, and a server that never ends that stream would
     /// otherwise keep it, and its task, for ever.
     cancels: Option<RequestId>,
+    /// A cancel that already waited for the server to have its request (see [`spawn_post`]).
+    cancel_ready: bool,
 }
 
 /// Starts the POST of one message, unless the gate is closed (the GET stream is opening, or an
@@ -306,10 +310,32 @@ fn post_or_hold(shared: &Rc<Shared>, outgoing: Outgoing) {
     spawn_post(shared, outgoing);
 }
 
-fn spawn_post(shared: &Rc<Shared>, outgoing: Outgoing) {
+fn spawn_post(shared: &Rc<Shared>, mut outgoing: Outgoing) {
     if let Some(id) = outgoing.cancels {
         if shared.renewal.borrow().lost.contains(&id) {
             return; // its request was lost with an expired session: the new one never saw it
+        }
+        if !outgoing.cancel_ready && !server_has(shared, id) {
+            // The request's body went out, but on its own connection (or stream): the cancel,
+            // on another, could reach the server first and be ignored, leaving the request to
+            // run. It waits until the answer's headers show the server read the request (or its
+            // POST ended), at most CANCEL_WAIT: a response the network holds back must not
+            // keep the cancel from a request the server does run.
+            outgoing.cancel_ready = true;
+            let shared = shared.clone();
+            actix_rt::spawn(async move {
+                let shutdown = shared.shutdown.clone();
+                let heard = async {
+                    while !server_has(&shared, id) {
+                        shared.headers_arrived.notified().await;
+                    }
+                };
+                tokio::select! {
+                    _ = shutdown.cancelled() => {}
+                    _ = tokio::time::timeout(CANCEL_WAIT, heard) => spawn_post(&shared, outgoing),
+                }
+            });
+            return;
         }
         // The request's own POST goes first: its connection (HTTP/1.1) is freed before the
         // cancel needs one, so a storm of cancels does not hold two connections per request.
@@ -329,6 +355,7 @@ fn spawn_post(shared: &Rc<Shared>, outgoing: Outgoing) {
         routing,
         opens_event_stream,
         cancels,
+        cancel_ready: _,
     } = outgoing;
     let generation = shared.session.borrow().generation;
     let task_shared = shared.clone();
@@ -355,6 +382,9 @@ fn spawn_post(shared: &Rc<Shared>, outgoing: Outgoing) {
         }
         if let Some(id) = request {
             shared.posts.borrow_mut().remove(&id);
+            shared.heard.borrow_mut().remove(&id);
+            // A cancel waiting for this request's headers need not wait any more.
+            shared.headers_arrived.notify_waiters();
         }
     });
     if let Some(id) = request {
@@ -369,6 +399,15 @@ const CANCEL_LANE_WIDTH: usize = 16;
 
 /// The longest a `notifications/cancelled` POST may take before it is abandoned.
 const CANCEL_LIMIT: Duration = Duration::from_secs(3);
+
+/// The longest a cancel waits for the server to show it read the request (its answer's
+/// headers) before it is sent anyway.
+const CANCEL_WAIT: Duration = Duration::from_secs(1);
+
+/// Whether the server has read `id` (its answer's headers came) or its POST is over.
+fn server_has(shared: &Shared, id: RequestId) -> bool {
+    shared.heard.borrow().contains(&id) || !shared.posts.borrow().contains_key(&id)
+}
 
 /// The cancels being POSTed, and those waiting for a place (2025-11-25).
 #[derive(Default)]
@@ -458,6 +497,7 @@ impl TransportIo for HttpIo {
                     routing,
                     opens_event_stream,
                     cancels: frame.cancels(),
+                    cancel_ready: false,
                 },
             );
             if opens_event_stream {

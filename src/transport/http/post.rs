@@ -68,6 +68,10 @@ pub(super) struct Shared {
     pub posts: RefCell<HashMap<RequestId, tokio::task::JoinHandle<()>>>,
     /// The `notifications/cancelled` POSTs running and waiting (2025-11-25).
     pub cancel_lane: RefCell<super::CancelLane>,
+    /// Requests whose POST has its answer's headers: the server has read them.
+    pub heard: RefCell<std::collections::HashSet<RequestId>>,
+    /// Woken whenever a request's answer headers arrive.
+    pub headers_arrived: tokio::sync::Notify,
     /// While the GET stream opens, or an expired session is renewed: the messages waiting to be
     /// POSTed, in order.
     pub gate: RefCell<Option<Vec<super::Outgoing>>>,
@@ -205,6 +209,11 @@ pub(super) async fn post(
         else {
             return;
         };
+        if let Some(id) = request {
+            // The server has read the request: a cancel waiting for that may go (mod.rs).
+            shared.heard.borrow_mut().insert(id);
+            shared.headers_arrived.notify_waiters();
+        }
         #[cfg(feature = "auth")]
         if let (Some(auth), Some(seen)) = (&shared.auth, seen) {
             let status = response.status().as_u16();
