@@ -290,6 +290,10 @@ async fn a_stall_after_forwarding_times_out_and_the_cancel_stops_the_request(wir
         "{wire:?}: {outcome:?}"
     );
     let direct = rig.direct.clone();
+    eventually("the cancel at the proxy", || {
+        rig.proxy.stats().cancels.len() == 1
+    })
+    .await;
     eventually_server(&direct, |s| s["cancels_matched"] == 1 && s["pending"] == 0).await;
     let cancels = rig.proxy.stats().cancels;
     assert_eq!(cancels.len(), 1, "{cancels:?}");
@@ -343,6 +347,12 @@ async fn headers_delayed_past_the_timeout_time_out_and_the_cancel_reaches_the_se
         "{wire:?}: {outcome:?}"
     );
     let direct = rig.direct.clone();
+    // The request's POST is closed as its cancel goes out: the server may stop the request on
+    // the closed POST before the cancel's own POST arrives. Both must come.
+    eventually("the cancel at the proxy", || {
+        rig.proxy.stats().cancels.len() == 1
+    })
+    .await;
     eventually_server(&direct, |s| s["cancels_matched"] == 1 && s["pending"] == 0).await;
     assert_eq!(rig.proxy.stats().cancels.len(), 1);
     rig.assert_clean(&direct).await;

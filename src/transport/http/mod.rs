@@ -361,12 +361,20 @@ fn spawn_post(shared: &Rc<Shared>, mut outgoing: Outgoing) {
     let task_shared = shared.clone();
     let handle = actix_rt::spawn(async move {
         let shared = task_shared;
+        // However the task ends (aborted too), the request is no longer "heard".
+        let _heard = request.map(|id| ForgetHeard {
+            shared: shared.clone(),
+            id,
+        });
         let shutdown = shared.shutdown.clone();
         // A cancel gives up its place in the lane after CANCEL_LIMIT: a server that never
         // answers one must not hold back every later cancel.
-        let limit = match cancels {
-            Some(_) => CANCEL_LIMIT,
-            None => Duration::MAX,
+        // Likewise our answers and notifications: a server that never answers their POSTs
+        // must not hold a task (and an HTTP/1.1 connection) for each for ever.
+        let limit = match (cancels, request) {
+            (Some(_), _) => CANCEL_LIMIT,
+            (None, None) => MESSAGE_LIMIT,
+            (None, Some(_)) => Duration::MAX,
         };
         tokio::select! {
             _ = shutdown.cancelled() => {}
@@ -382,9 +390,6 @@ fn spawn_post(shared: &Rc<Shared>, mut outgoing: Outgoing) {
         }
         if let Some(id) = request {
             shared.posts.borrow_mut().remove(&id);
-            shared.heard.borrow_mut().remove(&id);
-            // A cancel waiting for this request's headers need not wait any more.
-            shared.headers_arrived.notify_waiters();
         }
     });
     if let Some(id) = request {
@@ -400,9 +405,27 @@ const CANCEL_LANE_WIDTH: usize = 16;
 /// The longest a `notifications/cancelled` POST may take before it is abandoned.
 const CANCEL_LIMIT: Duration = Duration::from_secs(3);
 
+/// The longest the POST of one of our answers or notifications may take before it is
+/// abandoned (the server answers them `202 Accepted` at once).
+const MESSAGE_LIMIT: Duration = Duration::from_secs(30);
+
 /// The longest a cancel waits for the server to show it read the request (its answer's
 /// headers) before it is sent anyway.
 const CANCEL_WAIT: Duration = Duration::from_secs(1);
+
+/// Drops a request from [`Shared::heard`] when its POST task ends, however it ends, and wakes
+/// the cancels waiting for it.
+struct ForgetHeard {
+    shared: Rc<Shared>,
+    id: RequestId,
+}
+
+impl Drop for ForgetHeard {
+    fn drop(&mut self) {
+        self.shared.heard.borrow_mut().remove(&self.id);
+        self.shared.headers_arrived.notify_waiters();
+    }
+}
 
 /// Whether the server has read `id` (its answer's headers came) or its POST is over.
 fn server_has(shared: &Shared, id: RequestId) -> bool {
