@@ -371,14 +371,24 @@ fn spawn_post(shared: &Rc<Shared>, mut outgoing: Outgoing) {
         // answers one must not hold back every later cancel.
         // Likewise our answers and notifications: a server that never answers their POSTs
         // must not hold a task (and an HTTP/1.1 connection) for each for ever.
+        // A request's own POST has no limit (the caller's timeout cancels it), and so no timer.
         let limit = match (cancels, request) {
-            (Some(_), _) => CANCEL_LIMIT,
-            (None, None) => MESSAGE_LIMIT,
-            (None, Some(_)) => Duration::MAX,
+            (Some(_), _) => Some(CANCEL_LIMIT),
+            (None, None) => Some(MESSAGE_LIMIT),
+            (None, Some(_)) => None,
+        };
+        let post = post::post(shared.clone(), frame, request, routing);
+        let posted = async {
+            match limit {
+                Some(limit) => {
+                    let _ = tokio::time::timeout(limit, post).await;
+                }
+                None => post.await,
+            }
         };
         tokio::select! {
             _ = shutdown.cancelled() => {}
-            _ = tokio::time::timeout(limit, post::post(shared.clone(), frame, request, routing)) => {
+            _ = posted => {
                 // Not if the session expired meanwhile: the renewal opens the GET stream then.
                 if opens_event_stream && renew::is_current(&shared, generation) {
                     spawn_event_stream(shared.clone());
