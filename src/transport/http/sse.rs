@@ -36,6 +36,19 @@ fn parser_safe<E>(
         .chain(stream::once(future::ready(None)))
         .filter_map(move |item| {
             let out = match (item, head.as_mut()) {
+                // The usual case: the first chunk shows at once whether a mark starts it, and
+                // goes on without being copied.
+                (Some(Ok(chunk)), Some(held))
+                    if held.is_empty() && !(chunk.len() < BOM.len() && BOM.starts_with(&chunk)) =>
+                {
+                    head = None;
+                    let rest = if chunk.starts_with(BOM) {
+                        chunk.slice(BOM.len()..)
+                    } else {
+                        chunk
+                    };
+                    Some(Ok(rest))
+                }
                 (Some(Ok(chunk)), Some(held)) => {
                     held.extend_from_slice(&chunk);
                     if held.len() < BOM.len() && BOM.starts_with(held) {
