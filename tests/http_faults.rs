@@ -180,6 +180,7 @@ over_both!(
     a_server_restart_fails_the_call_in_flight_and_later_calls_reach_the_new_server,
     a_session_server_restart_renews_the_session_and_later_calls_succeed,
     a_storm_of_cancels_goes_out_sixteen_at_a_time_and_a_stalled_cancel_does_not_block_the_rest,
+    new_requests_wait_behind_a_backlog_of_cancels,
 );
 
 fn is_transport(outcome: &Result<impl std::fmt::Debug, Error>) -> bool {
@@ -629,6 +630,67 @@ async fn a_storm_of_cancels_goes_out_sixteen_at_a_time_and_a_stalled_cancel_does
     assert_eq!(cancelled.len(), CALLS, "one cancel per request");
     let client = within(rig.client.stats()).await.expect("client stats");
     assert_eq!(client.cancels_sent, CALLS as u64);
+    let direct = rig.direct.clone();
+    rig.assert_clean(&direct).await;
+}
+
+/// Regression (issue 13, the soak over HTTP/1.1 in the 2025-11-25 era): a cancelled caller is
+/// free at once and sends its next request, and new requests took a busy server's time from the
+/// sixteen cancels the lane lets out: cancels queued by the ten thousand (12 MB, and seconds
+/// before each reached the server). Now, while 256 cancels wait for the lane, new requests wait
+/// behind them until half went out.
+async fn new_requests_wait_behind_a_backlog_of_cancels(wire: Wire) {
+    const CALLS: usize = 400;
+    let rig = rig(wire, &[]).await;
+    // The lane's first sixteen cancels stall (they give up their places after 3 s), so the
+    // backlog is still there when the next request comes, however fast the machine.
+    rig.proxy.rule(
+        Rule::new(Fault::Stall { forward: false })
+            .rpc("notifications/cancelled")
+            .times(16),
+    );
+    let token = actix_mcp::Cancellation::new();
+    let calls: Vec<_> = (0..CALLS)
+        .map(|_| {
+            let call = rig
+                .client
+                .call_tool("sleep", json!({"ms": 60_000}))
+                .cancellation(&token);
+            actix_rt::spawn(async move { call.await })
+        })
+        .collect();
+    until_pending(&rig.direct, CALLS as u64).await;
+    token.cancel();
+    for call in calls {
+        let outcome = within(call).await.expect("the call task");
+        assert!(
+            matches!(outcome, Err(ref e) if e.is_cancelled()),
+            "{outcome:?}"
+        );
+    }
+    assert_eq!(
+        rig.echo("after the storm").await.expect("the next call"),
+        "after the storm"
+    );
+
+    let methods = rig.proxy.stats().rpc_methods;
+    let first_cancel = methods
+        .iter()
+        .position(|m| m == "notifications/cancelled")
+        .expect("cancels");
+    let cancels_before_next = methods[first_cancel..]
+        .iter()
+        .take_while(|m| *m != "tools/call")
+        .count();
+    // 16 stalled, then the backlog down to 128 waiting: 272. Without the hold, about 16.
+    assert!(
+        cancels_before_next >= CALLS - 128,
+        "{wire:?}: only {cancels_before_next} cancels reached the server before the next request"
+    );
+    eventually("every cancel to reach the proxy", || {
+        rig.proxy.stats().cancels.len() == CALLS
+    })
+    .await;
     let direct = rig.direct.clone();
     rig.assert_clean(&direct).await;
 }

@@ -167,11 +167,25 @@ async fn run_concurrent<D: Driver>(
 
 async fn conc<D: Driver>(d: &D, s: Sizes) -> Result<Metrics, String> {
     run_concurrent(d, s.conc_warm, s.in_flight).await?;
+    let before = connections(d).await?;
     let elapsed = run_concurrent(d, s.conc, s.in_flight).await?;
-    Ok(vec![
+    let mut m = vec![
         ("req_per_s", s.conc as f64 / elapsed.as_secs_f64()),
         ("peak_rss_kib", rss_kib("VmHWM:")),
-    ])
+    ];
+    // Over HTTP/1.1 each request in flight holds a connection; a client that opens more than it
+    // has requests in flight pays for each in memory.
+    // (Over stdio the server counts none.)
+    let after = connections(d).await?;
+    if after > 0 {
+        m.push(("connections_opened", after.saturating_sub(before) as f64));
+    }
+    Ok(m)
+}
+
+/// Connections the server has accepted in its HTTP mode (0 if it does not count them).
+async fn connections<D: Driver>(d: &D) -> Result<u64, String> {
+    Ok(d.stats().await?["connections"].as_u64().unwrap_or(0))
 }
 
 /// c1: every call in flight at the server, then cancelled through the explicit API.
@@ -536,6 +550,8 @@ async fn soak<D: Driver>(d: &D, s: Sizes) -> Result<Metrics, String> {
     let cl = |f: fn(&ClientCounters) -> u64| f(&client1) as i64 - f(&client0) as i64;
     let written = cl(|c| c.requests_written);
     let before_write = cl(|c| c.cancelled_before_write);
+    // Handed to the transport, held there, cancelled: in both counts above, never at the server.
+    let held_cancelled = cl(|c| c.cancelled_while_held);
     let cancels_sent = cl(|c| c.cancels_sent);
     let aborted = cl(|c| c.requests_aborted);
     let late = cl(|c| c.late_responses);
@@ -545,7 +561,7 @@ async fn soak<D: Driver>(d: &D, s: Sizes) -> Result<Metrics, String> {
     let token = all.token as i64;
     let under = |have: i64, floor: i64| (floor - have).max(0);
     // Written requests the server never read (a POST aborted before it did).
-    let unread = written - server_requests;
+    let unread = written - held_cancelled - server_requests;
     // 2025-11-25 over HTTP/1.1: a request and its cancel are two POSTs on two connections, and
     // the server may read the cancel first. The client then aborts the request's POST, and the
     // server (hyper) drops a request whose connection closed before it was read: the cancel was
@@ -557,7 +573,8 @@ async fn soak<D: Driver>(d: &D, s: Sizes) -> Result<Metrics, String> {
     // before it did (cancel by abort; or the cross-connection case above).
     let submitted =
         (s.soak_warm + s.soak - all.pre) as i64 + (warm_stats_calls + stats_calls) as i64;
-    let mut write_mismatch = (written + before_write - submitted).abs() + under(unread, 0);
+    let mut write_mismatch =
+        (written + before_write - held_cancelled - submitted).abs() + under(unread, 0);
     let unexplained_unknown = if cross_connection {
         (unknown - unread).abs()
     } else {
@@ -620,6 +637,7 @@ async fn soak<D: Driver>(d: &D, s: Sizes) -> Result<Metrics, String> {
         ("server_cancels_matched", matched as f64),
         ("written_not_read_by_server", unread as f64),
         ("cancelled_before_write", before_write as f64),
+        ("cancelled_while_held", held_cancelled as f64),
         ("cancel_counter_mismatch", cancel_mismatch as f64),
         ("write_count_mismatch", write_mismatch as f64),
         ("rss_start_mib", mib(rss_start)),

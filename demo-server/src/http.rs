@@ -152,6 +152,7 @@ pub(super) async fn serve(server: Rc<Server>, addr: &str) -> ExitCode {
             }
         };
         let _ = stream.set_nodelay(true);
+        server.state.borrow_mut().counters.connections += 1;
         let server = Rc::clone(&server);
         spawn_local(async move {
             let service = service_fn(move |request| answer(Rc::clone(&server), request));

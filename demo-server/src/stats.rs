@@ -38,6 +38,8 @@ pub(crate) struct Counters {
     pub(crate) listens: u64,
     /// `notifications/tasks` sent (one per subscription naming the task, per change).
     pub(crate) task_notifications: u64,
+    /// Connections accepted (HTTP mode): how many a client opened.
+    pub(crate) connections: u64,
 }
 
 impl Server {
@@ -83,6 +85,7 @@ impl Server {
             "listens": counters.listens,
             "listens_open": state.listens.len(),
             "task_notifications": counters.task_notifications,
+            "connections": counters.connections,
         })
     }
 }

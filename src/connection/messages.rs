@@ -389,6 +389,10 @@ pub struct ConnectionStats {
     pub responses_delivered: u64,
     /// Requests cancelled before they were written: nothing went on the wire for them.
     pub cancelled_before_write: u64,
+    /// Of `requests_written`, those the transport held before the server read them (HTTP: a
+    /// `401` waiting for authorization) and that were cancelled there; also counted in
+    /// `cancelled_before_write`.
+    pub cancelled_while_held: u64,
     /// `notifications/cancelled` frames handed to the transport.
     pub cancels_sent: u64,
     /// Written requests cancelled by aborting them on the transport instead of

@@ -517,6 +517,7 @@ impl Handler<GetStats> for Connection {
             requests_written: r.requests_written,
             responses_delivered: r.responses_delivered,
             cancelled_before_write: r.cancelled_before_write,
+            cancelled_while_held: r.cancelled_while_held,
             cancels_sent: r.cancels_sent,
             requests_aborted: r.requests_aborted,
             late_responses: r.late_responses,

@@ -48,6 +48,9 @@ pub(crate) struct RequestCounters {
     pub requests_written: u64,
     pub responses_delivered: u64,
     pub cancelled_before_write: u64,
+    /// Of `requests_written`, those cancelled while the transport held them (see
+    /// [`crate::ConnectionStats::cancelled_while_held`]).
+    pub cancelled_while_held: u64,
     pub cancels_sent: u64,
     /// Written requests cancelled by abandoning them on the transport ([`CancelStyle::Abort`]).
     pub requests_aborted: u64,
@@ -181,6 +184,7 @@ impl Requests {
                 }
                 self.aborts.push(id);
                 self.counters.cancelled_before_write += 1;
+                self.counters.cancelled_while_held += 1;
             }
             Phase::Written => {
                 if let Some(mut entry) = self.forget(id) {
@@ -354,8 +358,12 @@ impl Requests {
         match entry.phase() {
             Phase::Writing | Phase::Written => entry.set_phase(Phase::Held),
             Phase::CancelAfterWrite => {
+                // Cancelled while being written, and the transport held it: nothing of it
+                // reached the server, and nothing will.
                 self.forget(id);
                 self.aborts.push(id);
+                self.counters.cancelled_before_write += 1;
+                self.counters.cancelled_while_held += 1;
             }
             Phase::Queued | Phase::Held => {}
         }

@@ -313,7 +313,13 @@ async fn accept_loop(shared: Arc<Shared>, listener: std::net::TcpListener) {
                 service_fn(move |request| handle(shared.clone(), kill.clone(), request))
             };
             // HTTP/1.1, or HTTP/2 when the client starts with its preface (h2c).
-            let builder = auto::Builder::new(TokioExecutor::new());
+            // As many streams as the demo server takes (hyper's default is 200), and a storm of
+            // closed streams does not end the connection.
+            let mut builder = auto::Builder::new(TokioExecutor::new());
+            builder
+                .http2()
+                .max_concurrent_streams(100_000)
+                .max_pending_accept_reset_streams(100_000);
             let connection = builder.serve_connection(TokioIo::new(stream), service);
             tokio::select! {
                 _ = connection => {}

@@ -200,6 +200,7 @@ impl Driver for ActixMcp {
                 in_flight: stats.in_flight as u64,
                 requests_written: stats.requests_written,
                 cancelled_before_write: stats.cancelled_before_write,
+                cancelled_while_held: stats.cancelled_while_held,
                 cancels_sent: stats.cancels_sent,
                 requests_aborted: stats.requests_aborted,
                 late_responses: stats.late_responses,

@@ -193,6 +193,9 @@ pub struct ClientCounters {
     pub in_flight: u64,
     pub requests_written: u64,
     pub cancelled_before_write: u64,
+    /// Of `requests_written`, those cancelled while the transport held them (nothing of them
+    /// reached the server); also in `cancelled_before_write`.
+    pub cancelled_while_held: u64,
     /// `notifications/cancelled` written.
     pub cancels_sent: u64,
     /// Written requests cancelled by aborting them (2026-07-28 over HTTP).

@@ -43,7 +43,14 @@ mod renew;
 mod session;
 pub(crate) mod sse;
 
-use std::{cell::RefCell, collections::HashMap, future::Future, pin::Pin, rc::Rc, time::Duration};
+use std::{
+    cell::RefCell,
+    collections::{HashMap, VecDeque},
+    future::Future,
+    pin::Pin,
+    rc::Rc,
+    time::Duration,
+};
 
 use bytes::Bytes;
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
@@ -307,6 +314,16 @@ fn post_or_hold(shared: &Rc<Shared>, outgoing: Outgoing) {
         held.push(outgoing);
         return;
     }
+    if outgoing.request.is_some() && outgoing.cancels.is_none() {
+        let mut lane = shared.cancel_lane.borrow_mut();
+        if lane.backlog() >= CANCEL_BACKLOG || !lane.behind_cancels.is_empty() {
+            // Not reported held: the lane may let it go before the connection could take it
+            // back, and a cancel must then follow it. Cancelled while it waits here, it is
+            // cancelled once it is written, as any request being written.
+            lane.behind_cancels.push_back(outgoing);
+            return;
+        }
+    }
     spawn_post(shared, outgoing);
 }
 
@@ -322,6 +339,7 @@ fn spawn_post(shared: &Rc<Shared>, mut outgoing: Outgoing) {
             // POST ended), at most CANCEL_WAIT: a response the network holds back must not
             // keep the cancel from a request the server does run.
             outgoing.cancel_ready = true;
+            shared.cancel_lane.borrow_mut().until_heard += 1;
             let shared = shared.clone();
             actix_rt::spawn(async move {
                 let shutdown = shared.shutdown.clone();
@@ -332,7 +350,10 @@ fn spawn_post(shared: &Rc<Shared>, mut outgoing: Outgoing) {
                 };
                 tokio::select! {
                     _ = shutdown.cancelled() => {}
-                    _ = tokio::time::timeout(CANCEL_WAIT, heard) => spawn_post(&shared, outgoing),
+                    _ = tokio::time::timeout(CANCEL_WAIT, heard) => {
+                        shared.cancel_lane.borrow_mut().until_heard -= 1;
+                        spawn_post(&shared, outgoing);
+                    }
                 }
             });
             return;
@@ -446,18 +467,46 @@ fn server_has(shared: &Shared, id: RequestId) -> bool {
 #[derive(Default)]
 pub(super) struct CancelLane {
     running: usize,
-    waiting: std::collections::VecDeque<Outgoing>,
+    waiting: VecDeque<Outgoing>,
+    /// Cancels waiting for the server to show it read their request, before the lane.
+    until_heard: usize,
+    /// New requests held while [`CANCEL_BACKLOG`] cancels wait (see there).
+    behind_cancels: VecDeque<Outgoing>,
 }
 
-/// A cancel's POST ended: the next waiting one goes.
+impl CancelLane {
+    /// Cancels not yet on their way.
+    fn backlog(&self) -> usize {
+        self.waiting.len() + self.until_heard
+    }
+}
+
+/// Cancels waiting for a place in the lane beyond which new requests wait too, until half of
+/// them went out. A cancelled caller is free at once and sends its next request; each request
+/// gets its share of a busy server, and the lane's sixteen only theirs: the soak over HTTP/1.1
+/// (256 in flight, 30 % cancelled) had queued cancels by the ten thousand (12 MB, and seconds
+/// of delay for each cancel). Cancels first keeps the queue, and the delay, bounded.
+const CANCEL_BACKLOG: usize = 256;
+
+/// A cancel's POST ended: the next waiting one goes, and the requests held behind the cancels
+/// once few enough wait.
 fn cancel_lane_done(shared: &Rc<Shared>) {
-    let next = {
+    let (next, released) = {
         let mut lane = shared.cancel_lane.borrow_mut();
         lane.running = lane.running.saturating_sub(1);
-        lane.waiting.pop_front()
+        let next = lane.waiting.pop_front();
+        let released = if lane.backlog() <= CANCEL_BACKLOG / 2 {
+            std::mem::take(&mut lane.behind_cancels)
+        } else {
+            VecDeque::new()
+        };
+        (next, released)
     };
     if let Some(next) = next {
         spawn_post(shared, next);
+    }
+    for request in released {
+        post_or_hold(shared, request);
     }
 }
 
@@ -544,7 +593,11 @@ impl TransportIo for HttpIo {
     fn close(&mut self) -> Pin<Box<dyn Future<Output = ()>>> {
         self.shared.shutdown.cancel();
         self.shared.gate.borrow_mut().take();
-        self.shared.cancel_lane.borrow_mut().waiting.clear();
+        {
+            let mut lane = self.shared.cancel_lane.borrow_mut();
+            lane.waiting.clear();
+            lane.behind_cancels.clear();
+        }
         for (_, post) in self.shared.posts.borrow_mut().drain() {
             post.abort();
         }
@@ -613,6 +666,7 @@ impl TransportIo for HttpIo {
         if held.is_some() {
             return; // never POSTed
         }
+
         if let Some(post) = self.shared.posts.borrow_mut().remove(&request) {
             post.abort();
         }
