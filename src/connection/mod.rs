@@ -199,6 +199,10 @@ impl Connection {
         for id in requests.take_aborts() {
             wire.io.abort(id);
         }
+        for withdrawal in requests.take_withdrawals() {
+            let taken_back = wire.io.withdraw(withdrawal.id);
+            requests.withdrawn(withdrawal, taken_back);
+        }
         while wire.ready {
             let Some(batch) = requests.next_batch() else {
                 break;

@@ -91,12 +91,20 @@ impl Outbox {
     }
 
     /// Drops a queued cancel of `id` (rare: its request turned out never to reach the server).
-    pub fn remove_cancel(&mut self, id: RequestId) {
-        self.queue.retain(|item| match item {
-            Outgoing::Cancelled(cancelled) => *cancelled != id,
-            Outgoing::CancelledWithReason(cancel) => cancel.0 != id,
-            _ => true,
-        });
+    /// Takes a queued cancel of `id` out, with its reason: `None` if there was none.
+    pub fn remove_cancel(&mut self, id: RequestId) -> Option<Option<String>> {
+        let at = self.queue.iter().position(|item| match item {
+            Outgoing::Cancelled(cancelled) => *cancelled == id,
+            Outgoing::CancelledWithReason(cancel) => cancel.0 == id,
+            _ => false,
+        })?;
+        match self.queue.remove(at)? {
+            Outgoing::CancelledWithReason(cancel) => {
+                let (_, reason) = *cancel;
+                Some(Some(reason))
+            }
+            _ => Some(None),
+        }
     }
 
     /// Moves queued items into a batch until it is full. `admit` decides, per item, whether it

@@ -58,6 +58,14 @@ pub(crate) struct RequestCounters {
     pub progress_dropped: u64,
 }
 
+/// A cancelled request the transport held when the cancel came (see [`Requests::withdrawn`]).
+#[derive(Debug)]
+pub(crate) struct Withdrawal {
+    pub id: RequestId,
+    reason: Option<String>,
+    wire_cancellable: bool,
+}
+
 pub(crate) struct Requests {
     table: InFlightTable,
     /// Reasons of cancels waiting for their request's write-complete event (rare, so kept out of
@@ -70,6 +78,11 @@ pub(crate) struct Requests {
     cancel_style: CancelStyle,
     /// Written requests to abandon ([`CancelStyle::Abort`]): the actor hands them to the transport.
     aborts: Vec<RequestId>,
+    /// Held requests cancelled: the actor asks the transport to take them back.
+    withdrawals: Vec<Withdrawal>,
+    /// Held requests the transport let go before their withdrawal reached it: cancelled on the
+    /// wire at their write-complete event (reasons, as in `deferred_cancels`).
+    cancel_when_written: HashMap<RequestId, Option<String>>,
     /// The 2026-07-28 era's `_meta` entries, spliced into every request's params.
     request_meta: Option<Box<str>>,
     /// Set once the connection can carry nothing more: every request then fails with it.
@@ -88,6 +101,8 @@ impl Requests {
             outbox: Outbox::default(),
             cancel_style: CancelStyle::Notification,
             aborts: Vec::new(),
+            withdrawals: Vec::new(),
+            cancel_when_written: HashMap::new(),
             request_meta: None,
             ended: None,
             counters: RequestCounters::default(),
@@ -113,7 +128,7 @@ impl Requests {
 
     /// Whether nothing is queued or waiting for a write-complete event.
     pub fn is_idle(&self) -> bool {
-        self.outbox.is_empty() && self.table.is_empty()
+        self.outbox.is_empty() && self.table.is_empty() && self.cancel_when_written.is_empty()
     }
 
     /// Answers to the server's requests queued and not yet handed to the transport.
@@ -178,13 +193,16 @@ impl Requests {
             }
             Phase::CancelAfterWrite => {} // a second cancel: the first one is already waiting
             Phase::Held => {
-                // Nothing of it is at the server: drop it where it waits; no cancel is written.
+                // Nothing of it is at the server: it is taken back where it waits, and no cancel
+                // is written, unless the transport let it go meanwhile (`withdrawn`).
                 if let Some(mut entry) = self.forget(id) {
                     entry.answer(Err(error));
+                    self.withdrawals.push(Withdrawal {
+                        id,
+                        reason,
+                        wire_cancellable: entry.wire_cancellable(),
+                    });
                 }
-                self.aborts.push(id);
-                self.counters.cancelled_before_write += 1;
-                self.counters.cancelled_while_held += 1;
             }
             Phase::Written => {
                 if let Some(mut entry) = self.forget(id) {
@@ -330,7 +348,14 @@ impl Requests {
     /// after the request.
     pub fn written(&mut self, id: RequestId) {
         let Some(entry) = self.table.get_mut(&id) else {
-            return; // answered while being written
+            // Answered while being written; or cancelled while held, and let go before the
+            // transport could take it back: its cancel goes now.
+            if !self.cancel_when_written.is_empty() {
+                if let Some(reason) = self.cancel_when_written.remove(&id) {
+                    self.cancel_on_wire(id, reason, true);
+                }
+            }
+            return;
         };
         match entry.phase() {
             Phase::Writing | Phase::Held => entry.set_phase(Phase::Written),
@@ -350,20 +375,29 @@ impl Requests {
     pub fn held(&mut self, id: RequestId) {
         let Some(entry) = self.table.get_mut(&id) else {
             // Cancelled once written, then refused: it must not be sent again, and a cancel not
-            // yet written is for a request the server never read.
-            self.outbox.remove_cancel(id);
-            self.aborts.push(id);
+            // yet written is for a request the server never read (it goes again if the
+            // transport lets the request go before taking it back). Or let go once already.
+            let pending = self.outbox.remove_cancel(id);
+            let again = self.cancel_when_written.remove(&id);
+            self.withdrawals.push(Withdrawal {
+                id,
+                wire_cancellable: pending.is_some() || again.is_some(),
+                reason: pending.or(again).flatten(),
+            });
             return;
         };
         match entry.phase() {
             Phase::Writing | Phase::Written => entry.set_phase(Phase::Held),
             Phase::CancelAfterWrite => {
-                // Cancelled while being written, and the transport held it: nothing of it
-                // reached the server, and nothing will.
+                // Cancelled while being written, and the transport held it: taken back there.
+                let wire_cancellable = entry.wire_cancellable();
+                let reason = self.deferred_cancels.remove(&id).flatten();
                 self.forget(id);
-                self.aborts.push(id);
-                self.counters.cancelled_before_write += 1;
-                self.counters.cancelled_while_held += 1;
+                self.withdrawals.push(Withdrawal {
+                    id,
+                    reason,
+                    wire_cancellable,
+                });
             }
             Phase::Queued | Phase::Held => {}
         }
@@ -470,12 +504,32 @@ impl Requests {
         self.deferred_cancels.clear();
         self.outbox.clear();
         self.aborts.clear();
+        self.withdrawals.clear();
+        self.cancel_when_written.clear();
     }
 
-    /// The requests to abandon where the transport holds them, oldest first: written ones on a
-    /// [`CancelStyle::Abort`] transport, and held ones (never at the server) on any.
+    /// Written requests to abandon on a [`CancelStyle::Abort`] transport, oldest first.
     pub fn take_aborts(&mut self) -> Vec<RequestId> {
         std::mem::take(&mut self.aborts)
+    }
+
+    /// Cancelled held requests to take back from the transport, oldest first; each comes back
+    /// with [`Requests::withdrawn`].
+    pub fn take_withdrawals(&mut self) -> Vec<Withdrawal> {
+        std::mem::take(&mut self.withdrawals)
+    }
+
+    /// What the transport did with a withdrawal: took the request back (nothing of it reached
+    /// the server), or had let it go already; then its cancel goes on the wire after its
+    /// write-complete event, as for any request cancelled while being written.
+    pub fn withdrawn(&mut self, withdrawal: Withdrawal, taken_back: bool) {
+        if taken_back {
+            self.counters.cancelled_before_write += 1;
+            self.counters.cancelled_while_held += 1;
+        } else if withdrawal.wire_cancellable {
+            self.cancel_when_written
+                .insert(withdrawal.id, withdrawal.reason);
+        }
     }
 
     /// Removes a request with everything kept for it.
@@ -486,6 +540,9 @@ impl Requests {
         }
         if !self.deferred_cancels.is_empty() {
             self.deferred_cancels.remove(&id);
+        }
+        if !self.cancel_when_written.is_empty() {
+            self.cancel_when_written.remove(&id);
         }
         let entry = self.table.remove(&id)?;
         if entry.expires != 0 {
@@ -503,6 +560,8 @@ impl Requests {
             && self.deadlines.is_empty()
             && self.outbox.is_empty()
             && self.aborts.is_empty()
+            && self.withdrawals.is_empty()
+            && self.cancel_when_written.is_empty()
     }
 }
 
@@ -580,6 +639,52 @@ mod tests {
         assert!(requests.next_batch().is_none(), "no cancel on the wire");
         assert!(requests.answered(Some(id), Ok(result())));
         assert!(rx.try_recv().unwrap().is_ok(), "its answer still comes");
+        assert!(requests.is_empty());
+    }
+
+    /// Regression (issue 13): a request held by the transport (HTTP `401`, waiting for
+    /// authorization) and cancelled just after the transport sent it again was taken for one
+    /// the server never read: its POST was aborted and no cancel was written, so a server that
+    /// ignores closed POSTs ran it to its end.
+    #[test]
+    fn a_held_request_let_go_before_its_withdrawal_is_cancelled_after_its_write() {
+        let now = Instant::now();
+        let mut requests = Requests::new(now);
+        let (id, rx) = submit(&mut requests, None, now);
+        let batch = requests.next_batch().unwrap();
+        requests.recycle(batch);
+        requests.held(id);
+        requests.cancel(id, None, Error::cancelled(None));
+        assert!(rx.try_recv().unwrap().is_err(), "answered at once");
+        let withdrawals = requests.take_withdrawals();
+        assert_eq!(withdrawals.len(), 1);
+        // The transport had let it go: it is being written.
+        for withdrawal in withdrawals {
+            requests.withdrawn(withdrawal, false);
+        }
+        assert!(
+            requests.next_batch().is_none(),
+            "no cancel before its write"
+        );
+        requests.written(id);
+        let cancel = requests.next_batch().unwrap();
+        assert_eq!(kinds(&cancel), [FrameKind::Cancel(id)]);
+        assert_eq!(requests.counters().cancelled_while_held, 0);
+        requests.recycle(cancel);
+        assert!(requests.is_empty());
+
+        // Taken back: nothing is written, and it is counted as never at the server.
+        let (id, _rx) = submit(&mut requests, None, now);
+        let batch = requests.next_batch().unwrap();
+        requests.recycle(batch);
+        requests.held(id);
+        requests.cancel(id, None, Error::cancelled(None));
+        for withdrawal in requests.take_withdrawals() {
+            requests.withdrawn(withdrawal, true);
+        }
+        requests.written(id); // a stray event changes nothing
+        assert!(requests.next_batch().is_none());
+        assert_eq!(requests.counters().cancelled_while_held, 1);
         assert!(requests.is_empty());
     }
 

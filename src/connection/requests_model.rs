@@ -42,6 +42,9 @@ enum Op {
     /// Message: one request taken or written is refused before the server read it (HTTP 401)
     /// and held, to be written again.
     Hold(usize),
+    /// Message: the transport lets one held request go (sends it again); its write-complete
+    /// event comes later, and a cancel may come first.
+    Release(usize),
     Respond(usize),
     RespondUnknown,
     Progress(usize),
@@ -65,6 +68,7 @@ fn op() -> impl Strategy<Value = Op> {
         3 => Just(Op::TakeBatch),
         3 => any::<usize>().prop_map(Op::WriteComplete),
         1 => any::<usize>().prop_map(Op::Hold),
+        1 => any::<usize>().prop_map(Op::Release),
         3 => any::<usize>().prop_map(Op::Respond),
         1 => Just(Op::RespondUnknown),
         1 => any::<usize>().prop_map(Op::Progress),
@@ -97,6 +101,8 @@ struct Wire {
     unwritten: Vec<RequestId>,
     cancelled_on_wire: HashSet<RequestId>,
     known: HashSet<RequestId>,
+    /// Requests the server answered.
+    responded: HashSet<RequestId>,
 }
 
 impl Wire {
@@ -144,6 +150,7 @@ fn run(ops: Vec<Op>, style: CancelStyle, message: bool) {
         unwritten: Vec::new(),
         cancelled_on_wire: HashSet::new(),
         known: HashSet::new(),
+        responded: HashSet::new(),
     };
     let mut closed = false;
     let progress_seen = std::sync::Arc::new(std::sync::Mutex::new(HashMap::<u64, u32>::new()));
@@ -255,12 +262,20 @@ fn run(ops: Vec<Op>, style: CancelStyle, message: bool) {
                     requests.held(id);
                 }
             }
+            Op::Release(pick_one) => {
+                let mut held: Vec<RequestId> = wire.held.iter().copied().collect();
+                if !held.is_empty() {
+                    held.sort();
+                    wire.held.remove(&held[pick_one % held.len()]);
+                }
+            }
             Op::Respond(caller) => {
                 let Some(caller) = pick(&mut callers, caller) else {
                     continue;
                 };
                 // The server answers only what it has read.
                 if wire.emitted.contains(&caller.id) {
+                    wire.responded.insert(caller.id);
                     let result = serde_json::value::to_raw_value(&json!(caller.id.as_u64()))
                         .expect("a number serializes");
                     requests.answered(Some(caller.id), Ok(result));
@@ -295,6 +310,7 @@ fn run(ops: Vec<Op>, style: CancelStyle, message: bool) {
         for id in requests.take_aborts() {
             abort(&mut wire, id);
         }
+        withdraw(&mut wire, &mut requests);
         // A request answered with a result got its own.
         for caller in &callers {
             if let Some(Ok(text)) = &caller.outcome {
@@ -315,6 +331,7 @@ fn run(ops: Vec<Op>, style: CancelStyle, message: bool) {
         },
         drain,
     );
+    withdraw(&mut wire, &mut requests);
     for batch in std::mem::take(&mut wire.writing) {
         wire.written.extend(batch.requests());
         requests.batch_written(batch);
@@ -334,6 +351,7 @@ fn run(ops: Vec<Op>, style: CancelStyle, message: bool) {
     for id in requests.take_aborts() {
         abort(&mut wire, id);
     }
+    withdraw(&mut wire, &mut requests);
     requests.discard_wire();
     assert!(requests.is_empty(), "something was left in a table");
     for caller in callers.iter_mut() {
@@ -348,6 +366,51 @@ fn run(ops: Vec<Op>, style: CancelStyle, message: bool) {
         if !caller.wire_cancellable {
             assert!(!wire.cancelled_on_wire.contains(&caller.id));
         }
+        // Nothing left running orphaned: a cancelled request the server has read and not
+        // answered got its cancel (unless the connection was closed without draining).
+        let gave_up = matches!(
+            caller.outcome,
+            Some(Err(Error::Cancelled { .. } | Error::Timeout { .. }))
+        );
+        if drain
+            && gave_up
+            && caller.wire_cancellable
+            && wire.written.contains(&caller.id)
+            && !wire.responded.contains(&caller.id)
+        {
+            assert!(
+                wire.cancelled_on_wire.contains(&caller.id),
+                "{} was read by the server, cancelled, and never cancelled on the wire",
+                caller.id
+            );
+        }
+    }
+}
+
+/// The cancelled held requests, taken back if the transport still holds them; one it let go
+/// is being written (and is cancelled after its write-complete event), or on an abort-style
+/// transport aborted as its cancel.
+fn withdraw(wire: &mut Wire, requests: &mut Requests) {
+    for withdrawal in requests.take_withdrawals() {
+        let id = withdrawal.id;
+        let taken_back = if wire.held.remove(&id) {
+            wire.unwritten.retain(|u| *u != id);
+            true
+        } else if wire.style == CancelStyle::Abort {
+            // Its POST is aborted: it never completes, and the abort is its cancel.
+            wire.unwritten.retain(|u| *u != id);
+            if wire.written.contains(&id) {
+                wire.check_cancel(id);
+            }
+            true
+        } else {
+            assert!(
+                wire.unwritten.contains(&id),
+                "a withdrawn request the transport no longer holds is being written"
+            );
+            false
+        };
+        requests.withdrawn(withdrawal, taken_back);
     }
 }
 

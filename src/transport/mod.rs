@@ -79,6 +79,14 @@ pub trait TransportIo {
     /// For [`CancelStyle::Abort`] transports: abandon this written request (e.g. abort its POST).
     fn abort(&mut self, _request: RequestId) {}
 
+    /// Take back a request reported [`TransportEvent::RequestHeld`], whose caller cancelled it.
+    /// `true`: taken back, nothing of it reaches the server (or, on a [`CancelStyle::Abort`]
+    /// transport, abandoned as its cancel). `false`: it was let go before this call (its
+    /// `RequestWritten` is on its way) and the connection must cancel it on the wire after it.
+    fn withdraw(&mut self, _request: RequestId) -> bool {
+        true
+    }
+
     /// The protocol version the connection settled on (`None`: not settled, e.g. going back to
     /// the handshake after a failed 2026-07-28 probe). Called before the first frame of that
     /// version is sent: HTTP changes its headers and its cancel style with it.
@@ -129,7 +137,8 @@ pub enum TransportEvent {
     RequestWritten(RequestId),
     /// Message transports: this request was refused before the server read it (HTTP `401`) and
     /// waits (for authorization) to be sent again. Until its next `RequestWritten`, nothing of
-    /// it is at the server: a cancel then aborts it ([`TransportIo::abort`]) and writes nothing.
+    /// it is at the server: a cancel then takes it back ([`TransportIo::withdraw`]) and writes
+    /// nothing, unless it was let go meanwhile.
     RequestHeld(RequestId),
     /// Complete incoming frames (one JSON text each, without the newline), in wire order.
     Received(Vec<Bytes>),

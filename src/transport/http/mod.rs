@@ -260,6 +260,7 @@ impl Transport for HttpTransport {
             posts: RefCell::new(HashMap::new()),
             cancel_lane: RefCell::new(CancelLane::default()),
             heard: RefCell::new(std::collections::HashSet::new()),
+            refused: RefCell::new(std::collections::HashSet::new()),
             headers_arrived: tokio::sync::Notify::new(),
             gate: RefCell::new(None),
             event_task: RefCell::new(None),
@@ -454,6 +455,7 @@ struct ForgetHeard {
 impl Drop for ForgetHeard {
     fn drop(&mut self) {
         self.shared.heard.borrow_mut().remove(&self.id);
+        self.shared.refused.borrow_mut().remove(&self.id);
         self.shared.headers_arrived.notify_waiters();
     }
 }
@@ -659,17 +661,28 @@ impl TransportIo for HttpIo {
     }
 
     fn abort(&mut self, request: RequestId) {
-        let held = self.shared.gate.borrow_mut().as_mut().and_then(|held| {
-            let at = held.iter().position(|o| o.request == Some(request))?;
-            Some(held.remove(at))
-        });
-        if held.is_some() {
-            return; // never POSTed
-        }
-
         if let Some(post) = self.shared.posts.borrow_mut().remove(&request) {
             post.abort();
         }
+    }
+
+    /// At the gate: taken out, never POSTed. Refused and waiting for authorization: its task
+    /// ends. Let go since (POSTed again, or the gate opened): a 2025-11-25 cancel must follow
+    /// it; in the 2026-07-28 era aborting its POST is the cancel.
+    fn withdraw(&mut self, request: RequestId) -> bool {
+        let at_gate = self.shared.gate.borrow_mut().as_mut().and_then(|held| {
+            let at = held.iter().position(|o| o.request == Some(request))?;
+            Some(held.remove(at))
+        });
+        if at_gate.is_some() {
+            return true;
+        }
+        let refused = self.shared.refused.borrow_mut().remove(&request);
+        if refused || self.shared.session.borrow().modern {
+            self.abort(request);
+            return true;
+        }
+        false
     }
 }
 

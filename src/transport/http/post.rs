@@ -70,6 +70,9 @@ pub(super) struct Shared {
     pub cancel_lane: RefCell<super::CancelLane>,
     /// Requests whose POST has its answer's headers: the server has read them.
     pub heard: RefCell<std::collections::HashSet<RequestId>>,
+    /// Requests refused (`401`/`403`) and reported held while authorization recovers, until
+    /// they are sent again: a cancel may still take them back ([`super::HttpIo`]'s `withdraw`).
+    pub refused: RefCell<std::collections::HashSet<RequestId>>,
     /// Woken whenever a request's answer headers arrive.
     pub headers_arrived: tokio::sync::Notify,
     /// While the GET stream opens, or an expired session is renewed: the messages waiting to be
@@ -234,6 +237,7 @@ pub(super) async fn post(
                 rounds += 1;
                 // Refused before the server read it: nothing of it reached the server.
                 if let Some(id) = request {
+                    shared.refused.borrow_mut().insert(id);
                     shared.events.send(TransportEvent::RequestHeld(id));
                 }
                 let refusal = crate::auth::Refusal {
@@ -241,7 +245,12 @@ pub(super) async fn post(
                     challenge: challenge.as_deref(),
                     dpop_nonce: dpop_nonce.as_deref(),
                 };
-                match Box::pin(auth.recover(&shared.url, refusal, seen)).await {
+                let recovered = Box::pin(auth.recover(&shared.url, refusal, seen)).await;
+                if let Some(id) = request {
+                    // Let go: from here a cancel must follow it on the wire.
+                    shared.refused.borrow_mut().remove(&id);
+                }
+                match recovered {
                     Ok(()) => continue,
                     Err(e) => return shared.fail(request, e),
                 }
