@@ -175,9 +175,12 @@ async fn conc<D: Driver>(d: &D, s: Sizes) -> Result<Metrics, String> {
     // Over HTTP/1.1 each request in flight holds a connection; a client that opens more than it
     // has requests in flight pays for each in memory.
     // (Over stdio the server counts none.)
-    let after = connections(d).await?;
+    let stats = d.stats().await?;
+    let after = stats["connections"].as_u64().unwrap_or(0);
     if after > 0 {
         m.push(("connections_opened", after.saturating_sub(before) as f64));
+        let peak = stats["connections_peak"].as_u64().unwrap_or(0);
+        m.push(("connections_peak", peak as f64));
     }
     Ok(m)
 }

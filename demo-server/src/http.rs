@@ -152,9 +152,15 @@ pub(super) async fn serve(server: Rc<Server>, addr: &str) -> ExitCode {
             }
         };
         let _ = stream.set_nodelay(true);
-        server.state.borrow_mut().counters.connections += 1;
+        {
+            let counters = &mut server.state.borrow_mut().counters;
+            counters.connections += 1;
+            counters.connections_open += 1;
+            counters.connections_peak = counters.connections_peak.max(counters.connections_open);
+        }
         let server = Rc::clone(&server);
         spawn_local(async move {
+            let counted = Rc::clone(&server);
             let service = service_fn(move |request| answer(Rc::clone(&server), request));
             // HTTP/1.1, or HTTP/2 when the client starts with its preface (h2c).
             let mut builder = auto::Builder::new(LocalExec);
@@ -169,6 +175,7 @@ pub(super) async fn serve(server: Rc<Server>, addr: &str) -> ExitCode {
             let _ = builder
                 .serve_connection(TokioIo::new(stream), service)
                 .await;
+            counted.state.borrow_mut().counters.connections_open -= 1;
         });
     }
 }

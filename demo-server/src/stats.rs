@@ -40,6 +40,9 @@ pub(crate) struct Counters {
     pub(crate) task_notifications: u64,
     /// Connections accepted (HTTP mode): how many a client opened.
     pub(crate) connections: u64,
+    /// Connections open now, and the most ever open at once.
+    pub(crate) connections_open: u64,
+    pub(crate) connections_peak: u64,
 }
 
 impl Server {
@@ -86,6 +89,7 @@ impl Server {
             "listens_open": state.listens.len(),
             "task_notifications": counters.task_notifications,
             "connections": counters.connections,
+            "connections_peak": counters.connections_peak,
         })
     }
 }
