@@ -49,6 +49,10 @@ impl Cancellation {
         self.cancel_inner(Some(reason.into()))
     }
 
+    pub(crate) fn cancel_inner_with(&self, reason: Option<String>) -> bool {
+        self.cancel_inner(reason)
+    }
+
     fn cancel_inner(&self, reason: Option<String>) -> bool {
         if self.inner.reason.set(reason).is_ok() {
             self.inner.token.cancel();

@@ -91,6 +91,8 @@ pub mod error;
 #[cfg(feature = "fuzzing")]
 #[doc(hidden)]
 pub mod fuzzing;
+#[cfg(feature = "actix-web")]
+pub mod inspector;
 pub mod protocol;
 pub mod servers;
 mod timeout;

@@ -22,6 +22,7 @@
 
 mod actor;
 pub mod catalogue;
+mod live;
 mod supervision;
 #[cfg(test)]
 mod supervision_model;
@@ -42,6 +43,7 @@ use serde_json::Value;
 
 pub use actor::{CallTool, GetCatalogue, GetStatus, ServersActor, StopAll};
 pub use catalogue::{Catalogue, Listed};
+pub use live::CallInFlight;
 pub use supervision::{RestartPolicy, Status};
 
 use self::supervision::{Next, Supervision};
@@ -103,6 +105,8 @@ struct Inner {
     probe: Mutex<Option<HealthProbe>>,
     list_timeout: Mutex<Duration>,
     entries: Mutex<BTreeMap<String, Entry>>,
+    /// Routed calls in flight, kept once `track_calls` is on (an inspector).
+    live: Mutex<Option<live::Shared>>,
 }
 
 struct Entry {
@@ -153,8 +157,33 @@ impl Servers {
                 probe: Mutex::new(None),
                 list_timeout: Mutex::new(DEFAULT_LIST_TIMEOUT),
                 entries: Mutex::new(BTreeMap::new()),
+                live: Mutex::new(None),
             }),
         }
+    }
+
+    /// Keeps the routed calls ([`call`](Self::call), [`call_tool`](Self::call_tool)) in flight
+    /// from now on, for [`calls_in_flight`](Self::calls_in_flight) and
+    /// [`cancel_call`](Self::cancel_call): an inspector turns it on. Each such call then asks
+    /// its server for progress (a progress token), and the last progress is kept.
+    pub fn track_calls(&self) {
+        lock(&self.inner.live).get_or_insert_with(live::Shared::default);
+    }
+
+    /// The routed calls in flight, oldest first (empty unless [`track_calls`](Self::track_calls)
+    /// is on).
+    pub fn calls_in_flight(&self) -> Vec<CallInFlight> {
+        match lock(&self.inner.live).as_ref() {
+            Some(shared) => live::snapshot(shared),
+            None => Vec::new(),
+        }
+    }
+
+    /// Cancels routed call `id` as its own token would: its caller gets [`Error::Cancelled`]
+    /// with `reason`, and the server its cancel. `false` if no such call is in flight.
+    pub fn cancel_call(&self, id: u64, reason: &str) -> bool {
+        let shared = lock(&self.inner.live).clone();
+        shared.is_some_and(|shared| live::cancel(&shared, id, reason))
     }
 
     /// Every server of a configuration file, each with its own options (timeouts, era) over
@@ -860,9 +889,42 @@ impl IntoFuture for RoutedCall {
 
     fn into_future(self) -> Self::IntoFuture {
         Box::pin(async move {
+            let mut this = self;
+            let tracked = lock(&this.servers.inner.live).clone();
+            let Some(live) = tracked else {
+                return this.run(None).await;
+            };
+            // The call's own token: cancelled by the caller's, or from the inspector.
+            let stop = Cancellation::new();
+            let registration = live::register(&live, &this.tool, stop.clone());
+            let theirs = this.cancellation.replace(stop.clone());
+            let call = this.run(Some(&registration));
+            match theirs {
+                None => call.await,
+                Some(theirs) => {
+                    let mut call = std::pin::pin!(call);
+                    tokio::select! {
+                        outcome = &mut call => outcome,
+                        () = theirs.cancelled() => {
+                            stop.cancel_inner_with(theirs.reason_owned());
+                            call.await
+                        }
+                    }
+                }
+            }
+        })
+    }
+}
+
+impl RoutedCall {
+    async fn run(self, live: Option<&live::Registration>) -> Result<CallToolResult, Error> {
+        {
             let token = self.cancellation.clone();
             let find = async {
                 let (server, tool) = self.servers.route(&self.tool).await?;
+                if let Some(live) = live {
+                    live.routed_to(&server);
+                }
                 let client = self.servers.client(&server).await?;
                 Ok::<_, Error>((client, tool))
             };
@@ -885,7 +947,10 @@ impl IntoFuture for RoutedCall {
             if let Some(after) = self.timeout {
                 call = call.timeout(after);
             }
+            if let Some(live) = live {
+                call = call.on_progress(live.progress_keeper());
+            }
             call.await
-        })
+        }
     }
 }

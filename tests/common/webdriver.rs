@@ -1,0 +1,177 @@
+//! A headless Chromium driven through chromedriver's W3C WebDriver HTTP API (a few JSON
+//! requests; Debian's `chromium` and `chromium-driver`, which `.ci/run` installs).
+
+use std::{
+    net::TcpListener,
+    process::{Child, Command, Stdio},
+    time::Duration,
+};
+
+use serde_json::{json, Value};
+
+/// Only a bound on how long a broken page may hang a test; never a timing assertion.
+const DEADLINE: Duration = Duration::from_secs(30);
+
+/// W3C's key for an element reference.
+const ELEMENT: &str = "element-6066-11e4-a52e-4f735466cecf";
+
+pub struct Browser {
+    driver: Child,
+    base: String,
+    session: String,
+    http: reqwest::Client,
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free port")
+        .port()
+}
+
+impl Browser {
+    /// Starts chromedriver on a free loopback port and a headless Chromium session.
+    pub async fn start() -> Self {
+        let port = free_port();
+        let driver = Command::new(std::env::var("CHROMEDRIVER").unwrap_or("chromedriver".into()))
+            .arg(format!("--port={port}"))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("chromedriver (Debian's chromium-driver) on PATH");
+        let base = format!("http://127.0.0.1:{port}");
+        let http = reqwest::Client::new();
+        let deadline = tokio::time::Instant::now() + DEADLINE;
+        loop {
+            let ready = http.get(format!("{base}/status")).send().await;
+            if let Ok(r) = ready {
+                let status: Value = r.json().await.unwrap_or_default();
+                if status["value"]["ready"] == true {
+                    break;
+                }
+            }
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "chromedriver never ready"
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        let binary = std::env::var("CHROMIUM").unwrap_or("/usr/bin/chromium".into());
+        let capabilities = json!({"capabilities": {"alwaysMatch": {
+            "browserName": "chrome",
+            "goog:chromeOptions": {
+                "binary": binary,
+                "args": ["--headless", "--no-sandbox", "--disable-gpu",
+                         "--disable-dev-shm-usage", "--disable-background-networking"]
+            }
+        }}});
+        let mut browser = Browser {
+            driver,
+            base,
+            session: String::new(),
+            http,
+        };
+        let created = browser.send("POST", "/session", Some(capabilities)).await;
+        browser.session = created["sessionId"]
+            .as_str()
+            .unwrap_or_else(|| panic!("no session: {created}"))
+            .to_owned();
+        browser
+    }
+
+    async fn send(&self, method: &str, path: &str, body: Option<Value>) -> Value {
+        let url = format!("{}{path}", self.base);
+        let request = match method {
+            "POST" => self.http.post(url).json(&body.unwrap_or(json!({}))),
+            "DELETE" => self.http.delete(url),
+            _ => self.http.get(url),
+        };
+        let response = request.send().await.expect("chromedriver answers");
+        let value: Value = response.json().await.expect("JSON from chromedriver");
+        value["value"].clone()
+    }
+
+    fn session(&self, path: &str) -> String {
+        format!("/session/{}{path}", self.session)
+    }
+
+    pub async fn open(&self, url: &str) {
+        self.send("POST", &self.session("/url"), Some(json!({ "url": url })))
+            .await;
+    }
+
+    /// The element `css` matches, if there is one now.
+    pub async fn find(&self, css: &str) -> Option<String> {
+        let found = self
+            .send(
+                "POST",
+                &self.session("/element"),
+                Some(json!({"using": "css selector", "value": css})),
+            )
+            .await;
+        found[ELEMENT].as_str().map(str::to_owned)
+    }
+
+    /// Waits until `css` matches an element whose text satisfies `check`; returns the element
+    /// and its text.
+    pub async fn wait_for(&self, css: &str, check: impl Fn(&str) -> bool) -> (String, String) {
+        let deadline = tokio::time::Instant::now() + DEADLINE;
+        loop {
+            if let Some(element) = self.find(css).await {
+                let text = self.text(&element).await;
+                if check(&text) {
+                    return (element, text);
+                }
+            }
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "the page never showed {css} as expected"
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+
+    /// Waits until nothing matches `css`.
+    pub async fn wait_gone(&self, css: &str) {
+        let deadline = tokio::time::Instant::now() + DEADLINE;
+        while self.find(css).await.is_some() {
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "{css} never left the page"
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+
+    pub async fn text(&self, element: &str) -> String {
+        let text = self
+            .send(
+                "GET",
+                &self.session(&format!("/element/{element}/text")),
+                None,
+            )
+            .await;
+        text.as_str().unwrap_or_default().to_owned()
+    }
+
+    pub async fn click(&self, element: &str) {
+        self.send(
+            "POST",
+            &self.session(&format!("/element/{element}/click")),
+            None,
+        )
+        .await;
+    }
+
+    pub async fn close(mut self) {
+        self.send("DELETE", &self.session(""), None).await;
+        let _ = self.driver.kill();
+        let _ = self.driver.wait();
+    }
+}
+
+impl Drop for Browser {
+    fn drop(&mut self) {
+        let _ = self.driver.kill();
+    }
+}
