@@ -64,6 +64,9 @@ pub(crate) struct Withdrawal {
     pub id: RequestId,
     reason: Option<String>,
     wire_cancellable: bool,
+    /// A withdrawal without a cancel ([`Requests::withdraw`]): the request is still in the
+    /// table, answered with this if taken back; let go, its answer comes as usual.
+    answer_with: Option<Error>,
 }
 
 pub(crate) struct Requests {
@@ -197,11 +200,17 @@ impl Requests {
                 // is written, unless the transport let it go meanwhile (`withdrawn`).
                 if let Some(mut entry) = self.forget(id) {
                     entry.answer(Err(error));
-                    self.withdrawals.push(Withdrawal {
+                    let withdrawal = Withdrawal {
                         id,
                         reason,
                         wire_cancellable: entry.wire_cancellable(),
-                    });
+                        answer_with: None,
+                    };
+                    // Already being withdrawn (`withdraw`): now cancelled as well.
+                    match self.withdrawals.iter_mut().find(|w| w.id == id) {
+                        Some(pending) => *pending = withdrawal,
+                        None => self.withdrawals.push(withdrawal),
+                    }
                 }
             }
             Phase::Written => {
@@ -221,7 +230,19 @@ impl Requests {
             return;
         };
         match entry.phase() {
-            Phase::Queued | Phase::Held => self.cancel(id, None, error),
+            Phase::Queued => self.cancel(id, None, error),
+            // Kept until the transport says whether it took it back: if it had let it go, the
+            // answer must still reach the caller (a task it creates is the caller's to cancel).
+            Phase::Held => {
+                if !self.withdrawals.iter().any(|w| w.id == id) {
+                    self.withdrawals.push(Withdrawal {
+                        id,
+                        reason: None,
+                        wire_cancellable: false,
+                        answer_with: Some(error),
+                    });
+                }
+            }
             Phase::Writing | Phase::CancelAfterWrite | Phase::Written => {}
         }
     }
@@ -383,6 +404,7 @@ impl Requests {
                 id,
                 wire_cancellable: pending.is_some() || again.is_some(),
                 reason: pending.or(again).flatten(),
+                answer_with: None,
             });
             return;
         };
@@ -397,6 +419,7 @@ impl Requests {
                     id,
                     reason,
                     wire_cancellable,
+                    answer_with: None,
                 });
             }
             Phase::Queued | Phase::Held => {}
@@ -523,12 +546,25 @@ impl Requests {
     /// the server), or had let it go already; then its cancel goes on the wire after its
     /// write-complete event, as for any request cancelled while being written.
     pub fn withdrawn(&mut self, withdrawal: Withdrawal, taken_back: bool) {
-        if taken_back {
+        let id = withdrawal.id;
+        if let Some(error) = withdrawal.answer_with {
+            match (taken_back, self.table.get_mut(&id)) {
+                (true, Some(_)) => {
+                    if let Some(mut entry) = self.forget(id) {
+                        entry.answer(Err(error));
+                    }
+                    self.counters.cancelled_before_write += 1;
+                    self.counters.cancelled_while_held += 1;
+                }
+                // On its way again: its write-complete event and its answer come as usual.
+                (false, Some(entry)) => entry.set_phase(Phase::Writing),
+                (_, None) => {}
+            }
+        } else if taken_back {
             self.counters.cancelled_before_write += 1;
             self.counters.cancelled_while_held += 1;
         } else if withdrawal.wire_cancellable {
-            self.cancel_when_written
-                .insert(withdrawal.id, withdrawal.reason);
+            self.cancel_when_written.insert(id, withdrawal.reason);
         }
     }
 
@@ -685,6 +721,50 @@ mod tests {
         requests.written(id); // a stray event changes nothing
         assert!(requests.next_batch().is_none());
         assert_eq!(requests.counters().cancelled_while_held, 1);
+        assert!(requests.is_empty());
+    }
+
+    /// Regression (issue 13): a task-creating call is withdrawn when given up (never cancelled
+    /// on the wire; its task, if any, is cancelled with `tasks/cancel` once its answer names
+    /// it). Withdrawn while held but already let go by the transport, it was answered with an
+    /// error at once: the answer naming the task the server created was then dropped, and the
+    /// task left running.
+    #[test]
+    fn a_withdrawn_held_request_let_go_still_gets_its_answer() {
+        let now = Instant::now();
+        let mut requests = Requests::new(now);
+        let (id, rx) = submit(&mut requests, None, now);
+        let batch = requests.next_batch().unwrap();
+        requests.recycle(batch);
+        requests.held(id);
+        requests.withdraw(id, Error::cancelled(None));
+        assert!(
+            rx.try_recv().is_err(),
+            "not answered before the transport's verdict"
+        );
+        for withdrawal in requests.take_withdrawals() {
+            requests.withdrawn(withdrawal, false);
+        }
+        requests.written(id);
+        assert!(requests.next_batch().is_none(), "nothing on the wire");
+        assert!(requests.answered(Some(id), Ok(result())));
+        assert!(
+            rx.try_recv().unwrap().is_ok(),
+            "the answer reached the caller"
+        );
+        assert!(requests.is_empty());
+
+        // Taken back: answered with the error, nothing written.
+        let (id, rx) = submit(&mut requests, None, now);
+        let batch = requests.next_batch().unwrap();
+        requests.recycle(batch);
+        requests.held(id);
+        requests.withdraw(id, Error::cancelled(None));
+        for withdrawal in requests.take_withdrawals() {
+            requests.withdrawn(withdrawal, true);
+        }
+        assert!(rx.try_recv().unwrap().is_err());
+        assert!(requests.next_batch().is_none());
         assert!(requests.is_empty());
     }
 

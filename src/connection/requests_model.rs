@@ -36,6 +36,9 @@ enum Op {
         reason: bool,
     },
     DropCaller(usize),
+    /// A task-creating call given up: withdrawn (nothing on the wire; if the server read it,
+    /// its answer still comes to the caller).
+    Withdraw(usize),
     TakeBatch,
     /// Stream: the oldest batch being written completes. Message: one request's POST went out.
     WriteComplete(usize),
@@ -65,10 +68,11 @@ fn op() -> impl Strategy<Value = Op> {
         ),
         3 => (any::<usize>(), any::<bool>()).prop_map(|(caller, reason)| Op::Cancel { caller, reason }),
         1 => any::<usize>().prop_map(Op::DropCaller),
+        2 => any::<usize>().prop_map(Op::Withdraw),
         3 => Just(Op::TakeBatch),
         3 => any::<usize>().prop_map(Op::WriteComplete),
         1 => any::<usize>().prop_map(Op::Hold),
-        1 => any::<usize>().prop_map(Op::Release),
+        2 => any::<usize>().prop_map(Op::Release),
         3 => any::<usize>().prop_map(Op::Respond),
         1 => Just(Op::RespondUnknown),
         1 => any::<usize>().prop_map(Op::Progress),
@@ -103,6 +107,9 @@ struct Wire {
     known: HashSet<RequestId>,
     /// Requests the server answered.
     responded: HashSet<RequestId>,
+    /// Requests withdrawn, and requests cancelled.
+    withdrawn: HashSet<RequestId>,
+    cancelled: HashSet<RequestId>,
 }
 
 impl Wire {
@@ -151,6 +158,8 @@ fn run(ops: Vec<Op>, style: CancelStyle, message: bool) {
         cancelled_on_wire: HashSet::new(),
         known: HashSet::new(),
         responded: HashSet::new(),
+        withdrawn: HashSet::new(),
+        cancelled: HashSet::new(),
     };
     let mut closed = false;
     let progress_seen = std::sync::Arc::new(std::sync::Mutex::new(HashMap::<u64, u32>::new()));
@@ -194,6 +203,7 @@ fn run(ops: Vec<Op>, style: CancelStyle, message: bool) {
                     continue;
                 };
                 let reason = reason.then(|| "stop".to_owned());
+                wire.cancelled.insert(caller.id);
                 let done_before = caller.outcome.is_some() || caller.rx.is_none();
                 requests.cancel(caller.id, reason.clone(), Error::cancelled(reason));
                 poll(caller);
@@ -203,6 +213,13 @@ fn run(ops: Vec<Op>, style: CancelStyle, message: bool) {
                         matches!(caller.outcome, Some(Err(Error::Cancelled { .. }))),
                         "a cancelled caller is answered at once"
                     );
+                }
+            }
+            Op::Withdraw(caller) => {
+                if let Some(caller) = pick(&mut callers, caller) {
+                    wire.withdrawn.insert(caller.id);
+                    requests.withdraw(caller.id, Error::cancelled(None));
+                    poll(caller);
                 }
             }
             Op::DropCaller(caller) => {
@@ -366,6 +383,18 @@ fn run(ops: Vec<Op>, style: CancelStyle, message: bool) {
         if !caller.wire_cancellable {
             assert!(!wire.cancelled_on_wire.contains(&caller.id));
         }
+        // A withdrawn request (never cancelled) the server read is not answered with an error
+        // by the withdrawal: its answer (a task's id) must reach the caller.
+        if wire.withdrawn.contains(&caller.id)
+            && !wire.cancelled.contains(&caller.id)
+            && wire.written.contains(&caller.id)
+        {
+            assert!(
+                !matches!(caller.outcome, Some(Err(Error::Cancelled { .. }))),
+                "{} was read by the server, yet withdrawn with an error",
+                caller.id
+            );
+        }
         // Nothing left running orphaned: a cancelled request the server has read and not
         // answered got its cancel (unless the connection was closed without draining).
         let gave_up = matches!(
@@ -387,21 +416,13 @@ fn run(ops: Vec<Op>, style: CancelStyle, message: bool) {
     }
 }
 
-/// The cancelled held requests, taken back if the transport still holds them; one it let go
-/// is being written (and is cancelled after its write-complete event), or on an abort-style
-/// transport aborted as its cancel.
+/// The withdrawn held requests, taken back if the transport still holds them; one it let go
+/// is being written (and, if cancelled, is cancelled after its write-complete event).
 fn withdraw(wire: &mut Wire, requests: &mut Requests) {
     for withdrawal in requests.take_withdrawals() {
         let id = withdrawal.id;
         let taken_back = if wire.held.remove(&id) {
             wire.unwritten.retain(|u| *u != id);
-            true
-        } else if wire.style == CancelStyle::Abort {
-            // Its POST is aborted: it never completes, and the abort is its cancel.
-            wire.unwritten.retain(|u| *u != id);
-            if wire.written.contains(&id) {
-                wire.check_cancel(id);
-            }
             true
         } else {
             assert!(

@@ -79,10 +79,10 @@ pub trait TransportIo {
     /// For [`CancelStyle::Abort`] transports: abandon this written request (e.g. abort its POST).
     fn abort(&mut self, _request: RequestId) {}
 
-    /// Take back a request reported [`TransportEvent::RequestHeld`], whose caller cancelled it.
-    /// `true`: taken back, nothing of it reaches the server (or, on a [`CancelStyle::Abort`]
-    /// transport, abandoned as its cancel). `false`: it was let go before this call (its
-    /// `RequestWritten` is on its way) and the connection must cancel it on the wire after it.
+    /// Take back a request reported [`TransportEvent::RequestHeld`], whose caller gave it up.
+    /// `true`: taken back, nothing of it reaches the server. `false`: it was let go before this
+    /// call (its `RequestWritten` is on its way) and is left alone: the connection cancels it on
+    /// the wire after its write (or, withdrawn without a cancel, lets its answer come).
     fn withdraw(&mut self, _request: RequestId) -> bool {
         true
     }

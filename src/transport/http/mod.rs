@@ -667,8 +667,9 @@ impl TransportIo for HttpIo {
     }
 
     /// At the gate: taken out, never POSTed. Refused and waiting for authorization: its task
-    /// ends. Let go since (POSTed again, or the gate opened): a 2025-11-25 cancel must follow
-    /// it; in the 2026-07-28 era aborting its POST is the cancel.
+    /// ends. Let go since (POSTed again, or the gate opened): left alone; the connection cancels
+    /// it after its write (a notification, or in the 2026-07-28 era the abort of its POST), or,
+    /// withdrawn without a cancel, lets its answer come.
     fn withdraw(&mut self, request: RequestId) -> bool {
         let at_gate = self.shared.gate.borrow_mut().as_mut().and_then(|held| {
             let at = held.iter().position(|o| o.request == Some(request))?;
@@ -677,8 +678,7 @@ impl TransportIo for HttpIo {
         if at_gate.is_some() {
             return true;
         }
-        let refused = self.shared.refused.borrow_mut().remove(&request);
-        if refused || self.shared.session.borrow().modern {
+        if self.shared.refused.borrow_mut().remove(&request) {
             self.abort(request);
             return true;
         }
