@@ -17,6 +17,8 @@ const LAYERS: &[&[&str]] = &[
     &["client"],
     &["config"],
     &["servers", "web"],
+    // The manager's live inspector: a page over `servers`.
+    &["inspector"],
     // Only for the fuzz targets (feature `fuzzing`): thin wrappers over the layers below.
     &["fuzzing"],
 ];

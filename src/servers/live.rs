@@ -10,7 +10,7 @@ use std::{
     time::{Duration, Instant, SystemTime},
 };
 
-use crate::{protocol::notifications::Progress, Cancellation};
+use crate::{cancellation::Cancellation, protocol::notifications::Progress};
 
 /// One routed call in flight, as [`Servers::calls_in_flight`](super::Servers::calls_in_flight)
 /// reports it.
