@@ -566,6 +566,35 @@ async fn eventually_server(direct: &Client, check: impl Fn(&Value) -> bool) {
     }
 }
 
+/// Starts `calls` one-minute sleeps, waits until the server runs them all, then cancels them
+/// together while the proxy holds the first 16 cancels unanswered; every caller is cancelled.
+async fn cancel_all_while_the_first_sixteen_cancels_stall(rig: &Rig, calls: usize) {
+    rig.proxy.rule(
+        Rule::new(Fault::Stall { forward: false })
+            .rpc("notifications/cancelled")
+            .times(16),
+    );
+    let token = actix_mcp::Cancellation::new();
+    let running: Vec<_> = (0..calls)
+        .map(|_| {
+            let call = rig
+                .client
+                .call_tool("sleep", json!({"ms": 60_000}))
+                .cancellation(&token);
+            actix_rt::spawn(async move { call.await })
+        })
+        .collect();
+    until_pending(&rig.direct, calls as u64).await;
+    token.cancel();
+    for call in running {
+        let outcome = within(call).await.expect("the call task");
+        assert!(
+            matches!(outcome, Err(ref e) if e.is_cancelled()),
+            "{outcome:?}"
+        );
+    }
+}
+
 /// Regression (issue 13, HTTP memory): cancelling many requests at once POSTed every
 /// `notifications/cancelled` together while every request's own POST was still open: two
 /// connections per request over HTTP/1.1 (a 10,000-request storm peaked at 117 MB). Now each
@@ -576,31 +605,7 @@ async fn a_storm_of_cancels_goes_out_sixteen_at_a_time_and_a_stalled_cancel_does
 ) {
     const CALLS: usize = 40;
     let rig = rig(wire, &[]).await;
-    // The first 16 cancels are held by the proxy, never answered.
-    rig.proxy.rule(
-        Rule::new(Fault::Stall { forward: false })
-            .rpc("notifications/cancelled")
-            .times(16),
-    );
-    let token = actix_mcp::Cancellation::new();
-    let calls: Vec<_> = (0..CALLS)
-        .map(|_| {
-            let call = rig
-                .client
-                .call_tool("sleep", json!({"ms": 60_000}))
-                .cancellation(&token);
-            actix_rt::spawn(async move { call.await })
-        })
-        .collect();
-    until_pending(&rig.direct, CALLS as u64).await;
-    token.cancel();
-    for call in calls {
-        let outcome = within(call).await.expect("the call task");
-        assert!(
-            matches!(outcome, Err(ref e) if e.is_cancelled()),
-            "{outcome:?}"
-        );
-    }
+    cancel_all_while_the_first_sixteen_cancels_stall(&rig, CALLS).await;
     // The first cancels to arrive are the 16 the lane lets out; the rest wait for a place.
     let deadline = tokio::time::Instant::now() + DEADLINE;
     let first = loop {
@@ -644,30 +649,7 @@ async fn new_requests_wait_behind_a_backlog_of_cancels(wire: Wire) {
     let rig = rig(wire, &[]).await;
     // The lane's first sixteen cancels stall (they give up their places after 3 s), so the
     // backlog is still there when the next request comes, however fast the machine.
-    rig.proxy.rule(
-        Rule::new(Fault::Stall { forward: false })
-            .rpc("notifications/cancelled")
-            .times(16),
-    );
-    let token = actix_mcp::Cancellation::new();
-    let calls: Vec<_> = (0..CALLS)
-        .map(|_| {
-            let call = rig
-                .client
-                .call_tool("sleep", json!({"ms": 60_000}))
-                .cancellation(&token);
-            actix_rt::spawn(async move { call.await })
-        })
-        .collect();
-    until_pending(&rig.direct, CALLS as u64).await;
-    token.cancel();
-    for call in calls {
-        let outcome = within(call).await.expect("the call task");
-        assert!(
-            matches!(outcome, Err(ref e) if e.is_cancelled()),
-            "{outcome:?}"
-        );
-    }
+    cancel_all_while_the_first_sixteen_cancels_stall(&rig, CALLS).await;
     assert_eq!(
         rig.echo("after the storm").await.expect("the next call"),
         "after the storm"

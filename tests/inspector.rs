@@ -55,11 +55,21 @@ fn long_call(servers: &Servers) -> actix_rt::task::JoinHandle<Result<String, Err
 }
 
 async fn until_server_pending(servers: &Servers, n: u64) {
-    let deadline = tokio::time::Instant::now() + DEADLINE;
-    while stats(servers).await["pending"] != n {
-        assert!(tokio::time::Instant::now() < deadline, "never {n} pending");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    common::eventually_async(&format!("{n} pending at the server"), || async {
+        stats(servers).await["pending"] == n
+    })
+    .await;
+}
+
+/// The inspector's `state`, as JSON.
+async fn state_of(http: &reqwest::Client, url: &str) -> Value {
+    http.get(format!("{url}/state"))
+        .send()
+        .await
+        .expect("state")
+        .json()
+        .await
+        .expect("JSON")
 }
 
 #[actix_rt::test]
@@ -135,14 +145,7 @@ async fn the_page_shows_a_call_with_its_progress_and_its_cancel_button_stops_it_
 async fn the_state_lists_servers_and_calls_and_an_unknown_call_is_a_404() {
     let (servers, url, http) = inspected().await;
     let http_client = reqwest::Client::new();
-    let state: Value = http_client
-        .get(format!("{url}/state"))
-        .send()
-        .await
-        .expect("state")
-        .json()
-        .await
-        .expect("JSON");
+    let state = state_of(&http_client, &url).await;
     let names: Vec<&str> = state["servers"]
         .as_array()
         .expect("servers")
@@ -156,14 +159,7 @@ async fn the_state_lists_servers_and_calls_and_an_unknown_call_is_a_404() {
     until_server_pending(&servers, 1).await;
     let deadline = tokio::time::Instant::now() + DEADLINE;
     let listed = loop {
-        let state: Value = http_client
-            .get(format!("{url}/state"))
-            .send()
-            .await
-            .expect("state")
-            .json()
-            .await
-            .expect("JSON");
+        let state = state_of(&http_client, &url).await;
         let call = state["calls"][0].clone();
         if call["progress"].is_number() {
             break call;
@@ -187,14 +183,10 @@ async fn the_state_lists_servers_and_calls_and_an_unknown_call_is_a_404() {
     // The call is untouched by that, and a call that ended leaves the list.
     assert_eq!(servers.calls_in_flight().len(), 1);
     call.abort();
-    let deadline = tokio::time::Instant::now() + DEADLINE;
-    while !servers.calls_in_flight().is_empty() {
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "the dropped call stayed listed"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    common::eventually("the dropped call to leave the list", || {
+        servers.calls_in_flight().is_empty()
+    })
+    .await;
     until_server_pending(&servers, 0).await;
     http.stop(true).await;
     servers.shutdown().await;

@@ -166,7 +166,7 @@ async fn run_concurrent<D: Driver>(
 
 async fn conc<D: Driver>(d: &D, s: Sizes) -> Result<Metrics, String> {
     run_concurrent(d, s.conc_warm, s.in_flight).await?;
-    let before = connections(d).await?;
+    let before = d.stats().await?;
     let elapsed = run_concurrent(d, s.conc, s.in_flight).await?;
     let mut m = vec![
         ("req_per_s", s.conc as f64 / elapsed.as_secs_f64()),
@@ -174,20 +174,15 @@ async fn conc<D: Driver>(d: &D, s: Sizes) -> Result<Metrics, String> {
     ];
     // Over HTTP/1.1 each request in flight holds a connection; a client that opens more than it
     // has requests in flight pays for each in memory.
-    // (Over stdio the server counts none.)
-    let stats = d.stats().await?;
-    let after = stats["connections"].as_u64().unwrap_or(0);
-    if after > 0 {
-        m.push(("connections_opened", after.saturating_sub(before) as f64));
-        let peak = stats["connections_peak"].as_u64().unwrap_or(0);
-        m.push(("connections_peak", peak as f64));
+    // The server counts connections in its HTTP mode only (over stdio: none).
+    let after = d.stats().await?;
+    let count = |stats: &Value, key: &str| stats[key].as_u64().unwrap_or(0);
+    if count(&after, "connections") > 0 {
+        let opened = count(&after, "connections").saturating_sub(count(&before, "connections"));
+        m.push(("connections_opened", opened as f64));
+        m.push(("connections_peak", count(&after, "connections_peak") as f64));
     }
     Ok(m)
-}
-
-/// Connections the server has accepted in its HTTP mode (0 if it does not count them).
-async fn connections<D: Driver>(d: &D) -> Result<u64, String> {
-    Ok(d.stats().await?["connections"].as_u64().unwrap_or(0))
 }
 
 /// c1: every call in flight at the server, then cancelled through the explicit API.

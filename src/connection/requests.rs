@@ -621,6 +621,18 @@ mod tests {
         (id, rx)
     }
 
+    /// A request taken by a message transport, then reported held (HTTP `401`).
+    fn submit_held(
+        requests: &mut Requests,
+        now: Instant,
+    ) -> (RequestId, oneshot::Receiver<super::super::Outcome>) {
+        let (id, rx) = submit(requests, None, now);
+        let batch = requests.next_batch().unwrap();
+        requests.recycle(batch);
+        requests.held(id);
+        (id, rx)
+    }
+
     fn kinds(batch: &Outbound) -> Vec<FrameKind> {
         batch.frames().map(|f| f.kind).collect()
     }
@@ -686,10 +698,7 @@ mod tests {
     fn a_held_request_let_go_before_its_withdrawal_is_cancelled_after_its_write() {
         let now = Instant::now();
         let mut requests = Requests::new(now);
-        let (id, rx) = submit(&mut requests, None, now);
-        let batch = requests.next_batch().unwrap();
-        requests.recycle(batch);
-        requests.held(id);
+        let (id, rx) = submit_held(&mut requests, now);
         requests.cancel(id, None, Error::cancelled(None));
         assert!(rx.try_recv().unwrap().is_err(), "answered at once");
         let withdrawals = requests.take_withdrawals();
@@ -710,10 +719,7 @@ mod tests {
         assert!(requests.is_empty());
 
         // Taken back: nothing is written, and it is counted as never at the server.
-        let (id, _rx) = submit(&mut requests, None, now);
-        let batch = requests.next_batch().unwrap();
-        requests.recycle(batch);
-        requests.held(id);
+        let (id, _rx) = submit_held(&mut requests, now);
         requests.cancel(id, None, Error::cancelled(None));
         for withdrawal in requests.take_withdrawals() {
             requests.withdrawn(withdrawal, true);
@@ -733,10 +739,7 @@ mod tests {
     fn a_withdrawn_held_request_let_go_still_gets_its_answer() {
         let now = Instant::now();
         let mut requests = Requests::new(now);
-        let (id, rx) = submit(&mut requests, None, now);
-        let batch = requests.next_batch().unwrap();
-        requests.recycle(batch);
-        requests.held(id);
+        let (id, rx) = submit_held(&mut requests, now);
         requests.withdraw(id, Error::cancelled(None));
         assert!(
             rx.try_recv().is_err(),
@@ -755,10 +758,7 @@ mod tests {
         assert!(requests.is_empty());
 
         // Taken back: answered with the error, nothing written.
-        let (id, rx) = submit(&mut requests, None, now);
-        let batch = requests.next_batch().unwrap();
-        requests.recycle(batch);
-        requests.held(id);
+        let (id, rx) = submit_held(&mut requests, now);
         requests.withdraw(id, Error::cancelled(None));
         for withdrawal in requests.take_withdrawals() {
             requests.withdrawn(withdrawal, true);
