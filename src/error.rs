@@ -74,49 +74,6 @@ pub enum Error {
     #[error("the HTTP session expired with this request at the server; it was not sent again")]
     SessionLost,
 
-    /// [`Servers`](crate::Servers) has no server by this name.
-    #[error("no MCP server named {0:?}")]
-    UnknownServer(String),
-
-    /// [`Servers`](crate::Servers): the server was stopped ([`Servers::stop`](crate::Servers::stop))
-    /// or is disabled in its configuration; it is not started for a call.
-    #[error("MCP server {server:?} is {state}")]
-    ServerUnavailable {
-        /// The server's name.
-        server: String,
-        /// `stopped` or `disabled`.
-        state: &'static str,
-    },
-
-    /// [`Servers`](crate::Servers): the server failed (or its connection ended) `restarts` times
-    /// within `window`; supervision stopped restarting it until
-    /// [`Servers::restart`](crate::Servers::restart).
-    #[error("MCP server {server:?} failed {restarts} times within {window:?}; not restarted again (last error: {last})")]
-    GaveUp {
-        /// The server's name.
-        server: String,
-        /// How many starts failed or ended within the window.
-        restarts: u32,
-        /// The window of the restart cap.
-        window: Duration,
-        /// The last failure, in words.
-        last: String,
-    },
-
-    /// [`Servers`](crate::Servers): several servers offer a tool by this name; call it by one
-    /// of its qualified names (`server/tool`).
-    #[error("tool {name:?} is offered by several servers; call one of {candidates:?}")]
-    AmbiguousTool {
-        /// The name asked for.
-        name: String,
-        /// Its qualified names, one per server offering it.
-        candidates: Vec<String>,
-    },
-
-    /// [`Servers`](crate::Servers): no ready server offers a tool by this name.
-    #[error("no MCP server offers a tool named {0:?}")]
-    UnknownTool(String),
-
     /// An all-pages request met more pages than its cap.
     #[error("the server returned more than {limit} pages")]
     TooManyPages {
@@ -127,6 +84,12 @@ pub enum Error {
     /// The peer broke the protocol (bad handshake, unsupported version, malformed result).
     #[error("protocol error: {0}")]
     Protocol(String),
+
+    /// A local mistake, not the peer's: arguments that are not a JSON object, parameters that
+    /// do not serialize, a future polled after it completed, one of our own handlers failing.
+    /// Nothing was sent for the request.
+    #[error("misuse: {0}")]
+    Misuse(String),
 
     /// A tool's structured result breaks the tool's `outputSchema` (or is missing though the
     /// schema asks for one). `path` is the JSON pointer of the offending value in the structured

@@ -88,7 +88,16 @@ fn describe(status: &Status) -> (&'static str, Option<String>) {
         Status::Starting => ("starting", None),
         Status::Ready => ("ready", None),
         Status::BackingOff { error, .. } => ("backing off", Some(error.to_string())),
-        Status::Failed { error } => ("failed", Some(error.to_string())),
+        Status::Failed {
+            restarts,
+            window,
+            last,
+        } => (
+            "failed",
+            Some(format!(
+                "failed {restarts} times within {window:?}; last error: {last}"
+            )),
+        ),
         Status::Stopped => ("stopped", None),
         Status::Disabled => ("disabled", None),
     }

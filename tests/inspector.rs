@@ -9,7 +9,7 @@ mod webdriver;
 
 use std::time::Duration;
 
-use actix_mcp::{ConnectOptions, Error, Servers};
+use actix_mcp::{servers::ServersError, ConnectOptions, Error, Servers};
 use actix_web::{App, HttpServer};
 use serde_json::{json, Value};
 
@@ -49,7 +49,7 @@ async fn stats(servers: &Servers) -> Value {
 }
 
 /// A long routed call with progress (one step each 100 ms, 600 steps).
-fn long_call(servers: &Servers) -> actix_rt::task::JoinHandle<Result<String, Error>> {
+fn long_call(servers: &Servers) -> actix_rt::task::JoinHandle<Result<String, ServersError>> {
     let call = servers.call("demo/progress", json!({"steps": 600, "interval_ms": 100}));
     actix_rt::spawn(async move { call.await.map(|r| r.text()) })
 }
@@ -106,7 +106,7 @@ async fn the_page_shows_a_call_with_its_progress_and_its_cancel_button_stops_it_
         .expect("the cancelled call ends")
         .expect("its task");
     match outcome {
-        Err(Error::Cancelled { reason }) => {
+        Err(ServersError::Client(Error::Cancelled { reason })) => {
             assert_eq!(reason.as_deref(), Some("cancelled from the inspector"))
         }
         other => panic!("not cancelled: {other:?}"),
@@ -131,14 +131,14 @@ async fn the_page_shows_a_call_with_its_progress_and_its_cancel_button_stops_it_
     assert_eq!(response.status(), 204);
     let outcome = tokio::time::timeout(DEADLINE, keep).await.expect("ends");
     assert!(
-        matches!(outcome, Ok(Err(Error::Cancelled { .. }))),
+        matches!(outcome, Ok(Err(ServersError::Client(Error::Cancelled { .. })))),
         "{outcome:?}"
     );
     until_server_pending(&servers, 0).await;
     browser.wait_for("#none", |t| t.contains("No calls")).await;
     browser.close().await;
     http.stop(true).await;
-    servers.shutdown().await;
+    servers.stop().await;
 }
 
 #[actix_rt::test]
@@ -189,7 +189,7 @@ async fn the_state_lists_servers_and_calls_and_an_unknown_call_is_a_404() {
     .await;
     until_server_pending(&servers, 0).await;
     http.stop(true).await;
-    servers.shutdown().await;
+    servers.stop().await;
 }
 
 /// With the inspector on, a routed call runs under a token of its own: the caller's token must
@@ -207,12 +207,12 @@ async fn a_tracked_call_is_still_cancelled_by_its_callers_token() {
     token.cancel_with_reason("mine");
     let outcome = tokio::time::timeout(DEADLINE, call).await.expect("ends");
     match outcome {
-        Ok(Err(Error::Cancelled { reason })) => assert_eq!(reason.as_deref(), Some("mine")),
+        Ok(Err(ServersError::Client(Error::Cancelled { reason }))) => assert_eq!(reason.as_deref(), Some("mine")),
         other => panic!("not cancelled: {other:?}"),
     }
     until_server_pending(&servers, 0).await;
     assert_eq!(stats(&servers).await["cancels_matched"], 1);
     assert!(servers.calls_in_flight().is_empty());
     http.stop(true).await;
-    servers.shutdown().await;
+    servers.stop().await;
 }

@@ -13,7 +13,8 @@ use std::{
 };
 
 use actix_mcp::{
-    Cancellation, Client, Error, HealthProbe, RestartPolicy, Servers, ServersActor, StdioTransport,
+    servers::ServersError, Cancellation, Client, Error, HealthProbe, RestartPolicy, Servers,
+    ServersActor, Status, StdioTransport,
 };
 use common::*;
 use serde_json::json;
@@ -47,14 +48,14 @@ async fn each_server_is_connected_once_and_shared() {
     assert_eq!(servers.connects("b"), Some(1));
     assert!(matches!(
         servers.client("c").await,
-        Err(Error::UnknownServer(name)) if name == "c"
+        Err(ServersError::UnknownServer(name)) if name == "c"
     ));
     let tools = servers.tools().await;
     assert_eq!(tools.len(), 2);
     for (_, listed) in &tools {
         assert!(listed.as_ref().unwrap().iter().any(|t| t.name == "echo"));
     }
-    servers.shutdown().await;
+    servers.stop().await;
     assert!(!process_exists(pid_a));
 }
 
@@ -66,9 +67,16 @@ async fn a_crashed_server_is_replaced_on_next_use() {
     let first = servers.client("a").await.unwrap();
     let pid = server_pid(&first).await;
     let crash = servers.call_tool("a", "crash", json!({"code": 3})).await;
-    assert!(crash.is_err(), "{crash:?}");
+    assert!(
+        matches!(&crash, Err(ServersError::Client(e)) if exited_with(e, 3)),
+        "the crash is the connection's end, with the exit code: {crash:?}"
+    );
     eventually("the connection notices the exit", || first.is_closed()).await;
-    assert!(first.call_tool("echo", json!({"text": "x"})).await.is_err());
+    let after = first.call_tool("echo", json!({"text": "x"})).await;
+    assert!(
+        matches!(&after, Err(e) if exited_with(e, 3)),
+        "a call on the ended client gets the same end: {after:?}"
+    );
 
     let second = servers.client("a").await.unwrap();
     assert!(!second.is_closed());
@@ -97,7 +105,10 @@ async fn a_server_that_cannot_start_is_backed_off() {
         StdioTransport::new("/nonexistent/mcp-server")
     });
     let first = servers.client("missing").await;
-    assert!(first.is_err());
+    assert!(
+        matches!(&first, Err(ServersError::Client(Error::Transport { .. }))),
+        "a program that cannot be spawned is a transport error: {first:?}"
+    );
     for _ in 0..5 {
         let again = servers.client("missing").await;
         assert_eq!(
@@ -111,7 +122,11 @@ async fn a_server_that_cannot_start_is_backed_off() {
         "no retry during the back-off"
     );
     tokio::time::sleep(Duration::from_millis(1100)).await;
-    assert!(servers.client("missing").await.is_err());
+    let retried = servers.client("missing").await;
+    assert!(
+        matches!(&retried, Err(ServersError::Client(Error::Transport { .. }))),
+        "{retried:?}"
+    );
     assert_eq!(
         attempts.load(Ordering::SeqCst),
         2,
@@ -119,14 +134,19 @@ async fn a_server_that_cannot_start_is_backed_off() {
     );
 }
 
-/// Status of `name`, as one word.
-fn status_of(servers: &Servers, name: &str) -> &'static str {
+/// Status of `name`.
+fn status_of(servers: &Servers, name: &str) -> Status {
     servers
         .status()
         .into_iter()
         .find(|s| s.name == name)
-        .map(|s| s.status.name())
-        .unwrap_or("unknown")
+        .map(|s| s.status)
+        .expect("a configured server has a status")
+}
+
+/// The connection ended because its server process exited with `code`.
+fn exited_with(error: &Error, code: i32) -> bool {
+    error.exit_status().and_then(|status| status.code()) == Some(code)
 }
 
 /// A crash while calls are in flight: each caller gets a typed error (the connection closed),
@@ -151,7 +171,7 @@ async fn a_crash_fails_its_callers_with_typed_errors_and_is_restarted_by_supervi
         );
     }
     eventually("supervision restarts the server", || {
-        servers.connects("a") == Some(2) && status_of(&servers, "a") == "ready"
+        servers.connects("a") == Some(2) && matches!(status_of(&servers, "a"), Status::Ready)
     })
     .await;
     let second = servers.client("a").await.unwrap();
@@ -175,15 +195,19 @@ async fn restarts_stop_at_the_cap() {
         max_delay: Duration::from_millis(40),
     });
     servers.add("flaky", || StdioTransport::new("sh").args(["-c", "exit 3"]));
-    assert!(servers.client("flaky").await.is_err());
+    let first = servers.client("flaky").await;
+    assert!(
+        matches!(&first, Err(ServersError::Client(e)) if exited_with(e, 3) || e.is_closed()),
+        "{first:?}"
+    );
     eventually("supervision gives up", || {
-        status_of(&servers, "flaky") == "failed"
+        matches!(status_of(&servers, "flaky"), Status::Failed { .. })
     })
     .await;
     assert_eq!(servers.connects("flaky"), Some(3));
     let status = servers.status().remove(0);
     assert!(
-        matches!(status.status.error(), Some(Error::GaveUp { server, restarts: 3, .. }) if server == "flaky"),
+        matches!(status.status, Status::Failed { restarts: 3, .. }),
         "{status:?}"
     );
     tokio::time::sleep(Duration::from_millis(200)).await;
@@ -193,8 +217,15 @@ async fn restarts_stop_at_the_cap() {
         "no start after giving up"
     );
     let refused = servers.client("flaky").await.unwrap_err();
-    assert!(matches!(refused, Error::GaveUp { .. }), "{refused}");
-    assert!(servers.restart("flaky").await.is_err());
+    assert!(
+        matches!(&refused, ServersError::GaveUp { server, restarts: 3, .. } if server == "flaky"),
+        "{refused}"
+    );
+    let restarted = servers.restart("flaky").await;
+    assert!(
+        matches!(&restarted, Err(ServersError::Client(e)) if exited_with(e, 3) || e.is_closed()),
+        "{restarted:?}"
+    );
     assert_eq!(
         servers.connects("flaky"),
         Some(4),
@@ -228,7 +259,7 @@ async fn the_catalogue_keeps_colliding_names_callable_and_routed_calls_cancel_at
         .await
         .unwrap_err();
     assert!(
-        matches!(&ambiguous, Error::AmbiguousTool { candidates, .. } if candidates.len() == 2),
+        matches!(&ambiguous, ServersError::AmbiguousTool { candidates, .. } if candidates.len() == 2),
         "{ambiguous}"
     );
     let echoed = servers
@@ -238,7 +269,7 @@ async fn the_catalogue_keeps_colliding_names_callable_and_routed_calls_cancel_at
     assert_eq!(echoed.text(), "routed");
     assert!(matches!(
         servers.call("nope", json!({})).await,
-        Err(Error::UnknownTool(_))
+        Err(ServersError::UnknownTool(_))
     ));
 
     let token = Cancellation::new();
@@ -322,23 +353,20 @@ async fn stopping_the_manager_leaves_no_process() {
     servers.start_all().await;
     let mut pids = Vec::new();
     for name in ["a", "b"] {
-        assert_eq!(status_of(&servers, name), "ready");
+        assert!(matches!(status_of(&servers, name), Status::Ready));
         pids.push(server_pid(&servers.client(name).await.unwrap()).await);
     }
     servers.stop().await;
     for pid in pids {
         assert!(!process_exists(pid), "server {pid} left running");
     }
-    assert_eq!(status_of(&servers, "a"), "stopped");
+    assert!(matches!(status_of(&servers, "a"), Status::Stopped));
     assert!(matches!(
         servers.call_tool("a", "echo", json!({"text": "x"})).await,
-        Err(Error::ServerUnavailable {
-            state: "stopped",
-            ..
-        })
+        Err(ServersError::Stopped(name)) if name == "a"
     ));
     servers.start_all().await;
-    assert_eq!(status_of(&servers, "a"), "ready");
+    assert!(matches!(status_of(&servers, "a"), Status::Ready));
     servers.stop().await;
 }
 
@@ -388,7 +416,7 @@ async fn the_manager_answers_as_an_actor() {
     let catalogue = addr.send(actix_mcp::GetCatalogue).await.unwrap();
     assert!(catalogue.tools.iter().any(|t| t.qualified == "b/add"));
     addr.send(actix_mcp::StopAll).await.unwrap();
-    assert_eq!(status_of(&servers, "a"), "stopped");
+    assert!(matches!(status_of(&servers, "a"), Status::Stopped));
 }
 
 /// A log of many servers can be read: what a connection logs (here, its server's stderr) is in
@@ -461,7 +489,7 @@ async fn the_manager_works_from_plain_tokio() {
     let pid = server_pid(&a).await;
     let _ = servers.call_tool("a", "crash", json!({"code": 3})).await;
     eventually("supervision restarts it", || {
-        servers.connects("a") == Some(2) && status_of(&servers, "a") == "ready"
+        servers.connects("a") == Some(2) && matches!(status_of(&servers, "a"), Status::Ready)
     })
     .await;
     assert_ne!(server_pid(&servers.client("a").await.unwrap()).await, pid);

@@ -97,7 +97,7 @@ pub async fn servers(config: &Config, base: ConnectOptions, out: &Printer) -> Re
         let transport = config.server(&status.name).map_or("?", kind);
         let (word, error) = match &status.status {
             // A start that failed is reported as failed, whatever supervision does next.
-            Status::BackingOff { error, .. } | Status::Failed { error } => {
+            Status::BackingOff { error, .. } | Status::Failed { last: error, .. } => {
                 ("failed", Some(error.to_string()))
             }
             other => (other.name(), None),

@@ -6,7 +6,8 @@ use actix::{Actor, Context, Handler, Message, MessageResult, ResponseFuture};
 use serde_json::Value;
 
 use super::{Catalogue, ServerStatus, Servers};
-use crate::{cancellation::Cancellation, error::Error, protocol::tools::CallToolResult};
+use super::ServersError;
+use crate::{cancellation::Cancellation, protocol::tools::CallToolResult};
 
 /// The manager as an actor: every message is answered by the [`Servers`] it wraps, which stays
 /// usable directly (from plain tokio too) through [`ServersActor::servers`].
@@ -44,11 +45,11 @@ pub struct CallTool {
 }
 
 impl Message for CallTool {
-    type Result = Result<CallToolResult, Error>;
+    type Result = Result<CallToolResult, ServersError>;
 }
 
 impl Handler<CallTool> for ServersActor {
-    type Result = ResponseFuture<Result<CallToolResult, Error>>;
+    type Result = ResponseFuture<Result<CallToolResult, ServersError>>;
 
     fn handle(&mut self, message: CallTool, _: &mut Self::Context) -> Self::Result {
         let mut call = self.servers.call(&message.tool, message.arguments);

@@ -3,19 +3,17 @@
 //!
 //! **Naming scheme:** every item has a qualified name `server/name` (`/` never occurs in a
 //! tool name the spec allows). An item's bare name is enough while only one server offers it;
-//! when several do, the bare name is ambiguous ([`Error::AmbiguousTool`] for a call) and each
+//! when several do, the bare name is ambiguous ([`ServersError::AmbiguousTool`] for a call) and each
 //! stays callable by its qualified name. A qualified name is split at the first `/` whose
 //! prefix is a configured server, so a server name may contain `/` too.
 
 use serde::Serialize;
 
-use crate::{
-    error::Error,
-    protocol::{
-        prompts::Prompt,
-        resources::{Resource, ResourceTemplate},
-        tools::Tool,
-    },
+use super::ServersError;
+use crate::protocol::{
+    prompts::Prompt,
+    resources::{Resource, ResourceTemplate},
+    tools::Tool,
 };
 
 /// The separator of qualified names.
@@ -48,7 +46,7 @@ pub struct Catalogue {
     /// Every prompt, once per server.
     pub prompts: Vec<Listed<Prompt>>,
     /// The servers whose lists are missing, and why.
-    pub unavailable: Vec<(String, Error)>,
+    pub unavailable: Vec<(String, ServersError)>,
 }
 
 /// Builds the entries of one kind from each server's list, marking names several servers share.
@@ -105,15 +103,15 @@ pub(crate) fn route<'c>(
     name: &str,
     servers: &[String],
     tools: &'c [Listed<Tool>],
-) -> Result<(String, String), Error> {
+) -> Result<(String, String), ServersError> {
     if let Some((server, tool)) = split_qualified(name, servers.iter().map(String::as_str)) {
         return Ok((server.to_owned(), tool.to_owned()));
     }
     let offering: Vec<&'c Listed<Tool>> = tools.iter().filter(|t| t.item.name == name).collect();
     match offering.as_slice() {
-        [] => Err(Error::UnknownTool(name.to_owned())),
+        [] => Err(ServersError::UnknownTool(name.to_owned())),
         [one] => Ok((one.server.clone(), name.to_owned())),
-        many => Err(Error::AmbiguousTool {
+        many => Err(ServersError::AmbiguousTool {
             name: name.to_owned(),
             candidates: many.iter().map(|t| t.qualified.clone()).collect(),
         }),
@@ -146,7 +144,7 @@ mod tests {
         );
         assert!(matches!(
             route("echo", &servers, &tools),
-            Err(Error::AmbiguousTool { candidates, .. }) if candidates == ["a/echo", "b/echo"]
+            Err(ServersError::AmbiguousTool { candidates, .. }) if candidates == ["a/echo", "b/echo"]
         ));
         assert_eq!(
             route("b/echo", &servers, &tools).unwrap(),
@@ -154,7 +152,7 @@ mod tests {
         );
         assert!(matches!(
             route("nope", &servers, &tools),
-            Err(Error::UnknownTool(_))
+            Err(ServersError::UnknownTool(_))
         ));
         assert!(tools.iter().filter(|t| t.collides).count() == 2);
     }

@@ -22,6 +22,7 @@
 
 mod actor;
 pub mod catalogue;
+mod error;
 mod live;
 mod supervision;
 #[cfg(test)]
@@ -43,6 +44,7 @@ use serde_json::Value;
 
 pub use actor::{CallTool, GetCatalogue, GetStatus, ServersActor, StopAll};
 pub use catalogue::{Catalogue, Listed};
+pub use error::ServersError;
 pub use live::CallInFlight;
 pub use supervision::{RestartPolicy, Status};
 
@@ -81,7 +83,7 @@ pub struct HealthProbe {
 /// Many named MCP servers, each connected on first use, supervised, and listed together.
 ///
 /// ```no_run
-/// # async fn run() -> Result<(), actix_mcp::Error> {
+/// # async fn run() -> Result<(), actix_mcp::servers::ServersError> {
 /// use actix_mcp::{Client, HttpTransport, Servers, StdioTransport};
 /// use serde_json::json;
 ///
@@ -118,6 +120,18 @@ struct Entry {
     /// Counts connects, so that a late event of an old connection is told apart.
     generation: u64,
     lists: Lists,
+}
+
+impl Entry {
+    /// Stopped on purpose: no restart, lists dropped; the live client, to shut down.
+    fn stop(&mut self) -> Option<Client> {
+        self.supervision.stop();
+        self.lists = Lists::default();
+        match std::mem::replace(&mut self.conn, Conn::None) {
+            Conn::Ready(client) => Some(client),
+            _ => None,
+        }
+    }
 }
 
 enum Conn {
@@ -316,7 +330,7 @@ impl Servers {
             .iter()
             .map(|(name, entry)| ServerStatus {
                 name: name.clone(),
-                status: named(entry.supervision.status().clone(), name),
+                status: entry.supervision.status().clone(),
                 starts: entry.supervision.starts(),
             })
             .collect()
@@ -324,12 +338,12 @@ impl Servers {
 
     /// The client of server `name`: the live one, or a new connection if there is none yet or
     /// the last one ended. During a back-off, and once the server has failed, its last error.
-    pub async fn client(&self, name: &str) -> Result<Client, Error> {
+    pub async fn client(&self, name: &str) -> Result<Client, ServersError> {
         let connecting = {
             let mut entries = self.entries();
             let entry = entries
                 .get_mut(name)
-                .ok_or_else(|| Error::UnknownServer(name.to_owned()))?;
+                .ok_or_else(|| ServersError::UnknownServer(name.to_owned()))?;
             match &entry.conn {
                 Conn::Ready(client) if !client.is_closed() => return Ok(client.clone()),
                 Conn::Connecting(connecting) => connecting.clone(),
@@ -347,7 +361,7 @@ impl Servers {
                 Conn::None => self.begin(name, entry, false)?,
             }
         };
-        connecting.await
+        Ok(connecting.await?)
     }
 
     /// Starts every enabled server that is not running (idle, stopped), and waits for each
@@ -372,12 +386,12 @@ impl Servers {
 
     /// Starts server `name` again now, whatever its state (failed, stopped, backing off),
     /// forgetting its past failures. Its current connection, if any, is closed first.
-    pub async fn restart(&self, name: &str) -> Result<Client, Error> {
+    pub async fn restart(&self, name: &str) -> Result<Client, ServersError> {
         let (old, connecting) = {
             let mut entries = self.entries();
             let entry = entries
                 .get_mut(name)
-                .ok_or_else(|| Error::UnknownServer(name.to_owned()))?;
+                .ok_or_else(|| ServersError::UnknownServer(name.to_owned()))?;
             let old = match std::mem::replace(&mut entry.conn, Conn::None) {
                 Conn::Ready(client) => Some(client),
                 _ => None,
@@ -388,23 +402,18 @@ impl Servers {
         if let Some(old) = old {
             old.shutdown().await;
         }
-        connecting.await
+        Ok(connecting.await?)
     }
 
     /// Stops server `name`: no restart until [`restart`](Self::restart) or
     /// [`start_all`](Self::start_all); waits until its process is gone.
-    pub async fn stop_server(&self, name: &str) -> Result<(), Error> {
+    pub async fn stop_server(&self, name: &str) -> Result<(), ServersError> {
         let client = {
             let mut entries = self.entries();
             let entry = entries
                 .get_mut(name)
-                .ok_or_else(|| Error::UnknownServer(name.to_owned()))?;
-            entry.supervision.stop();
-            entry.lists = Lists::default();
-            match std::mem::replace(&mut entry.conn, Conn::None) {
-                Conn::Ready(client) => Some(client),
-                _ => None,
-            }
+                .ok_or_else(|| ServersError::UnknownServer(name.to_owned()))?;
+            entry.stop()
         };
         if let Some(client) = client {
             client.shutdown().await;
@@ -413,27 +422,11 @@ impl Servers {
     }
 
     /// Stops every server (see [`stop_server`](Self::stop_server)) and waits until their
-    /// processes are gone. Calls fail with [`Error::ServerUnavailable`] until a server is
+    /// processes are gone. Calls fail with [`ServersError::Stopped`] until a server is
     /// started again.
     pub async fn stop(&self) {
-        let clients: Vec<Client> = self
-            .entries()
-            .values_mut()
-            .filter_map(|entry| {
-                entry.supervision.stop();
-                entry.lists = Lists::default();
-                match std::mem::replace(&mut entry.conn, Conn::None) {
-                    Conn::Ready(client) => Some(client),
-                    _ => None,
-                }
-            })
-            .collect();
+        let clients: Vec<Client> = self.entries().values_mut().filter_map(Entry::stop).collect();
         futures::future::join_all(clients.iter().map(Client::shutdown)).await;
-    }
-
-    /// The same as [`stop`](Self::stop).
-    pub async fn shutdown(&self) {
-        self.stop().await;
     }
 
     /// A ready connection ended (entry locked by the caller): supervision decides; a restart
@@ -453,20 +446,15 @@ impl Servers {
     }
 
     /// Begins a connect if supervision allows it (entry locked by the caller).
-    fn begin(&self, name: &str, entry: &mut Entry, forced: bool) -> Result<Connecting, Error> {
+    fn begin(
+        &self,
+        name: &str,
+        entry: &mut Entry,
+        forced: bool,
+    ) -> Result<Connecting, ServersError> {
         let now = Instant::now();
         if !entry.supervision.start(now, forced) {
-            return Err(match named(entry.supervision.status().clone(), name) {
-                Status::BackingOff { error, .. } | Status::Failed { error } => error,
-                Status::Disabled => Error::ServerUnavailable {
-                    server: name.to_owned(),
-                    state: "disabled",
-                },
-                _ => Error::ServerUnavailable {
-                    server: name.to_owned(),
-                    state: "stopped",
-                },
-            });
+            return Err(refusal(entry.supervision.status(), name));
         }
         entry.generation += 1;
         entry.lists = Lists::default();
@@ -492,14 +480,17 @@ impl Servers {
         Ok(connecting)
     }
 
-    /// `tools/call` on server `server`.
-    pub async fn call_tool(
-        &self,
-        server: &str,
-        tool: &str,
-        arguments: Value,
-    ) -> Result<CallToolResult, Error> {
-        self.client(server).await?.call_tool(tool, arguments).await
+    /// `tools/call` of `tool` on server `server`. Set a token and a timeout on the returned
+    /// call as on a direct one; cancelling before the server is connected sends nothing.
+    pub fn call_tool(&self, server: &str, tool: &str, arguments: Value) -> RoutedCall {
+        RoutedCall {
+            servers: self.clone(),
+            server: Some(server.to_owned()),
+            tool: tool.to_owned(),
+            arguments,
+            cancellation: None,
+            timeout: None,
+        }
     }
 
     /// `tools/call` routed by the tool's name: a qualified `server/tool`, or a bare name that
@@ -508,6 +499,7 @@ impl Servers {
     pub fn call(&self, tool: &str, arguments: Value) -> RoutedCall {
         RoutedCall {
             servers: self.clone(),
+            server: None,
             tool: tool.to_owned(),
             arguments,
             cancellation: None,
@@ -516,7 +508,7 @@ impl Servers {
     }
 
     /// Which server and tool a name routes to (see [`call`](Self::call)).
-    pub async fn route(&self, tool: &str) -> Result<(String, String), Error> {
+    pub async fn route(&self, tool: &str) -> Result<(String, String), ServersError> {
         let names = self.names();
         if let Some((server, tool)) =
             catalogue::split_qualified(tool, names.iter().map(String::as_str))
@@ -528,7 +520,7 @@ impl Servers {
     }
 
     /// Every server's tools, listed concurrently: `(server, its tools or why not)`, by name.
-    pub async fn tools(&self) -> Vec<(String, Result<Vec<Tool>, Error>)> {
+    pub async fn tools(&self) -> Vec<(String, Result<Vec<Tool>, ServersError>)> {
         let names = self.names();
         let lists = names.into_iter().map(|name| async move {
             let tools = self
@@ -581,7 +573,7 @@ impl Servers {
 
     /// One server's lists of `kinds`: kept ones, else fetched (what the server does not offer
     /// is empty), all within the list timeout.
-    async fn lists_of(&self, name: &str, kinds: Kinds) -> Result<Lists, Error> {
+    async fn lists_of(&self, name: &str, kinds: Kinds) -> Result<Lists, ServersError> {
         let limit = *lock(&self.inner.list_timeout);
         let work = async {
             let client = self.client(name).await?;
@@ -589,7 +581,7 @@ impl Servers {
                 let entries = self.entries();
                 let entry = entries
                     .get(name)
-                    .ok_or_else(|| Error::UnknownServer(name.to_owned()))?;
+                    .ok_or_else(|| ServersError::UnknownServer(name.to_owned()))?;
                 (entry.lists.clone(), entry.generation)
             };
             let capabilities = client.capabilities();
@@ -641,7 +633,7 @@ impl Servers {
         };
         match tokio::time::timeout(limit, work).await {
             Ok(outcome) => outcome,
-            Err(_) => Err(Error::Timeout { after: limit }),
+            Err(_) => Err(Error::Timeout { after: limit }.into()),
         }
     }
 }
@@ -679,26 +671,22 @@ fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
-/// A status whose error names its server.
-fn named(status: Status, server: &str) -> Status {
+/// Why supervision refused to start server `name` now.
+fn refusal(status: &Status, name: &str) -> ServersError {
     match status {
+        Status::BackingOff { error, .. } => error.clone().into(),
         Status::Failed {
-            error:
-                Error::GaveUp {
-                    restarts,
-                    window,
-                    last,
-                    ..
-                },
-        } => Status::Failed {
-            error: Error::GaveUp {
-                server: server.to_owned(),
-                restarts,
-                window,
-                last,
-            },
+            restarts,
+            window,
+            last,
+        } => ServersError::GaveUp {
+            server: name.to_owned(),
+            restarts: *restarts,
+            window: *window,
+            last: last.clone(),
         },
-        other => other,
+        Status::Disabled => ServersError::Disabled(name.to_owned()),
+        _ => ServersError::Stopped(name.to_owned()),
     }
 }
 
@@ -862,6 +850,8 @@ fn ended(weak: &Weak<Inner>, name: &str, generation: u64, error: Error) {
 #[must_use = "a RoutedCall does nothing until it is awaited"]
 pub struct RoutedCall {
     servers: Servers,
+    /// The server named by the caller ([`Servers::call_tool`]); `None`: routed by the name.
+    server: Option<String>,
     tool: String,
     arguments: Value,
     cancellation: Option<Cancellation>,
@@ -884,7 +874,7 @@ impl RoutedCall {
 }
 
 impl IntoFuture for RoutedCall {
-    type Output = Result<CallToolResult, Error>;
+    type Output = Result<CallToolResult, ServersError>;
     type IntoFuture = Pin<Box<dyn Future<Output = Self::Output> + Send>>;
 
     fn into_future(self) -> Self::IntoFuture {
@@ -917,26 +907,29 @@ impl IntoFuture for RoutedCall {
 }
 
 impl RoutedCall {
-    async fn run(self, live: Option<&live::Registration>) -> Result<CallToolResult, Error> {
+    async fn run(self, live: Option<&live::Registration>) -> Result<CallToolResult, ServersError> {
         {
             let token = self.cancellation.clone();
             let find = async {
-                let (server, tool) = self.servers.route(&self.tool).await?;
+                let (server, tool) = match &self.server {
+                    Some(server) => (server.clone(), self.tool.clone()),
+                    None => self.servers.route(&self.tool).await?,
+                };
                 if let Some(live) = live {
                     live.routed_to(&server);
                 }
                 let client = self.servers.client(&server).await?;
-                Ok::<_, Error>((client, tool))
+                Ok::<_, ServersError>((client, tool))
             };
             // A cancel while the server is being found: nothing was sent, nothing is.
             let (client, tool) = match &token {
                 Some(token) => {
                     if token.is_cancelled() {
-                        return Err(Error::cancelled(token.reason_owned()));
+                        return Err(Error::cancelled(token.reason_owned()).into());
                     }
                     tokio::select! {
                         found = find => found?,
-                        () = token.cancelled() => return Err(Error::cancelled(token.reason_owned())),
+                        () = token.cancelled() => return Err(Error::cancelled(token.reason_owned()).into()),
                     }
                 }
                 None => find.await?,
@@ -950,7 +943,7 @@ impl RoutedCall {
             if let Some(live) = live {
                 call = call.on_progress(live.progress_keeper());
             }
-            call.await
+            Ok(call.await?)
         }
     }
 }

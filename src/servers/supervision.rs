@@ -69,8 +69,12 @@ pub enum Status {
     /// Restarted too often ([`RestartPolicy`]); not started again until
     /// [`Servers::restart`](super::Servers::restart).
     Failed {
-        /// [`Error::GaveUp`], with the last failure.
-        error: Error,
+        /// How many starts failed or ended within the window.
+        restarts: u32,
+        /// The window of the restart cap.
+        window: Duration,
+        /// The last failure.
+        last: Error,
     },
     /// Stopped by [`Servers::stop`](super::Servers::stop) or
     /// [`Servers::stop_server`](super::Servers::stop_server).
@@ -97,7 +101,7 @@ impl Status {
     /// The last error, for the statuses that have one.
     pub fn error(&self) -> Option<&Error> {
         match self {
-            Status::BackingOff { error, .. } | Status::Failed { error } => Some(error),
+            Status::BackingOff { error, .. } | Status::Failed { last: error, .. } => Some(error),
             _ => None,
         }
     }
@@ -229,12 +233,9 @@ impl Supervision {
         let first = self.failures.len() == 1;
         if self.failures.len() > self.policy.max_restarts as usize {
             self.status = Status::Failed {
-                error: Error::GaveUp {
-                    server: String::new(), // named by `Servers`, which knows it
-                    restarts: u32::try_from(self.failures.len()).unwrap_or(u32::MAX),
-                    window: self.policy.window,
-                    last: error.to_string(),
-                },
+                restarts: u32::try_from(self.failures.len()).unwrap_or(u32::MAX),
+                window: self.policy.window,
+                last: error,
             };
             return Next::Nothing;
         }
@@ -305,7 +306,7 @@ mod tests {
         }
         assert!(s.start(now, false));
         assert_eq!(s.connect_failed(gone(), now), Next::Nothing);
-        assert_eq!(s.status().name(), "failed");
+        assert!(matches!(s.status(), Status::Failed { restarts: 3, .. }));
         assert!(!s.start(now + Duration::from_secs(3600), false));
         assert!(s.start(now, true), "an explicit restart starts it again");
     }
@@ -321,6 +322,6 @@ mod tests {
         assert!(!s.start(now, false));
         let mut d = Supervision::new(RestartPolicy::default(), false);
         assert!(!d.start(now, true));
-        assert_eq!(d.status().name(), "disabled");
+        assert!(matches!(d.status(), Status::Disabled));
     }
 }

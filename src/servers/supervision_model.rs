@@ -105,9 +105,8 @@ proptest! {
                             granted.push(now);
                         }
                         Next::Nothing => {
-                            prop_assert_eq!(s.status().name(), "failed");
-                            let gave_up = matches!(s.status().error(), Some(Error::GaveUp { .. }));
-                            prop_assert!(gave_up, "failed with GaveUp");
+                            let failed = matches!(s.status(), Status::Failed { restarts, .. } if *restarts > policy.max_restarts);
+                            prop_assert!(failed, "failed past the cap: {:?}", s.status().name());
                         }
                     }
                     // The cap: never more restarts granted within one window than allowed.
