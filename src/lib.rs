@@ -150,4 +150,4 @@ pub use servers::{
 };
 #[cfg(feature = "http")]
 pub use transport::HttpTransport;
-pub use transport::{memory, MemoryPeer, MemoryTransport, StdioTransport, Transport};
+pub use transport::{StdioTransport, Transport};

@@ -6,9 +6,9 @@ use std::{
     time::Duration,
 };
 
+use actix_mcp::transport::memory::{self, MemoryPeer};
 use actix_mcp::{
-    memory, Cancellation, Client, ConnectOptions, Error, HandlerError, MemoryPeer, Progress,
-    ServerNotification,
+    Cancellation, Client, ConnectOptions, Error, HandlerError, Progress, ServerNotification,
 };
 use futures::StreamExt;
 use serde_json::{json, Value};
@@ -150,7 +150,7 @@ async fn progress_reaches_its_own_request_only_while_it_runs() {
                 .await
         }
     });
-    let (plain_call, mut plain_progress) = client.request("other", None).progress_stream();
+    let (plain_call, mut plain_progress) = client.request::<Value>("other", ()).progress_stream();
     let plain = actix_rt::spawn(async move { plain_call.await });
     let mut requests = [expect_frame(&mut peer).await, expect_frame(&mut peer).await];
     requests.sort_by_key(|r| r["method"].as_str().map(str::to_owned));
@@ -238,7 +238,7 @@ async fn progress_restarts_the_timeout_but_the_total_cap_still_holds() {
         let client = client.clone();
         async move {
             client
-                .request("long", None)
+                .request::<Value>("long", ())
                 .timeout(Duration::from_millis(300))
                 .reset_timeout_on_progress()
                 .max_total_timeout(Duration::from_secs(30))
@@ -267,7 +267,7 @@ async fn the_total_cap_fires_without_any_progress() {
         let client = client.clone();
         async move {
             client
-                .request("silent", None)
+                .request::<Value>("silent", ())
                 .timeout(Duration::from_secs(30))
                 .reset_timeout_on_progress()
                 .max_total_timeout(Duration::from_millis(100))
@@ -283,7 +283,7 @@ async fn the_total_cap_fires_without_any_progress() {
 
 #[actix::test]
 async fn the_connection_default_timeout_applies_and_a_call_can_opt_out() {
-    let options = Client::builder().request_timeout(Some(Duration::from_millis(50)));
+    let options = Client::builder().request_timeout(Duration::from_millis(50));
     let (client, mut peer, _) = connected_with(options).await;
     let err = client.ping().await.unwrap_err();
     assert!(matches!(err, Error::Timeout { .. }), "{err:?}");

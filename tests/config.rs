@@ -202,6 +202,7 @@ fn the_transport_is_inferred_from_command_or_url_and_type_is_checked() {
             TransportConfig::Stdio { .. } => "stdio",
             TransportConfig::Http { .. } => "http",
             TransportConfig::Sse { .. } => "sse",
+            _ => "other",
         })
         .collect();
     assert_eq!(kinds, ["stdio", "http", "http", "http", "sse", "stdio"]);

@@ -201,8 +201,8 @@ fn http_server(mode: &str) -> HttpProcess {
 async fn run_library(mode: &str, expected: &Outcome, transport: impl Transport) -> Outcome {
     let (connect_timeout, request_timeout) = timeouts(expected);
     let connected = Client::builder()
-        .timeout(Some(connect_timeout))
-        .request_timeout(Some(request_timeout))
+        .connect_timeout(connect_timeout)
+        .request_timeout(request_timeout)
         .connect(transport)
         .await;
     let client = match connected {

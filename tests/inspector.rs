@@ -131,7 +131,10 @@ async fn the_page_shows_a_call_with_its_progress_and_its_cancel_button_stops_it_
     assert_eq!(response.status(), 204);
     let outcome = tokio::time::timeout(DEADLINE, keep).await.expect("ends");
     assert!(
-        matches!(outcome, Ok(Err(ServersError::Client(Error::Cancelled { .. })))),
+        matches!(
+            outcome,
+            Ok(Err(ServersError::Client(Error::Cancelled { .. })))
+        ),
         "{outcome:?}"
     );
     until_server_pending(&servers, 0).await;
@@ -207,7 +210,9 @@ async fn a_tracked_call_is_still_cancelled_by_its_callers_token() {
     token.cancel_with_reason("mine");
     let outcome = tokio::time::timeout(DEADLINE, call).await.expect("ends");
     match outcome {
-        Ok(Err(ServersError::Client(Error::Cancelled { reason }))) => assert_eq!(reason.as_deref(), Some("mine")),
+        Ok(Err(ServersError::Client(Error::Cancelled { reason }))) => {
+            assert_eq!(reason.as_deref(), Some("mine"))
+        }
         other => panic!("not cancelled: {other:?}"),
     }
     until_server_pending(&servers, 0).await;

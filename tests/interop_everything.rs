@@ -76,6 +76,7 @@ async fn connect_with_handlers(transport: impl Transport, roots_asked: Arc<Atomi
                     PrimitiveSchema::SingleSelect(_) => json!(field.choices()[0].0),
                     PrimitiveSchema::MultiSelect(_) => json!([field.choices()[0].0]),
                     PrimitiveSchema::Other(other) => panic!("untyped field {name}: {other}"),
+                    _ => panic!("a field kind this test does not know: {name}"),
                 };
                 content.insert(name.clone(), value);
             }

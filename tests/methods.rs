@@ -370,10 +370,7 @@ async fn typed_arguments_and_typed_requests() {
     struct Listed {
         tools: Vec<serde_json::Value>,
     }
-    let listed: Listed = client
-        .send_request("tools/list", None::<&()>)
-        .await
-        .unwrap();
+    let listed: Listed = client.request("tools/list", ()).await.unwrap();
     assert!(listed.tools.len() > 10);
 }
 

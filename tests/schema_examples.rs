@@ -270,7 +270,7 @@ fn capabilities_and_the_handshake_round_trip() {
         .icons
         .as_ref()
         .is_some_and(|i| !i.is_empty()));
-    let capabilities = result.typed_capabilities();
+    let capabilities = result.capabilities;
     assert_eq!(capabilities.resources.unwrap().subscribe, Some(true));
     assert_eq!(capabilities.tools.unwrap().list_changed, Some(true));
 }

@@ -5,7 +5,8 @@
 
 use std::time::Duration;
 
-use actix_mcp::{memory, Client, ConnectOptions, HandlerError, MemoryPeer};
+use actix_mcp::transport::memory::{self, MemoryPeer};
+use actix_mcp::{Client, ConnectOptions, HandlerError};
 use serde_json::{json, Value};
 use std::future::IntoFuture;
 

@@ -15,7 +15,7 @@ async fn the_handshake_exposes_server_info_and_tools_work() {
     assert_eq!(client.server_info().name, "actix-mcp-demo-server");
     assert_eq!(client.protocol_version(), "2025-11-25");
     assert!(client.instructions().unwrap_or_default().contains("echo"));
-    assert!(client.server_capabilities()["tools"].is_object());
+    assert!(client.capabilities().tools.is_some());
 
     let tools = client.list_tools(None).await.unwrap();
     let names: Vec<_> = tools.tools.iter().map(|t| t.name.as_str()).collect();

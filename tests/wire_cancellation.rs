@@ -5,9 +5,8 @@
 
 use std::time::Duration;
 
-use actix_mcp::{
-    memory, Cancel, Cancellation, Client, CloseReason, Error, GetStats, MemoryPeer, Request,
-};
+use actix_mcp::transport::memory::{self, MemoryPeer};
+use actix_mcp::{Cancel, Cancellation, Client, CloseReason, Error, GetStats, Request};
 use serde_json::{json, Value};
 
 async fn connected() -> (Client, MemoryPeer) {
@@ -28,7 +27,7 @@ fn spawn_request(
     method: &'static str,
     token: Option<&Cancellation>,
 ) -> actix_rt::task::JoinHandle<Result<Value, Error>> {
-    let call = client.request(method, None);
+    let call = client.request::<Value>(method, ());
     let call = match token {
         Some(token) => call.cancellation(token),
         None => call,
@@ -162,7 +161,7 @@ async fn a_cancel_during_the_write_waits_for_the_write_complete_event() {
         let token = token.clone();
         async move {
             client
-                .request("slow/write", None)
+                .request::<Value>("slow/write", ())
                 .cancellation(&token)
                 .await
         }
@@ -282,7 +281,7 @@ async fn a_timeout_cancels_on_the_wire_and_reports_timeout_not_cancelled() {
         let client = client.clone();
         async move {
             client
-                .request("slow", None)
+                .request::<Value>("slow", ())
                 .timeout(Duration::from_millis(50))
                 .await
         }
@@ -441,7 +440,7 @@ async fn ten_thousand_concurrent_requests_with_out_of_order_responses_all_correl
         .map(|i| {
             let client = client.clone();
             actix_rt::spawn(async move {
-                let result = client.request("echo", Some(json!({"n": i}))).await?;
+                let result = client.request::<Value>("echo", json!({"n": i})).await?;
                 Ok::<_, Error>((i, result))
             })
         })
@@ -482,7 +481,7 @@ async fn one_token_cancels_every_request_it_covers() {
             let (client, token) = (client.clone(), token.clone());
             actix_rt::spawn(async move {
                 client
-                    .request(format!("m{i}"), None)
+                    .request::<Value>(format!("m{i}"), ())
                     .cancellation(&token)
                     .await
             })

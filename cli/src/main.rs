@@ -313,9 +313,7 @@ fn connect_options(cli: &Cli, interrupt: &Cancellation) -> Result<ConnectOptions
         .cancellation(interrupt)
         .era(cli.era.into());
     if let Some(timeout) = timeout(cli)? {
-        options = options
-            .timeout(Some(timeout))
-            .request_timeout(Some(timeout));
+        options = options.connect_timeout(timeout).request_timeout(timeout);
     }
     Ok(options)
 }

@@ -84,6 +84,7 @@ fn kind(server: &ServerConfig) -> &'static str {
         TransportConfig::Stdio { .. } => "stdio",
         TransportConfig::Http { .. } => "http",
         TransportConfig::Sse { .. } => "sse",
+        _ => "other",
     }
 }
 

@@ -54,18 +54,13 @@ impl Printer {
         let info = client.server_info();
         out!("server:   {} {}", info.name, info.version);
         out!("protocol: {}", client.protocol_version());
-        let caps: Vec<&String> = client
-            .server_capabilities()
+        // What the server declared, by name (the known ones and any others it sent).
+        let declared = serde_json::to_value(client.capabilities()).unwrap_or_default();
+        let caps: Vec<&str> = declared
             .as_object()
-            .map(|c| c.keys().collect())
+            .map(|c| c.keys().map(String::as_str).collect())
             .unwrap_or_default();
-        out!(
-            "offers:   {}",
-            caps.iter()
-                .map(|c| c.as_str())
-                .collect::<Vec<_>>()
-                .join(", ")
-        );
+        out!("offers:   {}", caps.join(", "));
         if let Some(instructions) = client.instructions() {
             out!("\n{instructions}");
         }
@@ -172,6 +167,7 @@ impl Printer {
                         out!("[tool result for {}]", answer.tool_use_id)
                     }
                     ContentBlock::Other(value) => out!("{value}"),
+                    _ => out!("[content of a kind this program does not show]"),
                 }
             }
             if result.content.is_empty() {
@@ -239,6 +235,7 @@ impl Printer {
                     let bytes = item.bytes().map_err(Failure::from)?;
                     out!("[{} bytes of binary content from {uri}]", bytes.len());
                 }
+                _ => out!("[contents of {}]", item.uri()),
             }
         }
         Ok(())

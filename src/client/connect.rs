@@ -58,6 +58,7 @@ where
 
 /// Where the connection actor runs.
 #[derive(Debug, Clone, Default)]
+#[non_exhaustive]
 pub enum Placement {
     /// The current arbiter inside an actix System; a thread of its own anywhere else.
     #[default]
@@ -74,7 +75,7 @@ pub struct ConnectOptions {
     pub(super) client_info: Implementation,
     pub(super) handlers: Handlers,
     pub(super) cancellation: Option<Cancellation>,
-    pub(super) timeout: Option<Duration>,
+    pub(super) connect_timeout: Option<Duration>,
     request_timeout: Option<Duration>,
     max_pages: usize,
     placement: Placement,
@@ -100,7 +101,7 @@ impl Default for ConnectOptions {
             client_info: Implementation::new("actix-mcp", env!("CARGO_PKG_VERSION")),
             handlers: Handlers::default(),
             cancellation: None,
-            timeout: Some(DEFAULT_CONNECT_TIMEOUT),
+            connect_timeout: Some(DEFAULT_CONNECT_TIMEOUT),
             request_timeout: Some(DEFAULT_REQUEST_TIMEOUT),
             max_pages: DEFAULT_MAX_PAGES,
             placement: Placement::Auto,
@@ -118,7 +119,7 @@ impl std::fmt::Debug for ConnectOptions {
         f.debug_struct("ConnectOptions")
             .field("client_info", &self.client_info)
             .field("capabilities", &self.handlers.capabilities())
-            .field("timeout", &self.timeout)
+            .field("connect_timeout", &self.connect_timeout)
             .field("request_timeout", &self.request_timeout)
             .field("placement", &self.placement)
             .field("era", &self.era)
@@ -142,15 +143,30 @@ impl ConnectOptions {
         self
     }
 
-    /// Bound on the handshake (default 30 s); `None` waits forever.
-    pub fn timeout(mut self, timeout: Option<Duration>) -> Self {
-        self.timeout = timeout;
+    /// Bound on the handshake (`initialize`, or `server/discover` in the 2026-07-28 era;
+    /// [`DEFAULT_CONNECT_TIMEOUT`]).
+    pub fn connect_timeout(mut self, timeout: Duration) -> Self {
+        self.connect_timeout = Some(timeout);
         self
     }
 
-    /// The default timeout of every request ([`DEFAULT_REQUEST_TIMEOUT`]); `None`: no default.
-    pub fn request_timeout(mut self, timeout: Option<Duration>) -> Self {
-        self.request_timeout = timeout;
+    /// Connecting waits as long as it takes.
+    pub fn no_connect_timeout(mut self) -> Self {
+        self.connect_timeout = None;
+        self
+    }
+
+    /// The default timeout of every request ([`DEFAULT_REQUEST_TIMEOUT`]); a call's own
+    /// `.timeout(..)` / `.no_timeout()` overrides it.
+    pub fn request_timeout(mut self, timeout: Duration) -> Self {
+        self.request_timeout = Some(timeout);
+        self
+    }
+
+    /// No default request timeout: a request waits until answered, cancelled, or given a
+    /// timeout of its own.
+    pub fn no_request_timeout(mut self) -> Self {
+        self.request_timeout = None;
         self
     }
 

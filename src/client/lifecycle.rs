@@ -57,10 +57,10 @@ impl ConnectOptions {
     pub(super) async fn negotiate(&self, link: &Arc<Shared>) -> Result<InitializeResult, Error> {
         match self.era {
             ProtocolEra::Legacy => self.handshake(link).await,
-            ProtocolEra::Modern => self.discover(link, self.timeout).await,
+            ProtocolEra::Modern => self.discover(link, self.connect_timeout).await,
             ProtocolEra::PreferModern => {
                 let probe = self
-                    .timeout
+                    .connect_timeout
                     .map_or(DISCOVER_PROBE_TIMEOUT, |t| t.min(DISCOVER_PROBE_TIMEOUT));
                 match self.discover(link, Some(probe)).await {
                     Err(e) if not_modern(&e) => {
@@ -74,7 +74,9 @@ impl ConnectOptions {
             ProtocolEra::Auto => match self.handshake(link).await {
                 Err(refused) if refused_by_modern_server(&refused) => {
                     // If discovery fails too, the handshake's error says more.
-                    self.discover(link, self.timeout).await.map_err(|_| refused)
+                    self.discover(link, self.connect_timeout)
+                        .await
+                        .map_err(|_| refused)
                 }
                 outcome => outcome,
             },
@@ -180,7 +182,7 @@ impl ConnectOptions {
             client_info: &self.client_info,
         };
         let params = serde_json::to_value(params)
-            .map_err(|e| Error::Protocol(format!("cannot serialize initialize: {e}")))?;
+            .map_err(|e| Error::Misuse(format!("cannot serialize initialize: {e}")))?;
         // The protocol forbids cancelling `initialize`: a cancel only wakes us up.
         let request = Request::new("initialize", Some(params)).with_options(RequestOptions {
             cancel_on_wire: false,
@@ -188,7 +190,7 @@ impl ConnectOptions {
         });
         let result: InitializeResult = Call::new(link.clone(), request)
             .cancellation_opt(self.cancellation.as_ref())
-            .timeout_opt(self.timeout)
+            .timeout_opt(self.connect_timeout)
             .await?;
         if !SUPPORTED_PROTOCOL_VERSIONS.contains(&result.protocol_version.as_str()) {
             return Err(Error::Protocol(format!(

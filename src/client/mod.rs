@@ -186,14 +186,10 @@ impl Client {
         &self.server.protocol_version
     }
 
-    /// The server's capabilities, as sent ([`capabilities`](Self::capabilities): typed).
-    pub fn server_capabilities(&self) -> &Value {
+    /// What the server offers, read once at the handshake (fields this crate does not know
+    /// are in `extra`).
+    pub fn capabilities(&self) -> &crate::protocol::lifecycle::ServerCapabilities {
         &self.server.capabilities
-    }
-
-    /// The server's capabilities, typed.
-    pub fn capabilities(&self) -> crate::protocol::lifecycle::ServerCapabilities {
-        self.server.typed_capabilities()
     }
 
     /// How to use the server, e.g. in a model's system prompt; `None` if it gave none.
@@ -222,19 +218,23 @@ impl Client {
         self.call(Request::with_params(method, Some(params)))
     }
 
-    /// Any request, with its result as JSON.
-    pub fn request(
+    /// Any request, for methods this crate has no method of its own for: `params` is any
+    /// `Serialize` that serializes to a JSON object (`()` or `None` for none), the result any
+    /// `Deserialize` (`serde_json::Value` for the raw JSON). Params of another shape fail the
+    /// call with [`Error::Misuse`] before anything is sent. A `tools/call` sent this way is
+    /// routed like [`call_tool`](Self::call_tool)'s.
+    pub fn request<R>(
         &self,
         method: impl Into<std::borrow::Cow<'static, str>>,
-        params: Option<Value>,
-    ) -> Call<Value> {
+        params: impl Serialize,
+    ) -> Call<R> {
         let method = method.into();
+        let params = match params_object(&params) {
+            Ok(params) => params,
+            Err(why) => return self.call(Request::refused(method, why)),
+        };
         let routing = self.shared.raw_tool_call_routing(&method, params.as_ref());
-        let request = Request::new(method, params);
-        match routing {
-            Some(routing) => self.call(request.with_routing(Some(routing))),
-            None => self.call(request),
-        }
+        self.call(Request::new(method, params).with_routing(routing))
     }
 
     /// `ping`: the server answers at once with an empty result. Legacy era only: 2026-07-28 removed
@@ -316,7 +316,9 @@ impl Client {
             || self
                 .server
                 .capabilities
-                .pointer("/tasks/requests/tools/call")
+                .tasks
+                .as_ref()
+                .and_then(|tasks| tasks.pointer("/requests/tools/call"))
                 .is_some()
     }
 
@@ -332,28 +334,6 @@ impl Client {
         cursor: Option<&str>,
     ) -> Call<crate::protocol::tasks::ListTasksResult> {
         self.call(Request::new("tasks/list", cursor_params(cursor)))
-    }
-
-    /// Any request, with typed params and result: for methods this crate has no method for.
-    pub fn send_request<P: Serialize + ?Sized, R: serde::de::DeserializeOwned>(
-        &self,
-        method: impl Into<std::borrow::Cow<'static, str>>,
-        params: Option<&P>,
-    ) -> Call<R> {
-        self.call(Request::with_params(method, params))
-    }
-
-    /// Any notification, with typed params.
-    pub async fn send_notification<P: Serialize + ?Sized>(
-        &self,
-        method: impl Into<String>,
-        params: Option<&P>,
-    ) -> Result<(), Error> {
-        let params = params
-            .map(serde_json::to_value)
-            .transpose()
-            .map_err(|e| Error::Protocol(format!("notification params do not serialize: {e}")))?;
-        self.notify(method, params).await
     }
 
     /// `resources/list`, one page (`cursor` from the previous page's `next_cursor`).
@@ -483,15 +463,16 @@ impl Client {
             .map_err(|_| actor_stopped())
     }
 
-    /// Sends a notification (queued in order with requests; resolves once queued).
+    /// Sends any notification (queued in order with requests; resolves once queued):
+    /// `params` as for [`request`](Self::request).
     pub async fn notify(
         &self,
         method: impl Into<String>,
-        params: Option<Value>,
+        params: impl Serialize,
     ) -> Result<(), Error> {
         let notify = Notify {
             method: method.into(),
-            params,
+            params: params_object(&params).map_err(Error::Misuse)?,
         };
         self.shared
             .addr()
@@ -523,6 +504,19 @@ impl Client {
         if let Ok(mut released) = self.shared.addr().send(WaitReleased).await {
             let _ = released.wait_for(|done| *done).await;
         }
+    }
+}
+
+/// Params as JSON-RPC takes them from us: an object, or none (`null`: `()`, `None`).
+fn params_object(params: &impl Serialize) -> Result<Option<Value>, String> {
+    match serde_json::to_value(params) {
+        Ok(Value::Null) => Ok(None),
+        Ok(object @ Value::Object(_)) => Ok(Some(object)),
+        Ok(other) => Err(format!(
+            "params must be a JSON object, not {}",
+            json_kind(&other)
+        )),
+        Err(e) => Err(format!("params do not serialize: {e}")),
     }
 }
 

@@ -170,6 +170,7 @@ pub struct ServerConfig {
 /// `Debug` shows the names of `env` variables and headers but not their values (they often hold
 /// keys and tokens).
 #[derive(Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum TransportConfig {
     /// A program speaking MCP on its stdin and stdout.
     Stdio {
@@ -401,12 +402,16 @@ impl ServerConfig {
     /// in `base`; a zero timeout means none).
     pub fn connect_options(&self, base: &ConnectOptions) -> ConnectOptions {
         let mut options = base.clone();
-        if let Some(timeout) = self.request_timeout {
-            options = options.request_timeout((!timeout.is_zero()).then_some(timeout));
-        }
-        if let Some(timeout) = self.connect_timeout {
-            options = options.timeout((!timeout.is_zero()).then_some(timeout));
-        }
+        options = match self.request_timeout {
+            Some(timeout) if timeout.is_zero() => options.no_request_timeout(),
+            Some(timeout) => options.request_timeout(timeout),
+            None => options,
+        };
+        options = match self.connect_timeout {
+            Some(timeout) if timeout.is_zero() => options.no_connect_timeout(),
+            Some(timeout) => options.connect_timeout(timeout),
+            None => options,
+        };
         if let Some(era) = self.era {
             options = options.era(era);
         }

@@ -390,7 +390,7 @@ mod tests {
 
     use serde_json::json;
 
-    use crate::{memory, Client};
+    use crate::{transport::memory, Client};
 
     // Found while building the fuzz targets (the batch splitter is now `jsonrpc::Messages`): a
     // batch's elements were routed as frames again, so a server's array nested as deep as a
@@ -408,7 +408,7 @@ mod tests {
         let client = client.expect("connect");
         let depth = 200_000;
         peer.send_raw(format!("{}{}", "[".repeat(depth), "]".repeat(depth)));
-        let call = client.request("still/alive", None);
+        let call = client.request::<serde_json::Value>("still/alive", ());
         let call = actix_rt::spawn(async move { call.await });
         let request = tokio::time::timeout(Duration::from_secs(10), peer.recv())
             .await

@@ -421,7 +421,7 @@ impl Handler<Notify> for Connection {
         let span = self.span.clone();
         let _in = span.enter();
         let frame = notification_frame(&notify.method, notify.params.as_ref())
-            .map_err(|e| Error::Protocol(format!("cannot serialize {}: {e}", notify.method)))?;
+            .map_err(|e| Error::Misuse(format!("cannot serialize {}: {e}", notify.method)))?;
         let queued = self.requests.get().send_frame(
             FrameKind::Notification,
             Some(notify.method.into()),

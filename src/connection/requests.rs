@@ -152,7 +152,7 @@ impl Requests {
             return;
         }
         if let Err(e) = &request.params {
-            let error = Error::Protocol(format!("cannot serialize {} params: {e}", request.method));
+            let error = Error::Misuse(format!("{} not sent: {e}", request.method));
             let _ = reply.send(Err(Box::new(error)));
             return;
         }
@@ -336,7 +336,7 @@ impl Requests {
                         entry.set_phase(Phase::Writing);
                         counters.requests_written += 1;
                     }
-                    Err(why) => dropped.push((id, Some(Error::Protocol(why)))),
+                    Err(why) => dropped.push((id, Some(Error::Misuse(why)))),
                 }
             }
         });

@@ -6,6 +6,7 @@ use serde_json::{Map, Value};
 /// What is being completed.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
 #[serde(tag = "type")]
+#[non_exhaustive]
 pub enum CompletionReference {
     /// An argument of a prompt (`ref/prompt`).
     #[serde(rename = "ref/prompt")]

@@ -10,6 +10,7 @@ use super::resources::{Resource, ResourceContents};
 /// Who a message or a piece of content is meant for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
+#[non_exhaustive]
 pub enum Role {
     /// The human using the client.
     User,
@@ -138,6 +139,7 @@ pub struct ToolResultContent {
 
 /// One block of content, by its `type`.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub enum ContentBlock {
     /// `text`.
     Text(TextContent),

@@ -4,7 +4,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{value::RawValue, Map, Value};
 
-use super::lifecycle::{Implementation, InitializeResult};
+use super::lifecycle::{Implementation, InitializeResult, ServerCapabilities};
 
 /// The stateless revision this client speaks.
 pub const MODERN_PROTOCOL_VERSION: &str = "2026-07-28";
@@ -48,10 +48,9 @@ pub struct DiscoverResult {
     /// The protocol versions the server speaks.
     #[serde(default)]
     pub supported_versions: Vec<String>,
-    /// The server's capabilities, as sent (the shape of
-    /// [`ServerCapabilities`](crate::protocol::lifecycle::ServerCapabilities)).
+    /// What the server offers.
     #[serde(default)]
-    pub capabilities: Value,
+    pub capabilities: ServerCapabilities,
     /// How to use the server (e.g. for a model's system prompt); `None` if it gave none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub instructions: Option<String>,

@@ -10,6 +10,7 @@ use crate::error::Error;
 /// The params of `elicitation/create`, by mode (absent means form).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(untagged)]
+#[non_exhaustive]
 pub enum ElicitRequest {
     /// URL mode (`mode: "url"`, 2025-11-25 and later).
     Url(UrlElicitation),
@@ -70,6 +71,7 @@ fn url_mode<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<String,
 /// What the user did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
+#[non_exhaustive]
 pub enum ElicitAction {
     /// The user submitted the form or agreed to go to the URL.
     Accept,

@@ -40,6 +40,7 @@ impl FormSchema {
 
 /// One field of a form.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub enum PrimitiveSchema {
     /// `{"type": "string"}` without choices.
     String(StringSchema),

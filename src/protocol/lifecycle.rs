@@ -154,9 +154,9 @@ pub(crate) struct InitializeParams<'a> {
 pub struct InitializeResult {
     /// The version the server chose; for a 2026-07-28 server (no `initialize`), the version in use.
     pub protocol_version: String,
-    /// As sent (typed: [`InitializeResult::typed_capabilities`]).
+    /// What the server offers.
     #[serde(default)]
-    pub capabilities: Value,
+    pub capabilities: ServerCapabilities,
     /// The server's name and version.
     pub server_info: Implementation,
     /// How to use the server (e.g. for a model's system prompt); `None` if it gave none.
@@ -165,11 +165,4 @@ pub struct InitializeResult {
     /// Fields this crate does not know, as sent.
     #[serde(flatten)]
     pub extra: Map<String, Value>,
-}
-
-impl InitializeResult {
-    /// The server's capabilities, typed (what cannot be read as such is left at its default).
-    pub fn typed_capabilities(&self) -> ServerCapabilities {
-        ServerCapabilities::deserialize(&self.capabilities).unwrap_or_default()
-    }
 }

@@ -154,6 +154,7 @@ pub struct ReadResourceResult {
 /// One content item of `resources/read`: text, or a base64 blob.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(untagged)]
+#[non_exhaustive]
 pub enum ResourceContents {
     /// Text contents.
     #[serde(rename_all = "camelCase")]

@@ -8,6 +8,7 @@ use serde::{Deserialize, Serialize};
 /// [`Complete`](ResultType::Complete).
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum ResultType {
     /// The result is final.
     Complete,
@@ -23,6 +24,7 @@ pub enum ResultType {
 /// Who may keep a cached result (`cacheScope`, 2026-07-28).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
+#[non_exhaustive]
 pub enum CacheScope {
     /// Any client may be given the cached result: it does not depend on who asked.
     Public,

@@ -10,6 +10,7 @@ use super::{content::ContentBlock, tools::Tool};
 /// One content block, or several (2025-11-25 with tools: `tool_use`/`tool_result` blocks).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(untagged)]
+#[non_exhaustive]
 pub enum SamplingContent {
     /// A single block.
     One(ContentBlock),

@@ -10,6 +10,7 @@ pub const TASKS_EXTENSION: &str = "io.modelcontextprotocol/tasks";
 /// Where a task is.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum TaskStatus {
     /// Running.
     Working,

@@ -5,8 +5,8 @@ use std::time::Duration;
 use actix::{Actor, Context, Handler, Message, MessageResult, ResponseFuture};
 use serde_json::Value;
 
-use super::{Catalogue, ServerStatus, Servers};
 use super::ServersError;
+use super::{Catalogue, ServerStatus, Servers};
 use crate::{cancellation::Cancellation, protocol::tools::CallToolResult};
 
 /// The manager as an actor: every message is answered by the [`Servers`] it wraps, which stays

@@ -425,7 +425,11 @@ impl Servers {
     /// processes are gone. Calls fail with [`ServersError::Stopped`] until a server is
     /// started again.
     pub async fn stop(&self) {
-        let clients: Vec<Client> = self.entries().values_mut().filter_map(Entry::stop).collect();
+        let clients: Vec<Client> = self
+            .entries()
+            .values_mut()
+            .filter_map(Entry::stop)
+            .collect();
         futures::future::join_all(clients.iter().map(Client::shutdown)).await;
     }
 
@@ -819,7 +823,7 @@ fn watch(servers: &Servers, name: &str, generation: u64, client: &Client) {
 async fn alive(client: &Client, timeout: Duration) -> bool {
     let answer = if client.is_modern() {
         client
-            .request("server/discover", None)
+            .request::<Value>("server/discover", ())
             .timeout(timeout)
             .await
             .map(drop)

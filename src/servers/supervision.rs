@@ -51,6 +51,7 @@ impl Default for RestartPolicy {
 
 /// Where a server is, as reported by [`Servers::status`](super::Servers::status).
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub enum Status {
     /// Configured, never started (servers start on first use, or with
     /// [`Servers::start_all`](super::Servers::start_all)).

@@ -23,6 +23,7 @@ struct FrameEnd {
 
 /// What a frame is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum FrameKind {
     /// One of our requests.
     Request(RequestId),

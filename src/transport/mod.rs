@@ -25,6 +25,7 @@
 mod batch;
 #[cfg(feature = "http")]
 pub mod http;
+#[cfg(any(test, feature = "test-util"))]
 pub mod memory;
 pub mod stdio;
 
@@ -36,6 +37,7 @@ pub use crate::protocol::routing::Routing;
 pub use batch::{Frame, FrameKind, Outbound};
 #[cfg(feature = "http")]
 pub use http::HttpTransport;
+#[cfg(any(test, feature = "test-util"))]
 pub use memory::{MemoryPeer, MemoryTransport};
 pub use stdio::StdioTransport;
 
@@ -99,6 +101,7 @@ pub trait TransportIo {
 
 /// What the transport did with a batch.
 #[derive(Debug)]
+#[non_exhaustive]
 pub enum Sent {
     /// A stream transport keeps the batch until [`TransportEvent::Written`]; send nothing more
     /// until then.
@@ -110,6 +113,7 @@ pub enum Sent {
 
 /// How a request that reached the wire is cancelled.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum CancelStyle {
     /// Write `notifications/cancelled {requestId, reason?}` (stdio; legacy HTTP).
     Notification,
@@ -129,6 +133,7 @@ pub struct ResumePoint {
 
 /// What a transport reports to its connection.
 #[derive(Debug)]
+#[non_exhaustive]
 pub enum TransportEvent {
     /// Stream transports: every frame of this batch was handed to the wire. The batch comes back
     /// so its buffers can be reused.
