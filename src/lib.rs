@@ -100,6 +100,11 @@ pub mod transport;
 #[cfg(feature = "actix-web")]
 pub mod web;
 
+/// The README's examples, compiled as doctests.
+#[doc = include_str!("../README.md")]
+#[cfg(doctest)]
+pub struct ReadmeDoctests;
+
 pub use cancellation::Cancellation;
 pub use client::{
     AllPages, Call, CallFuture, Client, ConnectOptions, HandlerError, NotificationStream,

@@ -1,5 +1,6 @@
 //! A headless Chromium driven through chromedriver's W3C WebDriver HTTP API (a few JSON
-//! requests; Debian's `chromium` and `chromium-driver`, which `.ci/run` installs).
+//! requests; Debian's `chromium` and `chromium-driver`, installed on first use when missing,
+//! as the other test peers are).
 
 use std::{
     net::TcpListener,
@@ -29,9 +30,41 @@ fn free_port() -> u16 {
         .port()
 }
 
+/// Installs Debian's Chromium and chromedriver once, when chromedriver is not on PATH (and
+/// `CHROMEDRIVER` names none): as root, or through sudo.
+fn ensure_chromium() {
+    static INSTALLED: std::sync::OnceLock<()> = std::sync::OnceLock::new();
+    INSTALLED.get_or_init(|| {
+        let on_path = |program: &str| {
+            Command::new("sh")
+                .args(["-c", &format!("command -v {program}")])
+                .stdout(Stdio::null())
+                .status()
+                .is_ok_and(|s| s.success())
+        };
+        if std::env::var_os("CHROMEDRIVER").is_some() || on_path("chromedriver") {
+            return;
+        }
+        let root = Command::new("id").arg("-u").output().is_ok_and(|o| o.stdout.starts_with(b"0\n"));
+        let sudo = if root { "" } else { "sudo " };
+        let script = format!(
+            "{sudo}apt-get update -q && DEBIAN_FRONTEND=noninteractive {sudo}apt-get install -y -q chromium chromium-driver"
+        );
+        let installed = Command::new("sh")
+            .args(["-c", &script])
+            .stdout(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success());
+        assert!(installed, "installing Debian's chromium and chromium-driver failed");
+    });
+}
+
 impl Browser {
     /// Starts chromedriver on a free loopback port and a headless Chromium session.
     pub async fn start() -> Self {
+        tokio::task::spawn_blocking(ensure_chromium)
+            .await
+            .expect("the install does not panic");
         let port = free_port();
         let driver = Command::new(std::env::var("CHROMEDRIVER").unwrap_or("chromedriver".into()))
             .arg(format!("--port={port}"))
