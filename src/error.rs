@@ -128,6 +128,11 @@ pub enum Error {
     #[error("protocol error: {0}")]
     Protocol(String),
 
+    /// This library was used in a way it does not support (e.g. a call's future polled again
+    /// after it ended): a mistake of the calling code, not of the peer.
+    #[error("misuse: {0}")]
+    Misuse(String),
+
     /// A tool's structured result breaks the tool's `outputSchema` (or is missing though the
     /// schema asks for one). `path` is the JSON pointer of the offending value in the structured
     /// content; `problem` the rule it breaks.
