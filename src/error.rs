@@ -135,7 +135,8 @@ pub enum Error {
 
     /// A tool's structured result breaks the tool's `outputSchema` (or is missing though the
     /// schema asks for one). `path` is the JSON pointer of the offending value in the structured
-    /// content; `problem` the rule it breaks.
+    /// content; `problem` the rule it breaks. Only with the `output-schema` feature (on by
+    /// default).
     #[error("tool {tool:?} returned structured content that breaks its outputSchema at {path:?}: {problem}")]
     InvalidOutput {
         /// The tool's name.

@@ -468,13 +468,13 @@ impl Extras {
     }
 
     /// Arms the token and the timers, and looks for a kept page.
-    fn open(self: Pin<&mut Self>, link: &Shared, now: Instant) -> Opening {
+    fn open(self: Pin<&mut Self>, link: &Shared) -> Opening {
         let this = self.project();
         if let Err(reason) = this.give_up.start() {
             return Opening::Cancelled(reason);
         }
         if let Some(CachedPage::Ask { key, reuse }) = this.page.take() {
-            match link.list_cache.get(key, now, reuse) {
+            match link.list_cache.get(key, Instant::now(), reuse) {
                 Ok(page) => return Opening::Cached(page),
                 Err(lookup) => *this.page = Some(CachedPage::Keep(lookup)),
             }
@@ -486,18 +486,13 @@ impl Extras {
     }
 
     /// What the client keeps of a result: the tools of a tool list, a cacheable page.
-    fn keep(
-        self: Pin<&mut Self>,
-        link: &Shared,
-        raw: &mut RawResult,
-        now: Instant,
-    ) -> Result<(), Error> {
+    fn keep(self: Pin<&mut Self>, link: &Shared, raw: &mut RawResult) -> Result<(), Error> {
         let this = self.project();
         if *this.learns_tools {
             link.learn_tools(raw)?;
         }
         if let Some(CachedPage::Keep(lookup)) = this.page.take() {
-            link.list_cache.store(lookup, raw, now);
+            link.list_cache.store(lookup, raw, Instant::now());
         }
         Ok(())
     }
@@ -637,7 +632,7 @@ impl<T: DeserializeOwned> CallFuture<T> {
     /// task, or sends the request. `Some` when the call ended there.
     fn start(&mut self, request: Box<Request>) -> Option<Result<T, Error>> {
         let opening = match self.extras.as_mut() {
-            Some(extras) => extras.as_mut().open(&self.link, Instant::now()),
+            Some(extras) => extras.as_mut().open(&self.link),
             None => Opening::Send,
         };
         match opening {
@@ -671,8 +666,7 @@ impl<T: DeserializeOwned> CallFuture<T> {
             }
         }
         let kept = outcome.and_then(|mut raw| {
-            let now = Instant::now();
-            extras.as_mut().keep(&self.link, &mut raw, now)?;
+            extras.as_mut().keep(&self.link, &mut raw)?;
             Ok(raw)
         });
         let reading = extras.as_mut().project().reading;
