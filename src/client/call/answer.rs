@@ -306,4 +306,129 @@ mod tests {
         let next = answer::<CallToolResult>(&mut checked_tool_call(), task_answer());
         assert!(matches!(next, Next::Follow(..)));
     }
+
+    /// The kinds of answer a server may give a call, for the model below.
+    #[derive(Debug, Clone, Copy, PartialEq)]
+    enum Kind {
+        Plain,
+        SchemaValid,
+        SchemaInvalid,
+        InputRequired,
+        Task,
+        UnknownResultType,
+        ServerError,
+    }
+
+    /// Mostly input requests, so that calls reach the bound on rounds.
+    fn kind() -> impl proptest::strategy::Strategy<Value = Kind> {
+        use proptest::strategy::Just;
+        proptest::prop_oneof![
+            12 => Just(Kind::InputRequired),
+            1 => Just(Kind::Plain),
+            1 => Just(Kind::SchemaValid),
+            1 => Just(Kind::SchemaInvalid),
+            1 => Just(Kind::Task),
+            1 => Just(Kind::UnknownResultType),
+            1 => Just(Kind::ServerError),
+        ]
+    }
+
+    /// What the model expects of an answer.
+    #[derive(Debug, PartialEq)]
+    enum Expected {
+        Done,
+        Protocol,
+        InvalidOutput,
+        Server,
+        Follow,
+        Fulfil,
+    }
+
+    fn model(kind: Kind, retryable: bool, tool_call: bool, checked: bool, rounds: u32) -> Expected {
+        let complete = |structured_ok: bool| match (checked, structured_ok) {
+            (true, false) => Expected::InvalidOutput,
+            _ => Expected::Done,
+        };
+        match kind {
+            Kind::ServerError => Expected::Server,
+            Kind::Plain => complete(false),
+            Kind::SchemaValid => complete(true),
+            Kind::SchemaInvalid => complete(false),
+            // To a request that cannot be retried, `resultType` means nothing.
+            _ if !retryable => complete(false),
+            Kind::UnknownResultType => Expected::Protocol,
+            Kind::Task if tool_call => Expected::Follow,
+            Kind::Task => Expected::Protocol,
+            Kind::InputRequired if rounds < MAX_ROUNDS => Expected::Fulfil,
+            Kind::InputRequired => Expected::Protocol,
+        }
+    }
+
+    fn result_of(kind: Kind) -> Result<Value, Error> {
+        Ok(match kind {
+            Kind::Plain => json!({"content": []}),
+            Kind::SchemaValid => json!({"content": [], "structuredContent": {"sum": 1}}),
+            Kind::SchemaInvalid => json!({"content": [], "structuredContent": {"sum": []}}),
+            Kind::InputRequired => input_answer(),
+            Kind::Task => task_answer(),
+            Kind::UnknownResultType => json!({"resultType": "someday"}),
+            Kind::ServerError => {
+                return Err(Error::Server {
+                    code: -32000,
+                    message: "no".into(),
+                    data: None,
+                })
+            }
+        })
+    }
+
+    proptest::proptest! {
+        /// Each answer in a call's life, however the server mixes them, means what the model
+        /// says; the retry outlives every answer, and rounds stay bounded.
+        #[test]
+        fn answers_mean_what_the_model_says(
+            answers in proptest::collection::vec(kind(), 1..60),
+            retryable: bool,
+            tool_call: bool,
+            checked: bool,
+        ) {
+            let checked = checked && cfg!(feature = "output-schema");
+            let mut reading = Reading::default();
+            #[cfg(feature = "output-schema")]
+            if checked {
+                reading = checked_tool_call();
+            }
+            let method = if tool_call { "tools/call" } else { "prompts/get" };
+            reading.retry = retryable.then(|| retry(method));
+            let mut rounds = 0;
+            for kind in answers {
+                let expected = model(kind, retryable, tool_call, checked, rounds);
+                let next = match result_of(kind) {
+                    Ok(value) => {
+                        let raw = serde_json::value::to_raw_value(&value).unwrap();
+                        reading.on_answer::<Value>(Ok(&raw))
+                    }
+                    Err(error) => reading.on_answer::<Value>(Err(error)),
+                };
+                let got = match next {
+                    Next::Done(_) => Expected::Done,
+                    Next::Failed(Error::Protocol(_)) => Expected::Protocol,
+                    Next::Failed(Error::InvalidOutput { .. }) => Expected::InvalidOutput,
+                    Next::Failed(Error::Server { .. }) => Expected::Server,
+                    Next::Failed(other) => panic!("unexpected error {other:?}"),
+                    Next::Follow(..) => Expected::Follow,
+                    Next::Fulfil(_, retry) => {
+                        rounds += 1;
+                        proptest::prop_assert_eq!(retry.rounds, rounds);
+                        proptest::prop_assert!(reading.retry.is_none());
+                        reading.retry = Some(retry); // as the round's end hands it back
+                        Expected::Fulfil
+                    }
+                };
+                proptest::prop_assert_eq!(&got, &expected, "{:?} after {} rounds", kind, rounds);
+                proptest::prop_assert!(rounds <= MAX_ROUNDS);
+                proptest::prop_assert_eq!(reading.retry.is_some(), retryable);
+            }
+        }
+    }
 }
