@@ -4,6 +4,11 @@
 //! that, dropping the future cancels the request exactly like a cancelled token does (without a
 //! reason): a request not yet written is never written, a written one gets
 //! `notifications/cancelled` once its write completed.
+//!
+//! The future is plumbing: what each answer means (a result, a task to follow, input requests
+//! to fulfil) is decided by the synchronous [`answer`] core; the future only moves between its
+//! stages (started, waiting for the actor, fulfilling input requests, following a task) and
+//! watches how the caller may give up.
 
 mod answer;
 
@@ -390,7 +395,8 @@ enum Stage {
     /// Run as a task: created, polled, its result fetched. Dropping it cancels the task. Boxed
     /// so that every other call's future stays small.
     Task(Box<super::tasks::TaskRun>),
-    /// The server asked for input (2026-07-28): the handlers are answering; nothing in flight.
+    /// The server asked for input (a 2026-07-28 multi round-trip request, `mrtr.rs`): the
+    /// handlers are answering; nothing in flight.
     Fulfilling(Box<Fulfilling>),
     Done,
 }
