@@ -85,15 +85,15 @@ pub enum Error {
     #[error("protocol error: {0}")]
     Protocol(String),
 
-    /// A local mistake, not the peer's: arguments that are not a JSON object, parameters that
-    /// do not serialize, a future polled after it completed, one of our own handlers failing.
-    /// Nothing was sent for the request.
+    /// A local mistake, not the peer's: arguments that are not a JSON object, params that do
+    /// not serialize, a future polled after it completed, one of our own handlers failing.
     #[error("misuse: {0}")]
     Misuse(String),
 
     /// A tool's structured result breaks the tool's `outputSchema` (or is missing though the
     /// schema asks for one). `path` is the JSON pointer of the offending value in the structured
-    /// content; `problem` the rule it breaks.
+    /// content; `problem` the rule it breaks. Only with the `output-schema` feature (on by
+    /// default).
     #[error("tool {tool:?} returned structured content that breaks its outputSchema at {path:?}: {problem}")]
     InvalidOutput {
         /// The tool's name.

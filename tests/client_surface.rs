@@ -531,3 +531,25 @@ async fn url_elicitation_required_is_a_typed_error() {
         Error::Server { code: -32042, .. }
     ));
 }
+
+/// A call's future polled again after it ended says the calling code misused it; it is not
+/// reported as the server breaking the protocol, and nothing more is sent.
+#[actix::test]
+async fn a_call_polled_after_its_end_reports_misuse_not_the_peer() {
+    let (client, mut peer) = connected().await;
+    let mut call = client.call_tool("echo", json!({})).into_future();
+    let answering = async {
+        let request = expect_frame(&mut peer).await;
+        respond(&peer, &request, json!({"content": []}));
+    };
+    let (first, ()) = futures::join!(&mut call, answering);
+    assert!(first.is_ok(), "{first:?}");
+    let written = client.stats().await.unwrap().requests_written;
+    let again = futures::poll!(&mut call);
+    assert!(
+        matches!(again, std::task::Poll::Ready(Err(Error::Misuse(_)))),
+        "{again:?}"
+    );
+    let after = client.stats().await.unwrap().requests_written;
+    assert_eq!(after, written, "polling again sent nothing");
+}

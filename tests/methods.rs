@@ -290,6 +290,7 @@ struct Sum {
 /// Structured results are checked against their tool's outputSchema (learned from the tool list,
 /// on by default): a valid one reads as a Rust type, one that breaks the schema is a typed error
 /// naming where and why; the check can be switched off per call and per client.
+#[cfg(feature = "output-schema")]
 #[actix::test]
 async fn structured_results_are_checked_against_their_output_schema() {
     let client = Client::connect(demo_server()).await.unwrap();

@@ -4,6 +4,13 @@
 //! that, dropping the future cancels the request exactly like a cancelled token does (without a
 //! reason): a request not yet written is never written, a written one gets
 //! `notifications/cancelled` once its write completed.
+//!
+//! The future is plumbing: what each answer means (a result, a task to follow, input requests
+//! to fulfil) is decided by the synchronous [`answer`] core; the future only moves between its
+//! stages (started, waiting for the actor, fulfilling input requests, following a task) and
+//! watches how the caller may give up.
+
+mod answer;
 
 use std::{
     future::{Future, IntoFuture},
@@ -18,12 +25,14 @@ use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 use tokio::time::Sleep;
 
+use self::answer::{Next, Reading};
 use super::{
     list_cache::{Lookup, PageKey},
-    mrtr::{classify, forward_progress, Fulfilling, Retry, SharedProgress, Verdict, RETRYABLE},
+    mrtr::{forward_progress, Fulfilling, Retry, SharedProgress, RETRYABLE},
+    output_schemas::{OutputCheck, Schema},
     progress::{ProgressCallback, ProgressClock, ProgressStream},
     shared::Shared,
-    tasks::{TaskOptions, TaskRun},
+    tasks::TaskOptions,
 };
 use crate::{
     cancellation::Cancellation,
@@ -43,22 +52,12 @@ use crate::{
 pub struct Call<T> {
     link: Arc<Shared>,
     request: Request,
-    cancellation: Option<Cancellation>,
+    /// Kept by the actor, unless the call keeps its own time (see [`Extras::keeps_time`]).
     timeout: Option<Duration>,
-    reset_on_progress: bool,
-    max_total: Option<Duration>,
     meta: Option<Map<String, Value>>,
     progress: Option<ProgressCallback>,
-    /// A `tools/call` of a tool with an `outputSchema`: its name and the compiled schema.
-    output_check: Option<Box<(String, Arc<jsonschema::Validator>)>>,
-    /// A list page that may be answered from the cache, and whether a kept page may be used.
-    page: Option<(Box<PageKey>, bool)>,
-    /// Given up in flight: withdrawn (never cancelled on the wire), its answer handed here.
-    withdraw_then: Option<WithdrawThen>,
-    /// Run as a task (`params.task`), polled to its end.
-    task: Option<Box<TaskOptions>>,
-    /// How to follow a task the server makes of this call (2026-07-28), if not the defaults.
-    follow: Option<Box<TaskOptions>>,
+    /// What only some calls need, made by the first option that needs it.
+    extras: Option<Box<Extras>>,
     _result: PhantomData<fn() -> T>,
 }
 
@@ -70,14 +69,17 @@ impl Call<crate::protocol::tools::CallToolResult> {
     /// [`TaskHandle`](super::TaskHandle)). A server that answers with a plain result is answered
     /// so.
     pub fn as_task(mut self) -> Self {
-        self.task.get_or_insert_with(Box::default);
+        self.extras().task.get_or_insert_with(TaskOptions::default);
         self
     }
 
     /// Asks the server to keep the task for `ttl` after its creation (implies
     /// [`as_task`](Self::as_task)).
     pub fn task_ttl(mut self, ttl: Duration) -> Self {
-        self.task.get_or_insert_with(Box::default).ttl = Some(ttl);
+        self.extras()
+            .task
+            .get_or_insert_with(TaskOptions::default)
+            .ttl = Some(ttl);
         self
     }
 
@@ -88,7 +90,10 @@ impl Call<crate::protocol::tools::CallToolResult> {
         mut self,
         callback: impl Fn(&crate::protocol::tasks::Task) + Send + Sync + 'static,
     ) -> Self {
-        self.task.get_or_insert_with(Box::default).on_status = Some(Arc::new(callback));
+        self.extras()
+            .task
+            .get_or_insert_with(TaskOptions::default)
+            .on_status = Some(Arc::new(callback));
         self
     }
 
@@ -96,7 +101,10 @@ impl Call<crate::protocol::tools::CallToolResult> {
     /// [`TaskStatusStream`](super::TaskStatusStream).
     pub fn task_status_stream(mut self) -> (Self, super::TaskStatusStream) {
         let (callback, stream) = super::TaskStatusStream::new();
-        self.task.get_or_insert_with(Box::default).on_status = Some(callback);
+        self.extras()
+            .task
+            .get_or_insert_with(TaskOptions::default)
+            .on_status = Some(callback);
         (self, stream)
     }
 
@@ -105,14 +113,16 @@ impl Call<crate::protocol::tools::CallToolResult> {
     /// (by its id, [`Client::task`](super::Client::task)) from another process. Cancelling the
     /// creation in flight still cancels the task it creates.
     pub async fn start_task(mut self) -> Result<super::TaskHandle, Error> {
-        let ttl = self.task.take().and_then(|t| t.ttl);
-        if let Some(token) = &self.cancellation {
+        let extras = self.extras.take().map(|e| *e).unwrap_or_default();
+        let token = extras.give_up.token;
+        if let Some(token) = &token {
             if token.is_cancelled() {
                 return Err(Error::cancelled(token.reason_owned()));
             }
         }
+        let ttl = extras.task.and_then(|t| t.ttl);
         let start = super::tasks::start(self.link.clone(), Box::new(self.request), ttl);
-        super::tasks::bounded(start, self.cancellation.as_ref(), self.timeout).await
+        super::tasks::bounded(start, token.as_ref(), self.timeout).await
     }
 }
 
@@ -124,31 +134,29 @@ impl<T> Call<T> {
         Self {
             link,
             request,
-            cancellation: None,
             timeout: None,
-            reset_on_progress: false,
-            max_total: None,
             meta: None,
             progress: None,
-            output_check: None,
-            page: None,
-            withdraw_then: None,
-            task: None,
-            follow: None,
+            extras: None,
             _result: PhantomData,
         }
+    }
+
+    /// The extras, made on first need.
+    fn extras(&mut self) -> &mut Extras {
+        self.extras.get_or_insert_with(Box::default)
     }
 
     /// Given up in flight, the request is withdrawn if not yet written and otherwise left to
     /// run (no cancel on the wire); `then` gets its answer.
     pub(crate) fn withdraw_on_cancel(mut self, then: WithdrawThen) -> Self {
-        self.withdraw_then = Some(then);
+        self.extras().withdraw_then = Some(then);
         self
     }
 
     /// How to follow a task the server makes of this call (2026-07-28 `resultType: "task"`).
     pub(crate) fn following(mut self, options: TaskOptions) -> Self {
-        self.follow = Some(Box::new(options));
+        self.extras().reading.follow = Some(options);
         self
     }
 
@@ -159,14 +167,16 @@ impl<T> Call<T> {
             method,
             cursor: cursor.map(str::to_owned),
         };
-        self.page = Some((Box::new(key), true));
+        self.extras().page = Some(CachedPage::Ask { key, reuse: true });
         self
     }
 
     /// Asks the server even if a page it marked cacheable (2026-07-28 `ttlMs`) is still fresh;
     /// the answer replaces the kept page. No effect on other requests.
     pub fn refetch(mut self) -> Self {
-        if let Some((_, reuse)) = &mut self.page {
+        if let Some(CachedPage::Ask { reuse, .. }) =
+            self.extras.as_mut().and_then(|e| e.page.as_mut())
+        {
             *reuse = false;
         }
         self
@@ -184,33 +194,46 @@ impl<T> Call<T> {
     }
 
     /// Checks the result against `tool`'s compiled `outputSchema`.
-    pub(crate) fn check_output(
-        mut self,
-        tool: &str,
-        schema: Option<Arc<jsonschema::Validator>>,
-    ) -> Self {
-        self.output_check = schema.map(|schema| Box::new((tool.to_owned(), schema)));
+    pub(crate) fn check_output(mut self, tool: &str, schema: Option<Schema>) -> Self {
+        match OutputCheck::for_tool(tool, schema) {
+            Some(check) => self.extras().reading.output_check = Some(check),
+            None => self.validate_output_off(),
+        }
         self
+    }
+
+    fn validate_output_off(&mut self) {
+        if let Some(extras) = &mut self.extras {
+            extras.reading.output_check = None;
+        }
     }
 
     /// Whether to check a structured tool result against the tool's `outputSchema` (on by
     /// default, see [`ConnectOptions::validate_output`](super::ConnectOptions::validate_output));
-    /// `false` hands over whatever the server sent.
+    /// `false` hands over whatever the server sent. Only with the `output-schema` feature (on
+    /// by default): without it, results are never checked and this has no effect.
     pub fn validate_output(mut self, validate: bool) -> Self {
         if !validate {
-            self.output_check = None;
+            self.validate_output_off();
         }
         self
     }
 
     /// Cancels the request when `token` is cancelled; fails at once if it already is.
     pub fn cancellation(mut self, token: &Cancellation) -> Self {
-        self.cancellation = Some(token.clone());
+        self.extras().give_up.token = Some(token.clone());
         self
     }
 
     pub(crate) fn cancellation_opt(mut self, token: Option<&Cancellation>) -> Self {
-        self.cancellation = token.cloned();
+        match token {
+            Some(token) => self.extras().give_up.token = Some(token.clone()),
+            None => {
+                if let Some(extras) = &mut self.extras {
+                    extras.give_up.token = None;
+                }
+            }
+        }
         self
     }
 
@@ -234,13 +257,17 @@ impl<T> Call<T> {
 
     /// Restarts the timeout whenever progress for this request arrives (asks for progress).
     pub fn reset_timeout_on_progress(mut self) -> Self {
-        self.reset_on_progress = true;
+        self.extras()
+            .give_up
+            .timers
+            .clock
+            .get_or_insert_with(ProgressClock::new);
         self
     }
 
     /// A bound on the whole request that no progress extends, armed from the start.
     pub fn max_total_timeout(mut self, max: Duration) -> Self {
-        self.max_total = Some(max);
+        self.extras().give_up.timers.max_total = Some(max);
         self
     }
 
@@ -271,11 +298,14 @@ impl<T> Call<T> {
     }
 
     /// Attaches `_meta` and the progress token (the request id) to the serialized params.
-    fn prepare(&mut self) -> Option<Arc<ProgressClock>> {
-        let clock = self.reset_on_progress.then(ProgressClock::new);
+    fn prepare(&mut self) {
+        let clock = self
+            .extras
+            .as_ref()
+            .and_then(|e| e.give_up.timers.clock.clone());
         let listens = self.progress.is_some() || clock.is_some();
         if self.meta.is_none() && !listens {
-            return None;
+            return;
         }
         let mut meta = self.meta.take().unwrap_or_default();
         if listens {
@@ -284,7 +314,6 @@ impl<T> Call<T> {
                 Value::from(self.request.id().as_u64()),
             );
             let mut user = self.progress.take();
-            let clock = clock.clone();
             self.request.options.set_progress(Some(Box::new(move |p| {
                 if let Some(clock) = &clock {
                     clock.tick();
@@ -295,7 +324,26 @@ impl<T> Call<T> {
             })));
         }
         self.request.merge_meta(meta);
-        clock
+    }
+
+    /// 2026-07-28: a result may ask for input; the call then makes its request again (`mrtr.rs`).
+    fn retry(&mut self) -> Retry {
+        // The progress listener is shared by every round's request.
+        let progress = self.request.options.take_progress().map(|listener| {
+            let shared: SharedProgress = Arc::new(std::sync::Mutex::new(listener));
+            self.request
+                .options
+                .set_progress(Some(forward_progress(&shared)));
+            shared
+        });
+        Retry {
+            method: self.request.method.clone(),
+            params: self.request.params.as_ref().ok().cloned().flatten(),
+            timeout: self.request.options.timeout,
+            routing: self.request.options.routing().cloned(),
+            rounds: 0,
+            progress,
+        }
     }
 }
 
@@ -304,87 +352,36 @@ impl<T: DeserializeOwned> IntoFuture for Call<T> {
     type IntoFuture = CallFuture<T>;
 
     fn into_future(mut self) -> CallFuture<T> {
-        let clock = self.prepare();
-        // A plain timeout is kept by the actor (no timer per call); one that restarts on progress
-        // or has a total cap runs here, where the progress clock is.
-        let task = self.task.take();
-        let follow = self.follow.take();
-        let withdraw_then = self.withdraw_then.take();
-        // A task's timeout is the whole task's, and it cancels with `tasks/cancel`: kept here.
-        let local = self.reset_on_progress || self.max_total.is_some() || task.is_some();
-        if !local {
-            self.request.options.timeout = self.timeout.map(Timeout::new);
+        self.prepare();
+        // A plain timeout is kept by the actor (no timer per call); one that restarts on
+        // progress, has a total cap or bounds a whole task runs here.
+        match self.extras.as_deref_mut().filter(|e| e.keeps_time()) {
+            Some(extras) => extras.give_up.timers.timeout = self.timeout,
+            None => self.request.options.timeout = self.timeout.map(Timeout::new),
         }
-        let timers = local.then(|| Timers {
-            timeout: self.timeout,
-            deadline: None,
-            max_total: self.max_total,
-            total_deadline: None,
-            clock,
-        });
-        // 2026-07-28: a result may ask for input; the call then retries itself (`mrtr.rs`).
-        let retryable = self.link.is_modern() && RETRYABLE.contains(&self.request.method());
-        let retry = retryable.then(|| {
-            // The progress listener is shared by every round's request.
-            let progress = self.request.options.take_progress().map(|listener| {
-                let shared: SharedProgress = Arc::new(std::sync::Mutex::new(listener));
-                self.request
-                    .options
-                    .set_progress(Some(forward_progress(&shared)));
-                shared
-            });
-            Box::new(Retry {
-                method: self.request.method.clone(),
-                params: self.request.params.as_ref().ok().cloned().flatten(),
-                timeout: self.request.options.timeout,
-                routing: self.request.options.routing().cloned(),
-                rounds: 0,
-                progress,
-            })
-        });
+        if self.link.is_modern() && RETRYABLE.contains(&self.request.method()) {
+            let retry = self.retry();
+            self.extras().reading.retry = Some(retry);
+        }
         // A tool list teaches the client the tools' output schemas (and, 2026-07-28, their
         // `x-mcp-header` annotations: tools with invalid ones are dropped from the list).
-        let screen_tools = self.request.method() == "tools/list";
-        let output_check = self.output_check.take();
-        let page = self.page.take();
+        if self.request.method() == "tools/list" {
+            self.extras().learns_tools = true;
+        }
         // Only when debug logging is on for it: the request's span, entered at each poll.
         let span = tracing::debug_span!(
             "mcp.request",
             method = %self.request.method(),
             id = self.request.id().as_u64()
         );
-        let span = (!span.is_disabled()).then_some(span);
-        let needs_extras = span.is_some()
-            || task.is_some()
-            || follow.is_some()
-            || withdraw_then.is_some()
-            || self.cancellation.is_some()
-            || timers.is_some()
-            || retry.is_some()
-            || screen_tools
-            || output_check.is_some()
-            || page.is_some();
-        let extras = needs_extras.then(|| {
-            Box::pin(Extras {
-                token: self.cancellation,
-                cancelled: None,
-                timers,
-                retry,
-                screen_tools,
-                output_check,
-                page,
-                lookup: None,
-                span,
-                withdraw_then,
-                task,
-                follow,
-            })
-        });
+        if !span.is_disabled() {
+            self.extras().span = Some(span);
+        }
         CallFuture {
             link: self.link,
             id: self.request.id(),
-            stage: Stage::Start(Some(Box::new(self.request))),
-            extras,
+            stage: Stage::Start(Box::new(self.request)),
+            extras: self.extras.map(Box::into_pin),
             _result: PhantomData,
         }
     }
@@ -392,42 +389,61 @@ impl<T: DeserializeOwned> IntoFuture for Call<T> {
 
 enum Stage {
     /// Not yet polled: nothing sent. Boxed so the future stays small while it waits.
-    Start(Option<Box<Request>>),
+    Start(Box<Request>),
     /// Handed to the actor; the answer comes on this channel.
     Waiting(oneshot::Receiver<Outcome>),
     /// Run as a task: created, polled, its result fetched. Dropping it cancels the task. Boxed
     /// so that every other call's future stays small.
-    Task(Box<TaskRun>),
-    /// The server asked for input (2026-07-28): the handlers are answering; nothing in flight.
+    Task(Box<super::tasks::TaskRun>),
+    /// The server asked for input (a 2026-07-28 multi round-trip request, `mrtr.rs`): the
+    /// handlers are answering; nothing in flight.
     Fulfilling(Box<Fulfilling>),
     Done,
+}
+
+/// A list page that may be answered from the cache.
+enum CachedPage {
+    /// Before the first poll: the page, and whether a kept one may be used.
+    Ask { key: PageKey, reuse: bool },
+    /// Asked of the server: where its answer is kept, once it comes.
+    Keep(Lookup),
 }
 
 pin_project_lite::pin_project! {
     /// What only some calls need, in one allocation those calls pay for: most calls have no
     /// token and a plain timeout (kept by the actor), and their future stays at 40 bytes.
+    #[derive(Default)]
     struct Extras {
+        #[pin]
+        give_up: GiveUp,
+        reading: Reading,
+        page: Option<CachedPage>,
+        learns_tools: bool,
+        // Run as a task (`params.task`), polled to its end.
+        task: Option<TaskOptions>,
+        // Given up in flight: withdrawn (never cancelled on the wire), its answer handed here.
+        withdraw_then: Option<WithdrawThen>,
+        span: Option<tracing::Span>,
+    }
+}
+
+pin_project_lite::pin_project! {
+    /// How the caller gives up, watched here so that it is answered at once: a token, and the
+    /// timers the actor does not keep.
+    #[derive(Default)]
+    struct GiveUp {
         token: Option<Cancellation>,
         #[pin]
         cancelled: Option<crate::cancellation::WhenCancelled>,
         #[pin]
-        timers: Option<Timers>,
-        retry: Option<Box<Retry>>,
-        screen_tools: bool,
-        output_check: Option<Box<(String, Arc<jsonschema::Validator>)>>,
-        page: Option<(Box<PageKey>, bool)>,
-        // Where the answer goes in the list cache, once it comes.
-        lookup: Option<Lookup>,
-        span: Option<tracing::Span>,
-        withdraw_then: Option<WithdrawThen>,
-        task: Option<Box<TaskOptions>>,
-        follow: Option<Box<TaskOptions>>,
+        timers: Timers,
     }
 }
 
 pin_project_lite::pin_project! {
     /// A timeout that restarts on progress, and a total cap: these run here, beside the progress
     /// clock, not in the actor.
+    #[derive(Default)]
     struct Timers {
         timeout: Option<Duration>,
         #[pin]
@@ -439,29 +455,56 @@ pin_project_lite::pin_project! {
     }
 }
 
+/// How a call begins, at its first poll.
+enum Opening {
+    /// Cancelled already: nothing is sent.
+    Cancelled(Option<String>),
+    /// A fresh kept page: the answer, without a request.
+    Cached(RawResult),
+    /// Run as a task.
+    Task(TaskOptions),
+    Send,
+}
+
 impl Extras {
-    /// A fresh kept page answers a list call without a request; otherwise notes where the
-    /// answer is to be kept.
-    fn from_cache(self: Pin<&mut Self>, link: &Shared) -> Option<RawResult> {
+    /// Whether the call's timeout runs here rather than in the actor.
+    fn keeps_time(&self) -> bool {
+        let timers = &self.give_up.timers;
+        timers.clock.is_some() || timers.max_total.is_some() || self.task.is_some()
+    }
+
+    /// Arms the token and the timers, and looks for a kept page.
+    fn open(self: Pin<&mut Self>, link: &Shared) -> Opening {
         let this = self.project();
-        let (key, reuse) = this.page.take()?;
-        match link.list_cache.get(*key, std::time::Instant::now(), reuse) {
-            Ok(page) => Some(page),
-            Err(lookup) => {
-                *this.lookup = Some(lookup);
-                None
+        if let Err(reason) = this.give_up.start() {
+            return Opening::Cancelled(reason);
+        }
+        if let Some(CachedPage::Ask { key, reuse }) = this.page.take() {
+            match link.list_cache.get(key, Instant::now(), reuse) {
+                Ok(page) => return Opening::Cached(page),
+                Err(lookup) => *this.page = Some(CachedPage::Keep(lookup)),
             }
+        }
+        match this.task.take() {
+            Some(options) => Opening::Task(options),
+            None => Opening::Send,
         }
     }
 
-    fn take_lookup(self: Pin<&mut Self>) -> Option<Lookup> {
-        self.project().lookup.take()
+    /// What the client keeps of a result: the tools of a tool list, a cacheable page.
+    fn keep(self: Pin<&mut Self>, link: &Shared, raw: &mut RawResult) -> Result<(), Error> {
+        let this = self.project();
+        if *this.learns_tools {
+            link.learn_tools(raw)?;
+        }
+        if let Some(CachedPage::Keep(lookup)) = this.page.take() {
+            link.list_cache.store(lookup, raw, Instant::now());
+        }
+        Ok(())
     }
+}
 
-    fn retry(self: Pin<&mut Self>) -> Option<&mut Retry> {
-        self.project().retry.as_deref_mut()
-    }
-
+impl GiveUp {
     /// Arms the token and the timers at the first poll; `Err` with the token's reason if it was
     /// cancelled already.
     fn start(self: Pin<&mut Self>) -> Result<(), Option<String>> {
@@ -472,9 +515,7 @@ impl Extras {
             }
             this.cancelled.set(Some(token.when_cancelled()));
         }
-        if let Some(timers) = this.timers.as_pin_mut() {
-            timers.arm();
-        }
+        this.timers.arm();
         Ok(())
     }
 
@@ -487,7 +528,7 @@ impl Extras {
                 return Some((reason.clone(), Error::cancelled(reason)));
             }
         }
-        let after = Timeout::new(this.timers.as_pin_mut()?.poll_expired(cx)?);
+        let after = Timeout::new(this.timers.poll_expired(cx)?);
         Some((Some(after.reason()), after.error()))
     }
 }
@@ -577,6 +618,117 @@ impl<T> CallFuture<T> {
         }
         Poll::Ready(Err(error))
     }
+
+    /// Hands `request` to the actor; its answer is awaited next.
+    fn send(&mut self, request: Box<Request>) {
+        let (reply, rx) = oneshot::channel();
+        self.link.submit(request, reply);
+        self.stage = Stage::Waiting(rx);
+    }
+
+    /// `Some((reason on the wire, error for the caller))` once the caller gave up.
+    fn poll_given_up(&mut self, cx: &mut Context<'_>) -> Option<(Option<String>, Error)> {
+        let extras = self.extras.as_mut()?.as_mut();
+        extras.project().give_up.poll_end(cx)
+    }
+}
+
+impl<T: DeserializeOwned> CallFuture<T> {
+    /// The first poll: arms the caller's bounds, then answers from the list cache, starts the
+    /// task, or sends the request. `Some` when the call ended there.
+    fn start(&mut self, request: Box<Request>) -> Option<Result<T, Error>> {
+        let opening = match self.extras.as_mut() {
+            Some(extras) => extras.as_mut().open(&self.link),
+            None => Opening::Send,
+        };
+        match opening {
+            // Cancelled before sending: nothing reaches the actor or the wire.
+            Opening::Cancelled(reason) => return Some(Err(Error::cancelled(reason))),
+            Opening::Cached(page) => return Some(decode(&page)),
+            Opening::Task(options) => {
+                let run = super::tasks::run(self.link.clone(), request, options);
+                self.stage = Stage::Task(Box::new(run));
+            }
+            Opening::Send => self.send(request),
+        }
+        None
+    }
+
+    /// What the actor's answer means; the client first keeps what it learns of it.
+    fn on_answer(&mut self, answer: Result<Outcome, oneshot::RecvError>) -> Next<T> {
+        let outcome = match answer {
+            Ok(outcome) => outcome.map_err(|e| *e),
+            Err(_) => Err(Error::Closed {
+                reason: CloseReason::ActorStopped,
+            }),
+        };
+        let Some(extras) = self.extras.as_mut() else {
+            return outcome.and_then(|raw| decode(&raw)).into();
+        };
+        if extras.span.is_some() {
+            match &outcome {
+                Ok(_) => tracing::debug!("answered"),
+                Err(error) => tracing::debug!(%error, "failed"),
+            }
+        }
+        let kept = outcome.and_then(|mut raw| {
+            extras.as_mut().keep(&self.link, &mut raw)?;
+            Ok(raw)
+        });
+        let reading = extras.as_mut().project().reading;
+        match kept {
+            Ok(raw) => reading.on_answer(Ok(&raw)),
+            Err(error) => reading.on_answer(Err(error)),
+        }
+    }
+
+    /// The final result of the call's task.
+    fn on_task_result(&mut self, outcome: Result<RawResult, Error>) -> Next<T> {
+        let result = outcome.and_then(|raw| match &self.extras {
+            Some(extras) => extras.reading.on_task_result(&raw),
+            None => decode(&raw),
+        });
+        result.into()
+    }
+
+    /// An input request round ended: the request goes again, under a new id.
+    fn resend(&mut self, request: Request) {
+        if let Stage::Fulfilling(round) = std::mem::replace(&mut self.stage, Stage::Done) {
+            if let Some(extras) = self.extras.as_mut() {
+                extras.as_mut().project().reading.retry = Some(round.into_retry());
+            }
+        }
+        self.id = request.id();
+        self.send(Box::new(request));
+    }
+
+    /// Moves to the stage `next` names; `Some` when the call ended.
+    fn go(&mut self, next: Next<T>) -> Option<Result<T, Error>> {
+        match next {
+            Next::Done(value) => {
+                self.stage = Stage::Done;
+                Some(Ok(value))
+            }
+            Next::Failed(error) => {
+                self.stage = Stage::Done;
+                Some(Err(error))
+            }
+            Next::Follow(task, options) => {
+                let run = super::tasks::follow(self.link.clone(), *task, options);
+                self.stage = Stage::Task(Box::new(run));
+                None
+            }
+            Next::Fulfil(input, retry) => {
+                match Fulfilling::start(input, retry, &self.link.handlers) {
+                    Ok(round) => {
+                        self.stage = Stage::Fulfilling(Box::new(round));
+                        None
+                    }
+                    Err(error) => self.go(Next::Failed(error)),
+                }
+            }
+        }
+    }
 }
 
 impl<T: DeserializeOwned> Future for CallFuture<T> {
@@ -586,185 +738,51 @@ impl<T: DeserializeOwned> Future for CallFuture<T> {
         let this = self.get_mut();
         let span = this.extras.as_ref().and_then(|e| e.span.clone());
         let _in = span.as_ref().map(tracing::Span::enter);
-        if let Stage::Start(request) = &mut this.stage {
-            let Some(request) = request.take() else {
-                return Poll::Ready(Err(Error::Protocol(
-                    "CallFuture polled after a panic".into(),
-                )));
-            };
-            if let Some(extras) = &mut this.extras {
-                if let Err(reason) = extras.as_mut().start() {
-                    // Cancelled before sending: nothing reaches the actor or the wire.
-                    return this.abandon(None, Error::cancelled(reason));
-                }
-                if let Some(page) = extras.as_mut().from_cache(&this.link) {
-                    this.stage = Stage::Done;
-                    return Poll::Ready(decode(&page));
-                }
-            }
-            let task = this
-                .extras
-                .as_mut()
-                .and_then(|e| e.as_mut().project().task.take());
-            match task {
-                Some(options) => {
-                    let run = super::tasks::run(this.link.clone(), request, *options);
-                    this.stage = Stage::Task(Box::new(run));
-                }
-                None => {
-                    let (reply, rx) = oneshot::channel();
-                    this.link.submit(request, reply);
-                    this.stage = Stage::Waiting(rx);
+        if matches!(this.stage, Stage::Start(_)) {
+            if let Stage::Start(request) = std::mem::replace(&mut this.stage, Stage::Done) {
+                if let Some(end) = this.start(request) {
+                    return Poll::Ready(end);
                 }
             }
         }
-
         loop {
             // The caller's cancel and the timeout are answered here, at once, without waiting
             // for the actor or any I/O.
-            if let Some((reason, error)) =
-                this.extras.as_mut().and_then(|e| e.as_mut().poll_end(cx))
-            {
+            if let Some((reason, error)) = this.poll_given_up(cx) {
                 if span.is_some() {
                     tracing::debug!(%error, "given up by the caller");
                 }
                 return this.abandon(reason, error);
             }
-            match &mut this.stage {
-                Stage::Waiting(rx) => {
-                    let outcome = match Pin::new(rx).poll(cx) {
-                        Poll::Pending => return Poll::Pending,
-                        Poll::Ready(Ok(outcome)) => outcome.map_err(|e| *e),
-                        Poll::Ready(Err(_)) => Err(Error::Closed {
-                            reason: CloseReason::ActorStopped,
-                        }),
-                    };
-                    this.stage = Stage::Done;
-                    if span.is_some() {
-                        match &outcome {
-                            Ok(_) => tracing::debug!("answered"),
-                            Err(error) => tracing::debug!(%error, "failed"),
-                        }
+            let next = match &mut this.stage {
+                Stage::Waiting(rx) => match Pin::new(rx).poll(cx) {
+                    Poll::Pending => return Poll::Pending,
+                    Poll::Ready(answer) => this.on_answer(answer),
+                },
+                Stage::Fulfilling(round) => match round.poll(cx) {
+                    Poll::Pending => return Poll::Pending,
+                    Poll::Ready(Ok(request)) => {
+                        this.resend(request);
+                        continue;
                     }
-                    let mut raw = match outcome {
-                        Ok(raw) => raw,
-                        Err(e) => return Poll::Ready(Err(e)),
-                    };
-                    if this.extras.as_ref().is_some_and(|e| e.screen_tools) {
-                        if let Err(e) = this.link.learn_tools(&mut raw) {
-                            return Poll::Ready(Err(e));
-                        }
-                    }
-                    if let Some(lookup) =
-                        this.extras.as_mut().and_then(|e| e.as_mut().take_lookup())
-                    {
-                        let now = std::time::Instant::now();
-                        this.link.list_cache.store(lookup, &raw, now);
-                    }
-                    let check = this.extras.as_ref().and_then(|e| e.output_check.as_deref());
-                    if let Some((tool, schema)) = check {
-                        // After an `input_required` round the result is checked once complete.
-                        let complete = !matches!(classify(&raw), Verdict::InputRequired(_));
-                        if complete {
-                            if let Err(e) = super::output_schemas::check(tool, schema, &raw) {
-                                return Poll::Ready(Err(e));
-                            }
-                        }
-                    }
-                    if let Some(retry) = this.extras.as_mut().and_then(|e| e.as_mut().retry()) {
-                        match classify(&raw) {
-                            Verdict::Complete => {}
-                            // Only `tools/call` may become a task (the extension's supported
-                            // methods); anything else answered so is invalid.
-                            Verdict::Task(_) if retry.method != "tools/call" => {
-                                return Poll::Ready(Err(Error::Protocol(format!(
-                                    "a task answered {}, which cannot become one",
-                                    retry.method
-                                ))));
-                            }
-                            Verdict::Task(task) => {
-                                let options = this
-                                    .extras
-                                    .as_mut()
-                                    .and_then(|e| e.as_mut().project().follow.take())
-                                    .map(|o| *o)
-                                    .unwrap_or_default();
-                                // A detached start wants the task, not its end.
-                                if options.detach {
-                                    return Poll::Ready(decode(&raw));
-                                }
-                                let run = super::tasks::follow(this.link.clone(), *task, options);
-                                this.stage = Stage::Task(Box::new(run));
-                                continue;
-                            }
-                            Verdict::Invalid(why) => return Poll::Ready(Err(Error::Protocol(why))),
-                            Verdict::InputRequired(input) => {
-                                match Fulfilling::start(input, retry, &this.link.handlers) {
-                                    Ok(fulfilling) => {
-                                        this.stage = Stage::Fulfilling(Box::new(fulfilling));
-                                        continue;
-                                    }
-                                    Err(e) => return Poll::Ready(Err(e)),
-                                }
-                            }
-                        }
-                    }
-                    return Poll::Ready(decode(&raw));
-                }
-                Stage::Fulfilling(fulfilling) => {
-                    let Some(retry) = this.extras.as_mut().and_then(|e| e.as_mut().retry()) else {
-                        return Poll::Ready(Err(Error::Protocol("input without a retry".into())));
-                    };
-                    // The same request again, under a new id.
-                    let id = fulfilling.retry_id();
-                    let params = match fulfilling.poll(cx, retry) {
-                        Poll::Pending => return Poll::Pending,
-                        Poll::Ready(Ok(params)) => params,
-                        Poll::Ready(Err(e)) => {
-                            this.stage = Stage::Done;
-                            return Poll::Ready(Err(e));
-                        }
-                    };
-                    let progress = retry.progress.as_ref().map(forward_progress);
-                    let request = Request::retry(
-                        id,
-                        retry.method.clone(),
-                        params,
-                        retry.timeout,
-                        progress,
-                        retry.routing.clone(),
-                    );
-                    this.id = id;
-                    let (reply, rx) = oneshot::channel();
-                    this.link.submit(Box::new(request), reply);
-                    this.stage = Stage::Waiting(rx);
-                }
-                Stage::Task(run) => {
-                    let raw = match Pin::as_mut(run).poll(cx) {
-                        Poll::Pending => return Poll::Pending,
-                        Poll::Ready(outcome) => outcome,
-                    };
-                    this.stage = Stage::Done;
-                    let raw = match raw {
-                        Ok(raw) => raw,
-                        Err(e) => return Poll::Ready(Err(e)),
-                    };
-                    let check = this.extras.as_ref().and_then(|e| e.output_check.as_deref());
-                    if let Some((tool, schema)) = check {
-                        if let Err(e) = super::output_schemas::check(tool, schema, &raw) {
-                            return Poll::Ready(Err(e));
-                        }
-                    }
-                    return Poll::Ready(decode(&raw));
-                }
-                Stage::Start(_) | Stage::Done => {
-                    return Poll::Ready(Err(Error::Protocol(
-                        "CallFuture polled after completion".into(),
-                    )))
-                }
+                    Poll::Ready(Err(error)) => Next::Failed(error),
+                },
+                Stage::Task(run) => match Pin::as_mut(run).poll(cx) {
+                    Poll::Pending => return Poll::Pending,
+                    Poll::Ready(outcome) => this.on_task_result(outcome),
+                },
+                Stage::Start(_) | Stage::Done => return Poll::Ready(Err(polled_after_its_end())),
+            };
+            if let Some(end) = this.go(next) {
+                return Poll::Ready(end);
             }
         }
     }
+}
+
+/// A call's future polled again after it ended: the caller's mistake, not the peer's.
+fn polled_after_its_end() -> Error {
+    Error::Misuse("a call's future was polled after it ended".into())
 }
 
 impl<T> Drop for CallFuture<T> {

@@ -221,6 +221,7 @@ impl ConnectOptions {
     /// default; the spec says clients should). A result that breaks it fails the call with
     /// [`Error::InvalidOutput`]. The schemas come from the tool list, so tools listed before the
     /// call are checked. Per call: [`Call::validate_output`](super::Call::validate_output).
+    /// Only with the `output-schema` feature (on by default); without it nothing is checked.
     pub fn validate_output(mut self, validate: bool) -> Self {
         self.validate_output = validate;
         self

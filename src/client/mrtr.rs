@@ -8,6 +8,7 @@
 
 use std::{
     borrow::Cow,
+    collections::BTreeMap,
     future::Future,
     pin::Pin,
     task::{Context, Poll},
@@ -19,7 +20,7 @@ use serde_json::{value::RawValue, Map, Value};
 use super::progress::ProgressCallback;
 use crate::{
     cancellation::Cancellation,
-    connection::{HandlerError, Handlers},
+    connection::{HandlerError, Handlers, Request},
     error::Error,
     protocol::{jsonrpc::RequestId, routing::Routing},
     timeout::Timeout,
@@ -29,7 +30,7 @@ use crate::{
 pub(crate) const RETRYABLE: &[&str] = &["tools/call", "prompts/get", "resources/read"];
 
 /// A bound on rounds, so a server cannot keep a call asking for input for ever.
-const MAX_ROUNDS: u32 = 16;
+pub(crate) const MAX_ROUNDS: u32 = 16;
 
 /// What a call keeps to retry itself: the request as first sent. (The handlers are the
 /// connection's, reached through the call's link.)
@@ -71,14 +72,27 @@ pub(crate) enum Verdict {
     Invalid(String),
 }
 
+/// An `input_required` result: what the server needs before it answers.
 #[derive(Deserialize)]
 pub(crate) struct InputRequired {
     #[serde(rename = "inputRequests", default)]
-    input_requests: Map<String, Value>,
+    input_requests: InputRequests,
     /// Opaque: echoed exactly as received.
     #[serde(rename = "requestState", default)]
     request_state: Option<Box<RawValue>>,
 }
+
+/// One of the server's input requests: a request of the kind its handlers answer.
+#[derive(Deserialize)]
+pub(crate) struct InputRequest {
+    method: String,
+    #[serde(default)]
+    params: Value,
+}
+
+/// `inputRequests` (of an `input_required` result or of a task), by key: each answer goes back
+/// under its request's key.
+pub(crate) type InputRequests = BTreeMap<String, InputRequest>;
 
 pub(crate) fn classify(result: &RawValue) -> Verdict {
     #[derive(Deserialize)]
@@ -109,38 +123,22 @@ pub(crate) fn classify(result: &RawValue) -> Verdict {
 
 type HandlerFuture = Pin<Box<dyn Future<Output = Result<Value, HandlerError>> + Send>>;
 
-/// One round's input requests, being answered by the handlers.
-pub(crate) struct Fulfilling {
+/// The server's input requests being answered by the client's handlers (those that answer a
+/// 2025-11-25 server's requests), for an `input_required` result and a task needing input
+/// alike. Dropped before every answer is in, its handlers are told: their token is cancelled.
+pub(crate) struct Answering {
+    /// (key, method, the handler's answer to come).
     pending: Vec<(String, String, HandlerFuture)>,
     answered: Map<String, Value>,
-    request_state: Option<Box<RawValue>>,
-    /// Cancelled when the call is: the handlers are told.
     token: Cancellation,
-    /// The id the retry will carry.
-    retry_id: RequestId,
 }
 
-impl Fulfilling {
-    pub fn start(
-        input: InputRequired,
-        retry: &mut Retry,
-        handlers: &Handlers,
-    ) -> Result<Self, Error> {
-        retry.rounds += 1;
-        if retry.rounds > MAX_ROUNDS {
-            return Err(Error::Protocol(format!(
-                "the server asked for input {MAX_ROUNDS} times in a row"
-            )));
-        }
+impl Answering {
+    /// Starts a handler on each request; fails if one has no handler.
+    pub fn start(requests: InputRequests, handlers: &Handlers) -> Result<Self, Error> {
         let token = Cancellation::new();
-        let mut pending = Vec::with_capacity(input.input_requests.len());
-        for (key, request) in input.input_requests {
-            let method = request
-                .get("method")
-                .and_then(Value::as_str)
-                .unwrap_or_default()
-                .to_owned();
-            let params = request.get("params").cloned().unwrap_or(Value::Null);
+        let mut pending = Vec::with_capacity(requests.len());
+        for (key, InputRequest { method, params }) in requests {
             let Some(handler) = handlers.get(&method, Some(&params)) else {
                 return Err(Error::Protocol(format!(
                     "the server asked for {method:?} input, which this client has no handler for"
@@ -152,29 +150,23 @@ impl Fulfilling {
         Ok(Self {
             pending,
             answered: Map::new(),
-            request_state: input.request_state,
             token,
-            retry_id: RequestId::next(),
         })
     }
+}
 
-    /// The id the retry will carry.
-    pub fn retry_id(&self) -> RequestId {
-        self.retry_id
-    }
+impl Future for Answering {
+    /// Every answer, by its request's key; or the first handler's failure.
+    type Output = Result<Map<String, Value>, Error>;
 
-    /// The params of the retry, once every input request is answered.
-    pub fn poll(
-        &mut self,
-        cx: &mut Context<'_>,
-        retry: &Retry,
-    ) -> Poll<Result<Box<RawValue>, Error>> {
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let this = self.get_mut();
         let mut failed = None;
-        self.pending
+        this.pending
             .retain_mut(|(key, method, future)| match future.as_mut().poll(cx) {
                 Poll::Pending => true,
                 Poll::Ready(Ok(value)) => {
-                    self.answered.insert(std::mem::take(key), value);
+                    this.answered.insert(std::mem::take(key), value);
                     false
                 }
                 Poll::Ready(Err(e)) => {
@@ -187,25 +179,70 @@ impl Fulfilling {
         if let Some(error) = failed {
             return Poll::Ready(Err(error));
         }
-        if !self.pending.is_empty() {
+        if !this.pending.is_empty() {
             return Poll::Pending;
         }
-        let answered = std::mem::take(&mut self.answered);
+        Poll::Ready(Ok(std::mem::take(&mut this.answered)))
+    }
+}
+
+impl Drop for Answering {
+    fn drop(&mut self) {
+        if !self.pending.is_empty() {
+            self.token
+                .cancel_with_reason("the input is no longer needed");
+        }
+    }
+}
+
+/// One round of an `input_required` result: its input requests being answered, then the
+/// request made again with the answers, under a new id. Nothing is in flight meanwhile.
+pub(crate) struct Fulfilling {
+    answering: Answering,
+    request_state: Option<Box<RawValue>>,
+    /// The request as first sent (taken from the call for the round, and handed back).
+    retry: Retry,
+    /// The id the retry will carry.
+    retry_id: RequestId,
+}
+
+impl Fulfilling {
+    pub fn start(input: InputRequired, retry: Retry, handlers: &Handlers) -> Result<Self, Error> {
+        Ok(Self {
+            answering: Answering::start(input.input_requests, handlers)?,
+            request_state: input.request_state,
+            retry,
+            retry_id: RequestId::next(),
+        })
+    }
+
+    /// Once every input request is answered: the same request again, under its new id.
+    pub fn poll(&mut self, cx: &mut Context<'_>) -> Poll<Result<Request, Error>> {
+        let answered = match Pin::new(&mut self.answering).poll(cx) {
+            Poll::Pending => return Poll::Pending,
+            Poll::Ready(answered) => answered?,
+        };
+        let retry = &self.retry;
         let token = retry.progress.as_ref().map(|_| self.retry_id);
-        Poll::Ready(retry_params(
+        let params = retry_params(
             retry.params.as_deref(),
             answered,
             self.request_state.as_deref(),
             token,
-        ))
+        )?;
+        Poll::Ready(Ok(Request::retry(
+            self.retry_id,
+            retry.method.clone(),
+            params,
+            retry.timeout,
+            retry.progress.as_ref().map(forward_progress),
+            retry.routing.clone(),
+        )))
     }
-}
 
-impl Drop for Fulfilling {
-    fn drop(&mut self) {
-        if !self.pending.is_empty() {
-            self.token.cancel_with_reason("the call ended");
-        }
+    /// The call's [`Retry`], back for the rounds to come.
+    pub fn into_retry(self) -> Retry {
+        self.retry
     }
 }
 

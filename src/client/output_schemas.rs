@@ -2,18 +2,40 @@
 //! default; a schema's own `$schema` is honoured). Schemas are compiled once per tool list, never
 //! per call; a remote `$ref` is never fetched (the `jsonschema` crate's resolvers are not built
 //! in), so a schema that needs one is skipped with a warning.
+//!
+//! Only with the `output-schema` feature (on by default): without it no schema is compiled and
+//! no result is checked.
 
-use std::{collections::HashMap, sync::Arc};
+use std::collections::HashMap;
+#[cfg(feature = "output-schema")]
+use std::sync::Arc;
 
+#[cfg(feature = "output-schema")]
 use serde::Deserialize;
-use serde_json::{value::RawValue, Value};
+use serde_json::value::RawValue;
+#[cfg(feature = "output-schema")]
+use serde_json::Value;
 
 use crate::error::Error;
 
+/// A tool's compiled `outputSchema`.
+#[cfg(feature = "output-schema")]
+pub(crate) type Schema = Arc<jsonschema::Validator>;
+
+/// Without the `output-schema` feature no schema is ever compiled: there is none.
+#[cfg(not(feature = "output-schema"))]
+#[derive(Clone)]
+pub(crate) enum Schema {}
+
 /// Per tool name, its compiled `outputSchema`.
-pub(crate) type OutputSchemas = HashMap<String, Arc<jsonschema::Validator>>;
+pub(crate) type OutputSchemas = HashMap<String, Schema>;
+
+/// Without the `output-schema` feature, nothing is learned.
+#[cfg(not(feature = "output-schema"))]
+pub(crate) fn learn(_: &RawValue, _: &mut OutputSchemas) {}
 
 /// Learns the output schemas of a `tools/list` result (one page: tools on other pages are kept).
+#[cfg(feature = "output-schema")]
 pub(crate) fn learn(result: &RawValue, schemas: &mut OutputSchemas) {
     #[derive(Deserialize)]
     struct Page {
@@ -47,45 +69,79 @@ pub(crate) fn learn(result: &RawValue, schemas: &mut OutputSchemas) {
     }
 }
 
-/// Checks a `tools/call` result against the tool's schema. A tool error (`isError`) is not
-/// checked: its content says what went wrong.
-pub(crate) fn check(
-    tool: &str,
-    validator: &jsonschema::Validator,
-    result: &RawValue,
-) -> Result<(), Error> {
-    #[derive(Deserialize)]
-    #[serde(rename_all = "camelCase")]
-    struct Result {
-        #[serde(default)]
-        is_error: bool,
-        #[serde(default)]
-        structured_content: Option<Value>,
+/// One `tools/call`'s check of its result: the tool, and its schema.
+#[cfg(feature = "output-schema")]
+pub(crate) struct OutputCheck {
+    tool: String,
+    schema: Schema,
+}
+
+/// Without the `output-schema` feature no call has a schema to check: there is none.
+#[cfg(not(feature = "output-schema"))]
+pub(crate) enum OutputCheck {}
+
+impl OutputCheck {
+    /// The check of a call of `tool`, if it has a schema.
+    #[cfg(feature = "output-schema")]
+    pub fn for_tool(tool: &str, schema: Option<Schema>) -> Option<Self> {
+        schema.map(|schema| Self::new(tool, schema))
     }
-    let Ok(result) = serde_json::from_str::<Result>(result.get()) else {
-        return Ok(()); // the typed decoding says what is wrong
-    };
-    if result.is_error {
-        return Ok(());
+
+    #[cfg(not(feature = "output-schema"))]
+    pub fn for_tool(_: &str, schema: Option<Schema>) -> Option<Self> {
+        schema.map(|schema| match schema {})
     }
-    let Some(structured) = result.structured_content else {
-        return Err(Error::InvalidOutput {
+
+    #[cfg(feature = "output-schema")]
+    pub fn new(tool: &str, schema: Schema) -> Self {
+        Self {
             tool: tool.to_owned(),
-            path: String::new(),
-            problem: "no structuredContent, though the tool declares an outputSchema".into(),
-        });
-    };
-    match validator.validate(&structured) {
-        Ok(()) => Ok(()),
-        Err(error) => Err(Error::InvalidOutput {
-            tool: tool.to_owned(),
-            path: error.instance_path().to_string(),
-            problem: error.to_string(),
-        }),
+            schema,
+        }
+    }
+
+    #[cfg(not(feature = "output-schema"))]
+    pub fn check(&self, _: &RawValue) -> Result<(), Error> {
+        match *self {}
+    }
+
+    /// Checks a `tools/call` result against the tool's schema. A tool error (`isError`) is not
+    /// checked: its content says what went wrong.
+    #[cfg(feature = "output-schema")]
+    pub fn check(&self, result: &RawValue) -> Result<(), Error> {
+        #[derive(Deserialize)]
+        #[serde(rename_all = "camelCase")]
+        struct Result {
+            #[serde(default)]
+            is_error: bool,
+            #[serde(default)]
+            structured_content: Option<Value>,
+        }
+        let Ok(result) = serde_json::from_str::<Result>(result.get()) else {
+            return Ok(()); // the typed decoding says what is wrong
+        };
+        if result.is_error {
+            return Ok(());
+        }
+        let Some(structured) = result.structured_content else {
+            return Err(Error::InvalidOutput {
+                tool: self.tool.clone(),
+                path: String::new(),
+                problem: "no structuredContent, though the tool declares an outputSchema".into(),
+            });
+        };
+        match self.schema.validate(&structured) {
+            Ok(()) => Ok(()),
+            Err(error) => Err(Error::InvalidOutput {
+                tool: self.tool.clone(),
+                path: error.instance_path().to_string(),
+                problem: error.to_string(),
+            }),
+        }
     }
 }
 
-#[cfg(test)]
+#[cfg(all(test, feature = "output-schema"))]
 mod tests {
     use super::*;
     use serde_json::json;
@@ -106,18 +162,10 @@ mod tests {
             &mut schemas,
         );
         assert_eq!(schemas.len(), 1);
-        let add = &schemas["add"];
-        assert!(check(
-            "add",
-            add,
-            &raw(json!({"content": [], "structuredContent": {"sum": 3}}))
-        )
-        .is_ok());
-        match check(
-            "add",
-            add,
-            &raw(json!({"content": [], "structuredContent": {"sum": "3"}})),
-        ) {
+        let add = OutputCheck::new("add", schemas["add"].clone());
+        let check = |result| add.check(&raw(result));
+        assert!(check(json!({"content": [], "structuredContent": {"sum": 3}})).is_ok());
+        match check(json!({"content": [], "structuredContent": {"sum": "3"}})) {
             Err(Error::InvalidOutput { path, problem, .. }) => {
                 assert_eq!(path, "/sum");
                 assert!(problem.contains("number"), "{problem}");
@@ -125,10 +173,10 @@ mod tests {
             other => panic!("{other:?}"),
         }
         assert!(matches!(
-            check("add", add, &raw(json!({"content": []}))),
+            check(json!({"content": []})),
             Err(Error::InvalidOutput { .. })
         ));
-        assert!(check("add", add, &raw(json!({"content": [], "isError": true}))).is_ok());
+        assert!(check(json!({"content": [], "isError": true})).is_ok());
         learn(
             &raw(json!({"tools": [{"name": "add", "inputSchema": {}}]})),
             &mut schemas,

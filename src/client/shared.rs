@@ -403,7 +403,7 @@ impl Shared {
     }
 
     /// The compiled `outputSchema` of `tool`, if it has one.
-    pub fn output_schema(&self, tool: &str) -> Option<Arc<jsonschema::Validator>> {
+    pub fn output_schema(&self, tool: &str) -> Option<output_schemas::Schema> {
         if !self.has_output_schemas.load(Ordering::Acquire) {
             return None;
         }

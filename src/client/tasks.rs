@@ -26,7 +26,12 @@ use std::{
 
 use serde_json::{json, Map, Value};
 
-use super::{call::WithdrawThen, shared::Shared, Call};
+use super::{
+    call::WithdrawThen,
+    mrtr::{Answering, InputRequests},
+    shared::Shared,
+    Call,
+};
 use crate::{
     cancellation::Cancellation,
     connection::{Outcome, Request, RequestOptions},
@@ -130,12 +135,10 @@ async fn follow_guarded(
         // Each input request is answered once: its key is unique over the task's life, and
         // the server lists it until it took the answer in.
         if task.status == TaskStatus::InputRequired {
-            let mut requests = task.input_requests.take().unwrap_or(Value::Null);
-            if let Some(requests) = requests.as_object_mut() {
-                requests.retain(|key, _| !answered.contains(key));
-            }
-            if requests.as_object().is_some_and(|r| !r.is_empty()) {
-                let responses = answer_inputs(&shared, &requests).await?;
+            let mut requests = input_requests(&mut task)?;
+            requests.retain(|key, _| !answered.contains(key));
+            if !requests.is_empty() {
+                let responses = Answering::start(requests, &shared.handlers)?.await?;
                 answered.extend(responses.keys().cloned());
                 update(&shared, &task.task_id, responses).await?;
                 task = get(&shared, &task.task_id).await?;
@@ -200,44 +203,12 @@ async fn final_result(shared: &Arc<Shared>, task: &Task) -> Result<RawResult, Er
     .await
 }
 
-/// Answers a task's `inputRequests` (`{key: {method, params}}`) with the client's handlers,
-/// as `input_required` results are answered; their token is cancelled if this is dropped.
-async fn answer_inputs(
-    shared: &Arc<Shared>,
-    requests: &Value,
-) -> Result<Map<String, Value>, Error> {
-    let token = Cancellation::new();
-    let _cancel_on_drop = CancelOnDrop(token.clone());
-    let mut pending = Vec::new();
-    for (key, request) in requests.as_object().into_iter().flatten() {
-        let method = request.get("method").and_then(Value::as_str).unwrap_or("");
-        let params = request.get("params").cloned().unwrap_or(Value::Null);
-        let Some(handler) = shared.handlers.get(method, Some(&params)) else {
-            return Err(Error::Protocol(format!(
-                "the task asks for {method:?} input, which this client has no handler for"
-            )));
-        };
-        let answer = handler(params, token.clone());
-        let method = method.to_owned();
-        pending.push(async move {
-            let value = answer.await.map_err(|e| {
-                Error::Protocol(format!("the {method} handler failed: {}", e.message))
-            })?;
-            Ok::<_, Error>((key.clone(), value))
-        });
-    }
-    Ok(futures::future::try_join_all(pending)
-        .await?
-        .into_iter()
-        .collect())
-}
-
-/// Cancels its token when dropped.
-struct CancelOnDrop(Cancellation);
-
-impl Drop for CancelOnDrop {
-    fn drop(&mut self) {
-        self.0.cancel_with_reason("the task is no longer followed");
+/// The input requests of a task that needs input (2026-07-28), taken out of it.
+fn input_requests(task: &mut Task) -> Result<InputRequests, Error> {
+    match task.input_requests.take() {
+        None => Ok(InputRequests::new()),
+        Some(requests) => serde_json::from_value(requests)
+            .map_err(|e| Error::Protocol(format!("malformed inputRequests of a task: {e}"))),
     }
 }
 
