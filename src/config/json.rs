@@ -116,7 +116,7 @@ impl<'t> Text<'t> {
         format!("{}:{}:{}: {message}", self.origin, at.line, at.column)
     }
 
-    /// The file's value; `None` when the text holds none (only blanks and comments).
+    /// The file's value (a text with none, only blanks and comments, is an error at its end).
     pub(super) fn parse(&self) -> Result<Node<'t>, ConfigError> {
         let body = self.body();
         let parsed = parse_to_ast(body, &CollectOptions::default(), &parse_options());

@@ -794,4 +794,74 @@ mod tests {
             let _ = read(text);
         }
     }
+
+    /// Pieces of `mcp.json` files and of mistakes in them.
+    const PIECES: &[&str] = &[
+        "{",
+        "}",
+        "[",
+        "]",
+        ",",
+        ":",
+        "\"mcpServers\"",
+        "\"servers\"",
+        "\"a\"",
+        "\"command\"",
+        "\"url\"",
+        "\"args\"",
+        "\"env\"",
+        "\"auth\"",
+        "\"scopes\"",
+        "\"type\"",
+        "\"http\"",
+        "\"enabled\"",
+        "\"timeout\"",
+        "\"callbackPort\"",
+        "\"${X}\"",
+        "\"${\"",
+        "1",
+        "-1",
+        "1e999",
+        "null",
+        "true",
+        "/*",
+        "*/",
+        "//",
+        "\n",
+        "\r",
+        "\"é😀\"",
+        "é",
+        "\t",
+        " ",
+        "\\",
+        "\"",
+        "\u{feff}",
+    ];
+
+    proptest::proptest! {
+        // The fuzz target's promise (fuzz/fuzz_targets/config_parse.rs), on text made of pieces:
+        // no panic, and every error is positioned inside the text.
+        #[test]
+        fn every_error_is_positioned_inside_the_text(
+            pieces in proptest::collection::vec(proptest::sample::select(PIECES), 0..40),
+            wrapped: bool,
+        ) {
+            let body = pieces.concat();
+            let text = if wrapped {
+                format!("{{\"mcpServers\": {{\"a\": {{\"command\": \"x\", {body}}}}}}}")
+            } else {
+                body
+            };
+            if let Err(error) = read(&text) {
+                let lines: Vec<&str> = text.split('\n').collect();
+                let (line, column) = (error.line().unwrap(), error.column().unwrap());
+                proptest::prop_assert!(line >= 1 && line <= lines.len(), "{error}");
+                proptest::prop_assert!(column <= lines[line - 1].chars().count() + 1, "{error}");
+                proptest::prop_assert_eq!(
+                    error.to_string(),
+                    format!("f.json:{line}:{column}: {}", error.message())
+                );
+            }
+        }
+    }
 }
