@@ -78,6 +78,7 @@
 //! A configuration file is untrusted input: no content makes the reader panic.
 
 mod expand;
+mod json;
 mod parse;
 
 use std::{collections::BTreeMap, fmt, io, path::Path, path::PathBuf, sync::Arc, time::Duration};

@@ -1,100 +1,50 @@
-//! Reading the text: JSON (with comments and trailing commas, as VS Code writes it) into
-//! [`Config`], with the position of every value.
-//!
-//! The file is read into borrowed [`RawValue`]s, level by level, so every value is a slice of
-//! the text and its line and column are known exactly: a wrong-typed field, an unset variable or
-//! an unknown field is reported where it is.
+//! Reading `mcp.json` into [`Config`]: the file's shape (its sections, each server's fields),
+//! `${VAR}` expansion, and what is only a warning (unknown fields, fields for the other kind of
+//! server). The JSON itself, positions and type checks are `json.rs`'s.
 
-use std::{collections::BTreeMap, fmt, path::PathBuf, time::Duration};
+use std::{collections::BTreeMap, fmt, path::PathBuf};
 
-use serde::de::{Deserialize, Deserializer, MapAccess, Visitor};
-use serde_json::value::RawValue;
+use jsonc_parser::common::Ranged;
 
 use super::{
-    expand::expand, AuthConfig, Config, ConfigError, ServerConfig, TransportConfig,
-    DEFAULT_CALLBACK_PORT,
+    expand::expand,
+    json::{is_null, kind, Members, Node, Text},
+    AuthConfig, Config, ConfigError, ServerConfig, TransportConfig, DEFAULT_CALLBACK_PORT,
 };
 use crate::client::ProtocolEra;
 
 /// The two keys that hold servers: Claude Desktop, Claude Code, Cursor; VS Code.
 const SECTIONS: [&str; 2] = ["mcpServers", "servers"];
 
-/// A line and a column, both from 1 (the column counts characters).
-#[derive(Debug, Clone, Copy)]
-struct Pos {
-    line: usize,
-    column: usize,
-}
+/// A server's fields; any other is warned about and ignored.
+const SERVER_FIELDS: &[&str] = &[
+    "type",
+    "command",
+    "args",
+    "env",
+    "cwd",
+    "url",
+    "headers",
+    "enabled",
+    "disabled",
+    "timeout",
+    "requestTimeoutMs",
+    "connectTimeoutMs",
+    "era",
+    "auth",
+];
 
-/// The members of a JSON object, in order, each value still as text.
-struct Entries<'a>(Vec<(String, &'a RawValue)>);
+/// The two spellings of the request timeout; a server may use one.
+const REQUEST_TIMEOUT: [&str; 2] = ["timeout", "requestTimeoutMs"];
 
-impl<'de> Deserialize<'de> for Entries<'de> {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        struct Members;
-        impl<'de> Visitor<'de> for Members {
-            type Value = Entries<'de>;
-            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("an object")
-            }
-            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Entries<'de>, A::Error> {
-                let mut entries = Vec::new();
-                while let Some(key) = map.next_key::<String>()? {
-                    let value: &'de RawValue = map.next_value()?;
-                    entries.push((key, value));
-                }
-                Ok(Entries(entries))
-            }
-        }
-        deserializer.deserialize_map(Members)
-    }
-}
-
-/// What kind of JSON value `raw` is, in words.
-fn kind(raw: &RawValue) -> &'static str {
-    match raw.get().as_bytes().first() {
-        Some(b'"') => "a string",
-        Some(b'{') => "an object",
-        Some(b'[') => "an array",
-        Some(b't' | b'f') => "a boolean",
-        Some(b'n') => "null",
-        _ => "a number",
-    }
-}
-
-fn is_null(raw: &RawValue) -> bool {
-    raw.get() == "null"
-}
-
-/// The file being read, and what reading it found so far.
-struct Doc<'a> {
-    /// The text parsed: the file with comments, trailing commas and a BOM blanked out (same
-    /// length, same byte offsets).
-    text: &'a str,
-    /// The file as given (for columns).
-    original: &'a str,
-    origin: &'a str,
-    vars: &'a dyn Fn(&str) -> Option<String>,
-    warnings: Vec<String>,
-}
-
-/// A server's known fields, as found (`null` counts as absent).
-#[derive(Default)]
-struct Fields<'a> {
-    kind: Option<&'a RawValue>,
-    command: Option<&'a RawValue>,
-    args: Option<&'a RawValue>,
-    env: Option<&'a RawValue>,
-    cwd: Option<&'a RawValue>,
-    url: Option<&'a RawValue>,
-    headers: Option<&'a RawValue>,
-    enabled: Option<&'a RawValue>,
-    disabled: Option<&'a RawValue>,
-    request_timeout: Option<(&'static str, &'a RawValue)>,
-    connect_timeout: Option<&'a RawValue>,
-    era: Option<&'a RawValue>,
-    auth: Option<&'a RawValue>,
-}
+/// The fields of a server's `auth`.
+const AUTH_FIELDS: &[&str] = &[
+    "clientId",
+    "clientSecret",
+    "clientMetadataUrl",
+    "scopes",
+    "callbackPort",
+];
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Kind {
@@ -103,600 +53,66 @@ enum Kind {
     Sse,
 }
 
-impl<'a> Doc<'a> {
-    /// Where `raw` (a slice of the text) starts.
-    fn pos(&self, raw: &RawValue) -> Pos {
-        let start = self.text.as_ptr() as usize;
-        let offset = (raw.get().as_ptr() as usize)
-            .checked_sub(start)
-            .filter(|offset| *offset <= self.text.len())
-            .unwrap_or(0);
-        let before = self
-            .original
-            .get(..offset)
-            .or_else(|| self.text.get(..offset))
-            .unwrap_or_default();
-        let line_start = before.rfind('\n').map_or(0, |at| at + 1);
-        Pos {
-            line: before.matches('\n').count() + 1,
-            column: before.get(line_start..).unwrap_or_default().chars().count() + 1,
+impl Kind {
+    fn name(self) -> &'static str {
+        match self {
+            Kind::Stdio => "stdio",
+            Kind::Http => "http",
+            Kind::Sse => "sse",
         }
-    }
-
-    fn error(&self, at: Pos, message: impl Into<String>) -> ConfigError {
-        ConfigError::at(self.origin, at.line, at.column, message.into())
-    }
-
-    fn warn(&mut self, at: Pos, message: impl fmt::Display) {
-        let warning = format!("{}:{}:{}: {message}", self.origin, at.line, at.column);
-        tracing::warn!("{warning}");
-        self.warnings.push(warning);
-    }
-
-    /// `raw` as an object's members; an error naming `what` if it is not one, or if a key
-    /// appears twice.
-    fn object(
-        &self,
-        raw: &'a RawValue,
-        what: &str,
-    ) -> Result<Vec<(String, &'a RawValue)>, ConfigError> {
-        let at = self.pos(raw);
-        if !raw.get().starts_with('{') {
-            return Err(self.error(
-                at,
-                format!("{what}: expected an object, found {}", kind(raw)),
-            ));
-        }
-        let text: &'a str = raw.get();
-        let Entries(entries) = serde_json::from_str::<Entries<'a>>(text)
-            .map_err(|e| self.error(at, format!("{what}: {e}")))?;
-        for (i, (key, value)) in entries.iter().enumerate() {
-            if entries[..i].iter().any(|(earlier, _)| earlier == key) {
-                return Err(self.error(self.pos(value), format!("{what}: {key:?} appears twice")));
-            }
-        }
-        Ok(entries)
-    }
-
-    fn array(&self, raw: &'a RawValue, what: &str) -> Result<Vec<&'a RawValue>, ConfigError> {
-        let at = self.pos(raw);
-        if !raw.get().starts_with('[') {
-            return Err(self.error(
-                at,
-                format!("{what}: expected an array, found {}", kind(raw)),
-            ));
-        }
-        let text: &'a str = raw.get();
-        serde_json::from_str::<Vec<&'a RawValue>>(text)
-            .map_err(|e| self.error(at, format!("{what}: {e}")))
-    }
-
-    fn string(&self, raw: &RawValue, what: &str) -> Result<String, ConfigError> {
-        let at = self.pos(raw);
-        if !raw.get().starts_with('"') {
-            return Err(self.error(
-                at,
-                format!("{what}: expected a string, found {}", kind(raw)),
-            ));
-        }
-        serde_json::from_str::<String>(raw.get())
-            .map_err(|e| self.error(at, format!("{what}: {e}")))
-    }
-
-    fn boolean(&self, raw: &RawValue, what: &str) -> Result<bool, ConfigError> {
-        match raw.get() {
-            "true" => Ok(true),
-            "false" => Ok(false),
-            _ => Err(self.error(
-                self.pos(raw),
-                format!("{what}: expected true or false, found {}", kind(raw)),
-            )),
-        }
-    }
-
-    fn millis(&self, raw: &RawValue, what: &str) -> Result<Duration, ConfigError> {
-        serde_json::from_str::<u64>(raw.get())
-            .map(Duration::from_millis)
-            .map_err(|_| {
-                let found = match kind(raw) {
-                    "a number" => raw.get().to_owned(),
-                    other => other.to_owned(),
-                };
-                self.error(
-                    self.pos(raw),
-                    format!("{what}: expected a whole number of milliseconds, found {found}"),
-                )
-            })
-    }
-
-    /// A string field with its `${...}` references expanded. For a disabled server a reference
-    /// that cannot be expanded is a warning, and the value is kept as written.
-    fn expanded(
-        &mut self,
-        raw: &RawValue,
-        what: &str,
-        strict: bool,
-    ) -> Result<String, ConfigError> {
-        let text = self.string(raw, what)?;
-        match expand(&text, self.vars) {
-            Ok(value) => Ok(value),
-            Err(e) if strict => Err(self.error(self.pos(raw), format!("{what}: {e}"))),
-            Err(e) => {
-                let at = self.pos(raw);
-                self.warn(
-                    at,
-                    format!("{what}: {e} (the server is disabled; kept as written)"),
-                );
-                Ok(text)
-            }
-        }
-    }
-
-    /// An array of strings, each expanded.
-    fn expanded_list(
-        &mut self,
-        raw: &'a RawValue,
-        what: &str,
-        strict: bool,
-    ) -> Result<Vec<String>, ConfigError> {
-        let mut out = Vec::new();
-        for (i, item) in self.array(raw, what)?.into_iter().enumerate() {
-            out.push(self.expanded(item, &format!("{what}[{i}]"), strict)?);
-        }
-        Ok(out)
-    }
-
-    /// An object of strings, each value expanded.
-    fn expanded_map(
-        &mut self,
-        raw: &'a RawValue,
-        what: &str,
-        strict: bool,
-    ) -> Result<BTreeMap<String, String>, ConfigError> {
-        let mut out = BTreeMap::new();
-        for (key, value) in self.object(raw, what)? {
-            let value = self.expanded(value, &format!("{what}.{key}"), strict)?;
-            out.insert(key, value);
-        }
-        Ok(out)
-    }
-
-    fn server(&mut self, name: &str, raw: &'a RawValue) -> Result<ServerConfig, ConfigError> {
-        let at = self.pos(raw);
-        let ctx = format!("server {name:?}");
-        if name.trim().is_empty() {
-            return Err(self.error(at, "a server has an empty name"));
-        }
-        let mut fields = Fields::default();
-        for (key, value) in self.object(raw, &ctx)? {
-            if is_null(value) {
-                continue;
-            }
-            let slot = match key.as_str() {
-                "type" => &mut fields.kind,
-                "command" => &mut fields.command,
-                "args" => &mut fields.args,
-                "env" => &mut fields.env,
-                "cwd" => &mut fields.cwd,
-                "url" => &mut fields.url,
-                "headers" => &mut fields.headers,
-                "enabled" => &mut fields.enabled,
-                "disabled" => &mut fields.disabled,
-                "connectTimeoutMs" => &mut fields.connect_timeout,
-                "era" => &mut fields.era,
-                "auth" => &mut fields.auth,
-                "timeout" | "requestTimeoutMs" => {
-                    let key: &'static str = if key == "timeout" {
-                        "timeout"
-                    } else {
-                        "requestTimeoutMs"
-                    };
-                    if let Some((other, _)) = fields.request_timeout {
-                        return Err(self.error(
-                            self.pos(value),
-                            format!(
-                                "{ctx}: {key} and {other} both set the request timeout; keep one"
-                            ),
-                        ));
-                    }
-                    fields.request_timeout = Some((key, value));
-                    continue;
-                }
-                _ => {
-                    let at = self.pos(value);
-                    self.warn(at, format!("{ctx}: unknown field {key:?} (ignored)"));
-                    continue;
-                }
-            };
-            *slot = Some(value);
-        }
-
-        let enabled = match fields.enabled {
-            Some(raw) => Some(self.boolean(raw, &format!("{ctx}: enabled"))?),
-            None => None,
-        };
-        let disabled = match fields.disabled {
-            Some(raw) => Some(self.boolean(raw, &format!("{ctx}: disabled"))?),
-            None => None,
-        };
-        let enabled = match (enabled, disabled) {
-            (Some(enabled), Some(disabled)) if enabled == disabled => {
-                let raw = fields.disabled.unwrap_or(raw);
-                return Err(self.error(
-                    self.pos(raw),
-                    format!(
-                        "{ctx}: enabled: {enabled} and disabled: {disabled} contradict each other"
-                    ),
-                ));
-            }
-            (Some(enabled), _) => enabled,
-            (None, Some(disabled)) => !disabled,
-            (None, None) => true,
-        };
-        let strict = enabled;
-
-        let declared = match fields.kind {
-            Some(raw) => {
-                let what = format!("{ctx}: type");
-                match self.string(raw, &what)?.as_str() {
-                    "stdio" => Some((Kind::Stdio, raw)),
-                    "http" | "streamable-http" | "streamableHttp" => Some((Kind::Http, raw)),
-                    "sse" => Some((Kind::Sse, raw)),
-                    other => {
-                        return Err(self.error(
-                            self.pos(raw),
-                            format!(
-                                "{what}: unknown transport {other:?} (expected \"stdio\", \
-                                 \"http\" or \"sse\")"
-                            ),
-                        ))
-                    }
-                }
-            }
-            None => None,
-        };
-        let kind = match (declared, fields.command, fields.url) {
-            (Some((Kind::Stdio, _)), _, Some(url)) => {
-                return Err(self.error(
-                    self.pos(url),
-                    format!(
-                    "{ctx}: type \"stdio\" with a url (a stdio server is started with a command)"
-                ),
-                ))
-            }
-            (Some((Kind::Stdio, raw)), None, None) => {
-                return Err(self.error(
-                    self.pos(raw),
-                    format!("{ctx}: type \"stdio\" without a command"),
-                ))
-            }
-            (Some((kind, _)), Some(command), _) if kind != Kind::Stdio => {
-                return Err(self.error(
-                    self.pos(command),
-                    format!(
-                        "{ctx}: type \"{}\" with a command (an HTTP server is reached at its url)",
-                        if kind == Kind::Sse { "sse" } else { "http" }
-                    ),
-                ))
-            }
-            (Some((kind, raw)), None, None) => {
-                return Err(self.error(
-                    self.pos(raw),
-                    format!(
-                        "{ctx}: type \"{}\" without a url",
-                        if kind == Kind::Sse { "sse" } else { "http" }
-                    ),
-                ))
-            }
-            (Some((kind, _)), _, _) => kind,
-            (None, Some(_), Some(url)) => {
-                return Err(self.error(
-                    self.pos(url),
-                    format!("{ctx}: has both a command and a url; keep one"),
-                ))
-            }
-            (None, Some(_), None) => Kind::Stdio,
-            (None, None, Some(_)) => Kind::Http,
-            (None, None, None) => {
-                return Err(self.error(
-                    at,
-                    format!("{ctx}: has neither a command (stdio) nor a url (http)"),
-                ))
-            }
-        };
-
-        let transport = match kind {
-            Kind::Stdio => {
-                for (field, raw) in [("headers", fields.headers)] {
-                    if let Some(raw) = raw {
-                        let at = self.pos(raw);
-                        self.warn(at, format!("{ctx}: {field}: ignored for a stdio server"));
-                    }
-                }
-                let command = match fields.command {
-                    Some(raw) => self.expanded(raw, &format!("{ctx}: command"), strict)?,
-                    None => String::new(),
-                };
-                if command.trim().is_empty() {
-                    let raw = fields.command.unwrap_or(raw);
-                    return Err(self.error(self.pos(raw), format!("{ctx}: command is empty")));
-                }
-                let args = match fields.args {
-                    Some(raw) => self.expanded_list(raw, &format!("{ctx}: args"), strict)?,
-                    None => Vec::new(),
-                };
-                let env = match fields.env {
-                    Some(raw) => self.expanded_map(raw, &format!("{ctx}: env"), strict)?,
-                    None => BTreeMap::new(),
-                };
-                let cwd = match fields.cwd {
-                    Some(raw) => Some(PathBuf::from(self.expanded(
-                        raw,
-                        &format!("{ctx}: cwd"),
-                        strict,
-                    )?)),
-                    None => None,
-                };
-                TransportConfig::Stdio {
-                    command,
-                    args,
-                    env,
-                    cwd,
-                }
-            }
-            Kind::Http | Kind::Sse => {
-                for (field, raw) in [
-                    ("args", fields.args),
-                    ("env", fields.env),
-                    ("cwd", fields.cwd),
-                ] {
-                    if let Some(raw) = raw {
-                        let at = self.pos(raw);
-                        self.warn(at, format!("{ctx}: {field}: ignored for an HTTP server"));
-                    }
-                }
-                let url = match fields.url {
-                    Some(raw) => self.expanded(raw, &format!("{ctx}: url"), strict)?,
-                    None => String::new(),
-                };
-                if url.trim().is_empty() {
-                    let raw = fields.url.unwrap_or(raw);
-                    return Err(self.error(self.pos(raw), format!("{ctx}: url is empty")));
-                }
-                let headers = match fields.headers {
-                    Some(raw) => self.expanded_map(raw, &format!("{ctx}: headers"), strict)?,
-                    None => BTreeMap::new(),
-                };
-                if kind == Kind::Sse {
-                    TransportConfig::Sse { url, headers }
-                } else {
-                    TransportConfig::Http { url, headers }
-                }
-            }
-        };
-
-        let request_timeout = match fields.request_timeout {
-            Some((key, raw)) => Some(self.millis(raw, &format!("{ctx}: {key}"))?),
-            None => None,
-        };
-        let connect_timeout = match fields.connect_timeout {
-            Some(raw) => Some(self.millis(raw, &format!("{ctx}: connectTimeoutMs"))?),
-            None => None,
-        };
-        let era = match fields.era {
-            Some(raw) => {
-                let what = format!("{ctx}: era");
-                Some(match self.string(raw, &what)?.as_str() {
-                    "auto" => ProtocolEra::Auto,
-                    "legacy" => ProtocolEra::Legacy,
-                    "modern" => ProtocolEra::Modern,
-                    "prefer-modern" => ProtocolEra::PreferModern,
-                    other => {
-                        return Err(self.error(
-                            self.pos(raw),
-                            format!(
-                                "{what}: unknown era {other:?} (expected \"auto\", \"legacy\", \
-                                 \"modern\" or \"prefer-modern\")"
-                            ),
-                        ))
-                    }
-                })
-            }
-            None => None,
-        };
-        let auth = match fields.auth {
-            Some(raw) if kind == Kind::Stdio => {
-                let at = self.pos(raw);
-                self.warn(at, format!("{ctx}: auth: ignored for a stdio server"));
-                None
-            }
-            Some(raw) => Some(self.auth(raw, &ctx, strict)?),
-            None => None,
-        };
-        Ok(ServerConfig {
-            name: name.to_owned(),
-            transport,
-            enabled,
-            request_timeout,
-            connect_timeout,
-            era,
-            auth,
-        })
-    }
-
-    fn auth(
-        &mut self,
-        raw: &'a RawValue,
-        ctx: &str,
-        strict: bool,
-    ) -> Result<AuthConfig, ConfigError> {
-        let mut auth = AuthConfig {
-            client_id: None,
-            client_secret: None,
-            client_metadata_url: None,
-            scopes: Vec::new(),
-            callback_port: DEFAULT_CALLBACK_PORT,
-        };
-        for (key, value) in self.object(raw, &format!("{ctx}: auth"))? {
-            if is_null(value) {
-                continue;
-            }
-            let what = format!("{ctx}: auth.{key}");
-            match key.as_str() {
-                "clientId" => auth.client_id = Some(self.expanded(value, &what, strict)?),
-                "clientSecret" => auth.client_secret = Some(self.expanded(value, &what, strict)?),
-                "clientMetadataUrl" => {
-                    auth.client_metadata_url = Some(self.expanded(value, &what, strict)?)
-                }
-                "scopes" => {
-                    auth.scopes = if value.get().starts_with('"') {
-                        self.string(value, &what)?
-                            .split_whitespace()
-                            .map(str::to_owned)
-                            .collect()
-                    } else {
-                        let mut scopes = Vec::new();
-                        for (i, item) in self.array(value, &what)?.into_iter().enumerate() {
-                            scopes.push(self.string(item, &format!("{what}[{i}]"))?);
-                        }
-                        scopes
-                    };
-                    if !auth.scopes.is_empty() {
-                        let at = self.pos(value);
-                        self.warn(
-                            at,
-                            format!(
-                                "{what}: kept but not requested: the OAuth flow asks for the \
-                                 scopes the server's challenge or metadata names"
-                            ),
-                        );
-                    }
-                }
-                "callbackPort" => {
-                    auth.callback_port = serde_json::from_str::<u16>(value.get())
-                        .ok()
-                        .filter(|port| *port != 0)
-                        .ok_or_else(|| {
-                            self.error(
-                                self.pos(value),
-                                format!(
-                                    "{what}: expected a port number from 1 to 65535, found {}",
-                                    match kind(value) {
-                                        "a number" => value.get(),
-                                        other => other,
-                                    }
-                                ),
-                            )
-                        })?;
-                }
-                _ => {
-                    let at = self.pos(value);
-                    self.warn(at, format!("{ctx}: unknown field \"auth.{key}\" (ignored)"));
-                }
-            }
-        }
-        Ok(auth)
     }
 }
 
-/// The file with what JSON does not allow but VS Code's `mcp.json` does (`//` and `/* */`
-/// comments, trailing commas) and a leading byte order mark replaced by spaces: the same length,
-/// so every position stays where it was.
-fn blank_extensions(text: &str) -> String {
-    let bytes = text.as_bytes();
-    let mut out = bytes.to_vec();
-    let blank = |out: &mut Vec<u8>, from: usize, to: usize| {
-        for byte in out.iter_mut().take(to).skip(from) {
-            if *byte != b'\n' {
-                *byte = b' ';
-            }
-        }
-    };
-    let mut i = 0;
-    if text.starts_with('\u{feff}') {
-        blank(&mut out, 0, 3);
-        i = 3;
-    }
-    let mut in_string = false;
-    // The last comma outside strings with nothing but blanks and comments after it, and the
-    // last significant byte before it.
-    let mut comma: Option<usize> = None;
-    let mut previous = b' ';
-    while let Some(&byte) = bytes.get(i) {
-        if in_string {
-            match byte {
-                b'\\' => i += 1,
-                b'"' => in_string = false,
-                _ => {}
-            }
-            i += 1;
-            continue;
-        }
-        match (byte, bytes.get(i + 1)) {
-            (b'/', Some(b'/')) => {
-                let end = text
-                    .get(i..)
-                    .and_then(|rest| rest.find('\n'))
-                    .map_or(bytes.len(), |at| i + at);
-                blank(&mut out, i, end);
-                i = end;
-                continue;
-            }
-            (b'/', Some(b'*')) => {
-                let Some(end) = text.get(i + 2..).and_then(|rest| rest.find("*/")) else {
-                    // Unterminated: left for the JSON parser to refuse.
-                    break;
-                };
-                let end = i + 2 + end + 2;
-                blank(&mut out, i, end);
-                i = end;
-                continue;
-            }
-            (b' ' | b'\t' | b'\r' | b'\n', _) => {}
-            (b',', _) => {
-                // `[,` `{,` `,,` stay errors.
-                comma = (!matches!(previous, b'[' | b'{' | b',')).then_some(i);
-                previous = byte;
-            }
-            (b'}' | b']', _) => {
-                if let Some(at) = comma.take() {
-                    blank(&mut out, at, at + 1);
-                }
-                previous = byte;
-            }
-            _ => {
-                in_string = byte == b'"';
-                comma = None;
-                previous = byte;
-            }
-        }
-        i += 1;
-    }
-    // Only ASCII bytes and whole comments (which start and end at ASCII) were replaced.
-    String::from_utf8(out).unwrap_or_else(|_| text.to_owned())
+/// `type`'s values (Claude Code writes `streamable-http`).
+const KINDS: &[(&str, Kind)] = &[
+    ("stdio", Kind::Stdio),
+    ("http", Kind::Http),
+    ("streamable-http", Kind::Http),
+    ("streamableHttp", Kind::Http),
+    ("sse", Kind::Sse),
+];
+const KINDS_NAMED: (&str, &str) = ("transport", "\"stdio\", \"http\" or \"sse\"");
+
+const ERAS: &[(&str, ProtocolEra)] = &[
+    ("auto", ProtocolEra::Auto),
+    ("legacy", ProtocolEra::Legacy),
+    ("modern", ProtocolEra::Modern),
+    ("prefer-modern", ProtocolEra::PreferModern),
+];
+const ERAS_NAMED: (&str, &str) = (
+    "era",
+    "\"auto\", \"legacy\", \"modern\" or \"prefer-modern\"",
+);
+
+/// The known fields of one object (a server, its `auth`) that are not `null`, in file order.
+struct Fields<'n, 't> {
+    /// Who they belong to in messages: `server "name"`.
+    scope: String,
+    /// Their names' prefix in messages: `auth.` for the fields of `auth`.
+    path: &'static str,
+    found: Members<'n, 't>,
 }
 
-/// A syntax error of `serde_json`, at its position, without the position repeated in the text.
-/// `serde_json` counts a line's bytes; a position here counts characters (of `text`).
-fn syntax_error(origin: &str, text: &str, error: &serde_json::Error) -> ConfigError {
-    let message = error.to_string();
-    let suffix = format!(" at line {} column {}", error.line(), error.column());
-    let message = message.strip_suffix(&suffix).unwrap_or(&message).to_owned();
-    let row = text
-        .split('\n')
-        .nth(error.line().saturating_sub(1))
-        .unwrap_or_default();
-    let mut end = error.column().min(row.len());
-    while !row.is_char_boundary(end) {
-        end += 1;
+impl<'n, 't> Fields<'n, 't> {
+    fn get(&self, name: &str) -> Option<&'n Node<'t>> {
+        self.found
+            .iter()
+            .find(|(key, _)| *key == name)
+            .map(|(_, node)| *node)
     }
-    let column = row.get(..end).map_or(error.column(), |r| r.chars().count());
-    ConfigError::at(
-        origin,
-        error.line(),
-        column,
-        format!("invalid JSON: {message}"),
-    )
+
+    /// A field as messages name it: `server "name": auth.scopes`.
+    fn what(&self, name: &str) -> String {
+        format!("{}: {}{name}", self.scope, self.path)
+    }
+}
+
+/// The reading of one file: its text, the variables, the warnings so far (each with the byte
+/// offset it is at).
+struct Reader<'t> {
+    text: Text<'t>,
+    vars: &'t dyn Fn(&str) -> Option<String>,
+    warnings: Vec<(usize, String)>,
 }
 
 /// Reads `text` (named `origin` in messages).
@@ -705,77 +121,457 @@ pub(super) fn parse(
     origin: &str,
     vars: &dyn Fn(&str) -> Option<String>,
 ) -> Result<Config, ConfigError> {
-    let cleaned = blank_extensions(text);
-    let root: &RawValue =
-        serde_json::from_str(&cleaned).map_err(|e| syntax_error(origin, text, &e))?;
-    let mut doc = Doc {
-        text: &cleaned,
-        original: text,
-        origin,
+    let text = Text::new(text, origin);
+    let root = text.parse()?;
+    let mut reader = Reader {
+        text,
         vars,
         warnings: Vec::new(),
     };
-    if !root.get().starts_with('{') {
-        return Err(doc.error(
-            doc.pos(root),
-            format!(
-                "expected an object with \"mcpServers\" or \"servers\", found {}",
-                kind(root)
-            ),
-        ));
-    }
-    let top = doc.object(root, "the file")?;
-    let mut servers: Vec<ServerConfig> = Vec::new();
-    let mut found_section: Option<&str> = None;
-    for (key, value) in top {
-        if let Some(section) = SECTIONS.iter().copied().find(|s| *s == key) {
-            if is_null(value) {
-                continue;
-            }
-            for (name, raw) in doc.object(value, section)? {
-                if let Some(first) = found_section.filter(|first| *first != section) {
-                    if servers.iter().any(|s| s.name == name) {
-                        return Err(doc.error(
-                            doc.pos(raw),
-                            format!(
-                                "server {name:?} is defined in both \"{first}\" and \"{section}\"; \
-                                 rename or remove one"
-                            ),
-                        ));
-                    }
-                }
-                let server = doc.server(&name, raw)?;
-                if !server.enabled {
-                    tracing::info!(
-                        "{origin}: server {name:?} is disabled in its configuration; not started"
-                    );
-                }
-                servers.push(server);
-            }
-            found_section = Some(found_section.unwrap_or(section));
-        } else if key == "inputs" {
-            // VS Code's prompted inputs: not supported; a `${input:..}` that uses one is an
-            // error for its field. Only its shape is checked.
-            if !is_null(value) {
-                doc.array(value, "inputs")?;
-            }
-        } else {
-            let at = doc.pos(value);
-            doc.warn(at, format!("unknown field {key:?} (ignored)"));
-        }
-    }
-    if found_section.is_none() {
-        let at = doc.pos(root);
-        doc.warn(
-            at,
-            "no \"mcpServers\" or \"servers\": no servers are configured",
-        );
-    }
+    let servers = reader.file(&root)?;
     Ok(Config {
         servers,
-        warnings: doc.warnings,
+        warnings: reader
+            .warnings
+            .into_iter()
+            .map(|(_, warning)| warning)
+            .collect(),
         origin: origin.to_owned(),
     })
+}
+
+impl<'t> Reader<'t> {
+    fn warn(&mut self, node: &Node<'t>, message: impl fmt::Display) {
+        let warning = self.text.located(self.text.pos(node), message);
+        tracing::warn!("{warning}");
+        self.warnings.push((node.start(), warning));
+    }
+
+    fn error(&self, node: &Node<'t>, message: impl Into<String>) -> ConfigError {
+        self.text.error(self.text.pos(node), message)
+    }
+
+    /// The servers of the file, section by section in file order.
+    fn file(&mut self, root: &Node<'t>) -> Result<Vec<ServerConfig>, ConfigError> {
+        if root.as_object().is_none() {
+            return Err(self.error(
+                root,
+                format!(
+                    "expected an object with \"mcpServers\" or \"servers\", found {}",
+                    kind(root)
+                ),
+            ));
+        }
+        let mut servers = Vec::new();
+        let mut first_section = None;
+        for (key, value) in self.text.object(root, "the file")? {
+            if let Some(section) = SECTIONS.into_iter().find(|section| *section == key) {
+                if !is_null(value) {
+                    self.section(section, value, first_section, &mut servers)?;
+                    first_section.get_or_insert(section);
+                }
+            } else if key == "inputs" {
+                // VS Code's prompted inputs: not supported; a `${input:..}` that uses one is an
+                // error for its field. Only its shape is checked.
+                if !is_null(value) {
+                    self.text.array(value, "inputs")?;
+                }
+            } else {
+                self.warn(value, format_args!("unknown field {key:?} (ignored)"));
+            }
+        }
+        if first_section.is_none() {
+            self.warn(
+                root,
+                "no \"mcpServers\" or \"servers\": no servers are configured",
+            );
+        }
+        Ok(servers)
+    }
+
+    /// The servers of `section`, added to those of an earlier section (`first`).
+    fn section(
+        &mut self,
+        section: &str,
+        node: &Node<'t>,
+        first: Option<&str>,
+        servers: &mut Vec<ServerConfig>,
+    ) -> Result<(), ConfigError> {
+        for (name, node) in self.text.object(node, section)? {
+            if let Some(first) = first.filter(|first| *first != section) {
+                if servers.iter().any(|server| server.name == name) {
+                    return Err(self.error(
+                        node,
+                        format!(
+                            "server {name:?} is defined in both \"{first}\" and \"{section}\"; \
+                             rename or remove one"
+                        ),
+                    ));
+                }
+            }
+            let server = self.server(name, node)?;
+            if !server.enabled {
+                let (origin, name) = (self.text.origin(), &server.name);
+                tracing::info!(
+                    "{origin}: server {name:?} is disabled in its configuration; not started"
+                );
+            }
+            servers.push(server);
+        }
+        Ok(())
+    }
+
+    /// The members of object `node` (named `what` if it is not one) that are `known` and not
+    /// `null`; a warning for each other one that is not `null`.
+    fn fields<'n>(
+        &mut self,
+        node: &'n Node<'t>,
+        what: &str,
+        (scope, path): (&str, &'static str),
+        known: &[&str],
+    ) -> Result<Fields<'n, 't>, ConfigError> {
+        let mut found = self.text.object(node, what)?;
+        found.retain(|(_, value)| !is_null(value));
+        for (key, value) in &found {
+            if !known.contains(key) {
+                self.warn(
+                    value,
+                    format_args!(
+                        "{scope}: unknown field {:?} (ignored)",
+                        format!("{path}{key}")
+                    ),
+                );
+            }
+        }
+        found.retain(|(key, _)| known.contains(key));
+        Ok(Fields {
+            scope: scope.to_owned(),
+            path,
+            found,
+        })
+    }
+
+    /// Field `name` read by `read` (given the field's node and its name for messages), if set.
+    fn read<'n, T>(
+        &mut self,
+        fields: &Fields<'n, 't>,
+        name: &str,
+        read: impl FnOnce(&mut Self, &'n Node<'t>, &str) -> Result<T, ConfigError>,
+    ) -> Result<Option<T>, ConfigError> {
+        fields
+            .get(name)
+            .map(|node| read(self, node, &fields.what(name)))
+            .transpose()
+    }
+
+    fn server(&mut self, name: &str, node: &Node<'t>) -> Result<ServerConfig, ConfigError> {
+        if name.trim().is_empty() {
+            return Err(self.error(node, "a server has an empty name"));
+        }
+        let scope = format!("server {name:?}");
+        let fields = self.fields(node, &scope, (&scope, ""), SERVER_FIELDS)?;
+        let request_timeout = self.request_timeout_field(&fields)?;
+        let enabled = self.enabled(&fields)?;
+        let kind = self.kind(&fields, node)?;
+        let transport = match kind {
+            Kind::Stdio => self.stdio(&fields, node, enabled)?,
+            Kind::Http | Kind::Sse => self.http(&fields, node, kind, enabled)?,
+        };
+        let millis = |reader: &mut Self, node, what: &str| reader.text.millis(node, what);
+        let request_timeout = match request_timeout {
+            Some(key) => self.read(&fields, key, millis)?,
+            None => None,
+        };
+        Ok(ServerConfig {
+            name: name.to_owned(),
+            transport,
+            enabled,
+            request_timeout,
+            connect_timeout: self.read(&fields, "connectTimeoutMs", millis)?,
+            era: self.read(&fields, "era", |reader, node, what| {
+                reader.text.one_of(node, what, ERAS_NAMED, ERAS)
+            })?,
+            auth: self.auth(&fields, kind, enabled)?,
+        })
+    }
+
+    /// Which spelling of the request timeout the server uses; an error if it uses both.
+    fn request_timeout_field<'n>(
+        &self,
+        fields: &Fields<'n, 't>,
+    ) -> Result<Option<&'n str>, ConfigError> {
+        let mut set = fields
+            .found
+            .iter()
+            .filter(|(key, _)| REQUEST_TIMEOUT.contains(key));
+        match (set.next(), set.next()) {
+            (Some((first, _)), Some((second, node))) => Err(self.error(
+                node,
+                format!(
+                    "{}: {second} and {first} both set the request timeout; keep one",
+                    fields.scope
+                ),
+            )),
+            (first, _) => Ok(first.map(|(key, _)| *key)),
+        }
+    }
+
+    /// `enabled`, or the opposite of Cline's `disabled`; `true` when neither is set.
+    fn enabled(&mut self, fields: &Fields<'_, 't>) -> Result<bool, ConfigError> {
+        let boolean = |reader: &mut Self, node, what: &str| reader.text.boolean(node, what);
+        let enabled = self.read(fields, "enabled", boolean)?;
+        let disabled = self.read(fields, "disabled", boolean)?;
+        match (enabled, disabled, fields.get("disabled")) {
+            (Some(enabled), Some(disabled), Some(node)) if enabled == disabled => Err(self.error(
+                node,
+                format!(
+                    "{}: enabled: {enabled} and disabled: {disabled} contradict each other",
+                    fields.scope
+                ),
+            )),
+            (Some(enabled), _, _) => Ok(enabled),
+            (None, disabled, _) => Ok(!disabled.unwrap_or(false)),
+        }
+    }
+
+    /// The transport: as `type` says, else stdio with a `command`, http with a `url`.
+    fn kind(&mut self, fields: &Fields<'_, 't>, server: &Node<'t>) -> Result<Kind, ConfigError> {
+        let declared = fields.get("type");
+        let declared = declared
+            .map(|node| {
+                let kind = self
+                    .text
+                    .one_of(node, &fields.what("type"), KINDS_NAMED, KINDS)?;
+                Ok::<_, ConfigError>((kind, node))
+            })
+            .transpose()?;
+        let (at, problem) = match (declared, fields.get("command"), fields.get("url")) {
+            (Some((Kind::Stdio, _)), _, Some(url)) => (
+                url,
+                "type \"stdio\" with a url (a stdio server is started with a command)".to_owned(),
+            ),
+            (Some((Kind::Stdio, node)), None, None) => {
+                (node, "type \"stdio\" without a command".to_owned())
+            }
+            (Some((kind, _)), Some(command), _) if kind != Kind::Stdio => (
+                command,
+                format!(
+                    "type \"{}\" with a command (an HTTP server is reached at its url)",
+                    kind.name()
+                ),
+            ),
+            (Some((kind, node)), None, None) => {
+                (node, format!("type \"{}\" without a url", kind.name()))
+            }
+            (Some((kind, _)), _, _) => return Ok(kind),
+            (None, Some(_), Some(url)) => {
+                (url, "has both a command and a url; keep one".to_owned())
+            }
+            (None, Some(_), None) => return Ok(Kind::Stdio),
+            (None, None, Some(_)) => return Ok(Kind::Http),
+            (None, None, None) => (
+                server,
+                "has neither a command (stdio) nor a url (http)".to_owned(),
+            ),
+        };
+        Err(self.error(at, format!("{}: {problem}", fields.scope)))
+    }
+
+    fn stdio(
+        &mut self,
+        fields: &Fields<'_, 't>,
+        server: &Node<'t>,
+        strict: bool,
+    ) -> Result<TransportConfig, ConfigError> {
+        self.ignored(fields, &["headers"], "a stdio server");
+        let command = self.not_empty(fields, "command", server, strict)?;
+        let args = self.read(fields, "args", |reader, node, what| {
+            reader.expanded_list(node, what, strict)
+        })?;
+        let env = self.read(fields, "env", |reader, node, what| {
+            reader.expanded_map(node, what, strict)
+        })?;
+        let cwd = self.read(fields, "cwd", |reader, node, what| {
+            reader.expanded(node, what, strict)
+        })?;
+        Ok(TransportConfig::Stdio {
+            command,
+            args: args.unwrap_or_default(),
+            env: env.unwrap_or_default(),
+            cwd: cwd.map(PathBuf::from),
+        })
+    }
+
+    fn http(
+        &mut self,
+        fields: &Fields<'_, 't>,
+        server: &Node<'t>,
+        kind: Kind,
+        strict: bool,
+    ) -> Result<TransportConfig, ConfigError> {
+        self.ignored(fields, &["args", "env", "cwd"], "an HTTP server");
+        let url = self.not_empty(fields, "url", server, strict)?;
+        let headers = self
+            .read(fields, "headers", |reader, node, what| {
+                reader.expanded_map(node, what, strict)
+            })?
+            .unwrap_or_default();
+        Ok(if kind == Kind::Sse {
+            TransportConfig::Sse { url, headers }
+        } else {
+            TransportConfig::Http { url, headers }
+        })
+    }
+
+    /// A warning for each of the fields `names` that is set: they mean nothing for `server`.
+    fn ignored(&mut self, fields: &Fields<'_, 't>, names: &[&str], server: &str) {
+        for name in names {
+            if let Some(node) = fields.get(name) {
+                let what = fields.what(name);
+                self.warn(node, format_args!("{what}: ignored for {server}"));
+            }
+        }
+    }
+
+    /// String field `name`, expanded; an error (at the server if it is missing) if it is empty.
+    fn not_empty(
+        &mut self,
+        fields: &Fields<'_, 't>,
+        name: &str,
+        server: &Node<'t>,
+        strict: bool,
+    ) -> Result<String, ConfigError> {
+        let value = self.read(fields, name, |reader, node, what| {
+            reader.expanded(node, what, strict)
+        })?;
+        match value {
+            Some(value) if !value.trim().is_empty() => Ok(value),
+            _ => Err(self.error(
+                fields.get(name).unwrap_or(server),
+                format!("{}: {name} is empty", fields.scope),
+            )),
+        }
+    }
+
+    /// A string with its `${...}` references expanded. When not `strict` (the server is
+    /// disabled), a reference that cannot be expanded is a warning and the value is kept as
+    /// written.
+    fn expanded(
+        &mut self,
+        node: &Node<'t>,
+        what: &str,
+        strict: bool,
+    ) -> Result<String, ConfigError> {
+        let text = self.text.string(node, what)?;
+        match expand(text, self.vars) {
+            Ok(value) => Ok(value),
+            Err(e) if strict => Err(self.error(node, format!("{what}: {e}"))),
+            Err(e) => {
+                self.warn(
+                    node,
+                    format_args!("{what}: {e} (the server is disabled; kept as written)"),
+                );
+                Ok(text.to_owned())
+            }
+        }
+    }
+
+    /// An array of strings, each expanded.
+    fn expanded_list(
+        &mut self,
+        node: &Node<'t>,
+        what: &str,
+        strict: bool,
+    ) -> Result<Vec<String>, ConfigError> {
+        let items = self.text.array(node, what)?;
+        items
+            .iter()
+            .enumerate()
+            .map(|(i, item)| self.expanded(item, &format!("{what}[{i}]"), strict))
+            .collect()
+    }
+
+    /// An object of strings, each value expanded.
+    fn expanded_map(
+        &mut self,
+        node: &Node<'t>,
+        what: &str,
+        strict: bool,
+    ) -> Result<BTreeMap<String, String>, ConfigError> {
+        let members = self.text.object(node, what)?;
+        members
+            .into_iter()
+            .map(|(key, value)| {
+                let value = self.expanded(value, &format!("{what}.{key}"), strict)?;
+                Ok((key.to_owned(), value))
+            })
+            .collect()
+    }
+
+    /// The server's `auth`, for an HTTP server (for a stdio one it is ignored with a warning).
+    fn auth(
+        &mut self,
+        fields: &Fields<'_, 't>,
+        kind: Kind,
+        strict: bool,
+    ) -> Result<Option<AuthConfig>, ConfigError> {
+        let Some(node) = fields.get("auth") else {
+            return Ok(None);
+        };
+        if kind == Kind::Stdio {
+            self.ignored(fields, &["auth"], "a stdio server");
+            return Ok(None);
+        }
+        let what = fields.what("auth");
+        let warned = self.warnings.len();
+        let auth = self.fields(node, &what, (&fields.scope, "auth."), AUTH_FIELDS)?;
+        let expanded = |reader: &mut Self, node, what: &str| reader.expanded(node, what, strict);
+        let auth = AuthConfig {
+            client_id: self.read(&auth, "clientId", expanded)?,
+            client_secret: self.read(&auth, "clientSecret", expanded)?,
+            client_metadata_url: self.read(&auth, "clientMetadataUrl", expanded)?,
+            scopes: self
+                .read(&auth, "scopes", Self::scopes)?
+                .unwrap_or_default(),
+            callback_port: self
+                .read(&auth, "callbackPort", |reader, node, what| {
+                    reader.text.port(node, what)
+                })?
+                .unwrap_or(DEFAULT_CALLBACK_PORT),
+        };
+        // Its warnings in file order, wherever its fields are read.
+        if let Some(new) = self.warnings.get_mut(warned..) {
+            new.sort_by_key(|(offset, _)| *offset);
+        }
+        Ok(Some(auth))
+    }
+
+    /// `auth.scopes`: an array of strings or one space-separated string. Kept, with a warning
+    /// that they are not requested.
+    fn scopes(&mut self, node: &Node<'t>, what: &str) -> Result<Vec<String>, ConfigError> {
+        let scopes = match node.as_string_lit() {
+            Some(scopes) => scopes.value.split_whitespace().map(str::to_owned).collect(),
+            None => {
+                let items = self.text.array(node, what)?;
+                let item = |(i, item)| self.text.string(item, &format!("{what}[{i}]"));
+                items
+                    .iter()
+                    .enumerate()
+                    .map(|entry| item(entry).map(str::to_owned))
+                    .collect::<Result<Vec<_>, _>>()?
+            }
+        };
+        if !scopes.is_empty() {
+            self.warn(
+                node,
+                format_args!(
+                    "{what}: kept but not requested: the OAuth flow asks for the scopes the \
+                     server's challenge or metadata names"
+                ),
+            );
+        }
+        Ok(scopes)
+    }
 }
 
 #[cfg(test)]
@@ -786,45 +582,142 @@ mod tests {
         None
     }
 
+    fn read(text: &str) -> Result<Config, ConfigError> {
+        parse(text, "f.json", &no_vars)
+    }
+
+    /// The error's `line:column: message`.
+    fn error(text: &str) -> String {
+        let error = read(text).unwrap_err();
+        let (line, column) = (error.line().unwrap(), error.column().unwrap());
+        format!("{line}:{column}: {}", error.message())
+    }
+
     #[test]
-    fn comments_and_trailing_commas_are_blanked_in_place() {
-        let text = "{ // a comment\n  \"a\": [1, 2,], /* x\n y */ \"b\": \"// not a comment,\",\n}";
-        let cleaned = blank_extensions(text);
-        assert_eq!(cleaned.len(), text.len());
-        assert_eq!(cleaned.matches('\n').count(), text.matches('\n').count());
-        let value: serde_json::Value = serde_json::from_str(&cleaned).unwrap();
-        assert_eq!(value["a"], serde_json::json!([1, 2]));
-        assert_eq!(value["b"], "// not a comment,");
+    fn comments_anywhere_between_tokens_are_skipped() {
+        let config = read(
+            "/* a */ { // b\n \"mcpServers\" /* c */ : /* d */ {\n  \"a\" // e\n  : { \"command\" : \
+             /* f */ \"x\" /* g */ , \"args\": [ /* h */ \"// not a comment\" // i\n ] } } }\n// j",
+        )
+        .unwrap();
+        let TransportConfig::Stdio { command, args, .. } = &config.servers[0].transport else {
+            panic!("stdio");
+        };
+        assert_eq!(
+            (command.as_str(), args.as_slice()),
+            ("x", &["// not a comment".to_owned()][..])
+        );
+        assert!(config.warnings.is_empty(), "{:?}", config.warnings);
+    }
+
+    #[test]
+    fn a_comment_is_skipped_when_positions_are_counted() {
+        let text = "{\"mcpServers\": {/* é\n é */ \"a\": {\"command\": /* x */ 5}}}";
+        assert_eq!(
+            error(text),
+            "2:32: server \"a\": command: expected a string, found a number"
+        );
+    }
+
+    #[test]
+    fn trailing_commas_are_accepted_at_every_level() {
+        let config = read(
+            "{\"mcpServers\": {\"a\": {\"command\": \"x\", \"args\": [\"1\", \"2\",], \"env\": {\"K\": \
+             \"v\",},},},}",
+        )
+        .unwrap();
+        assert_eq!(
+            config.servers[0].transport,
+            TransportConfig::Stdio {
+                command: "x".into(),
+                args: vec!["1".into(), "2".into()],
+                env: BTreeMap::from([("K".into(), "v".into())]),
+                cwd: None,
+            }
+        );
     }
 
     #[test]
     fn a_comma_without_a_value_before_it_stays_an_error() {
-        for text in ["[,]", "{,}", "[1,,]"] {
-            assert!(serde_json::from_str::<serde_json::Value>(&blank_extensions(text)).is_err());
+        for (text, at) in [
+            ("[,]", "1:2"),
+            ("{,}", "1:2"),
+            ("{\"mcpServers\": [1,,]}", "1:19"),
+        ] {
+            let message = error(text);
+            assert!(
+                message.starts_with(&format!("{at}: invalid JSON")),
+                "{text}: {message}"
+            );
         }
     }
 
     #[test]
-    fn escaped_quotes_do_not_end_a_string() {
-        let text = r#"{"a": "x\" // y", "b": 1,}"#;
-        let value: serde_json::Value = serde_json::from_str(&blank_extensions(text)).unwrap();
-        assert_eq!(value["a"], "x\" // y");
+    fn a_missing_comma_names_the_closing_bracket_of_its_container() {
+        assert_eq!(
+            error("{\"mcpServers\": {\"a\": {\"args\": [\"x\" \"y\"]}}}"),
+            "1:36: invalid JSON: expected `,` or `]`"
+        );
+        assert_eq!(
+            error("{\"mcpServers\": {} /* c */ \"servers\": {}}"),
+            "1:27: invalid JSON: expected `,` or `}`"
+        );
     }
 
     #[test]
-    fn a_byte_order_mark_is_skipped() {
-        let config = parse("\u{feff}{\"mcpServers\": {}}", "bom.json", &no_vars).unwrap();
-        assert!(config.servers.is_empty());
+    fn a_wrong_type_deep_inside_is_reported_where_it_is() {
+        let text = "{\n  \"servers\": {\n    \"docs\": {\n      \"url\": \"https://d\",\n      \
+                    \"auth\": {\"scopes\": [\"a\",\n        7]}\n    }\n  }\n}";
+        assert_eq!(
+            error(text),
+            "6:9: server \"docs\": auth.scopes[1]: expected a string, found a number"
+        );
     }
 
     #[test]
-    fn positions_count_lines_and_characters_from_one() {
-        let err = parse(
-            "{\"mcpServers\": {\n  \"é\": {\"command\": \"x\",\n   \"args\": 5}}}",
-            "f.json",
-            &no_vars,
+    fn an_unknown_field_is_warned_about_where_its_value_is() {
+        let config = read(
+            "{\"servers\": {\n  \"h\": {\"url\": \"https://h\",\n    \"auth\": {\"clientId\": \"c\",\n      \
+             \"audience\": \"x\"}}}}",
         )
-        .unwrap_err();
+        .unwrap();
+        assert_eq!(
+            config.warnings,
+            ["f.json:4:19: server \"h\": unknown field \"auth.audience\" (ignored)"]
+        );
+    }
+
+    #[test]
+    fn an_auths_warnings_follow_its_fields_in_file_order() {
+        let config = read(
+            "{\"servers\": {\"h\": {\"url\": \"https://h\", \"auth\": {\"scopes\": \"a\", \
+             \"audience\": \"x\"}}}}",
+        )
+        .unwrap();
+        let warnings: Vec<&str> = config
+            .warnings
+            .iter()
+            .map(|w| &w[w.find(" server").unwrap()..])
+            .collect();
+        assert!(
+            warnings[0].contains("auth.scopes: kept but not requested"),
+            "{warnings:?}"
+        );
+        assert!(
+            warnings[1].contains("unknown field \"auth.audience\""),
+            "{warnings:?}"
+        );
+    }
+
+    #[test]
+    fn columns_count_characters_not_bytes() {
+        // "é" is 2 bytes, "😀" 4, "ｘ" 3: each one column.
+        assert_eq!(
+            error("{\"mcpServers\": {\"é😀ｘ\": {\"command\": \"x\", \"cwd\": 1}}}"),
+            "1:48: server \"é😀ｘ\": cwd: expected a string, found a number"
+        );
+        let err = read("{\"mcpServers\": {\n  \"é\": {\"command\": \"x\",\n   \"args\": 5}}}")
+            .unwrap_err();
         assert_eq!((err.line(), err.column()), (Some(3), Some(12)));
     }
 
@@ -832,10 +725,45 @@ mod tests {
     // serde_json does), so it fell past the end of a line with non-ASCII characters.
     #[test]
     fn a_syntax_error_column_counts_characters_regression() {
-        let err = parse("{\"mcpServers\": {\"ééé\": ", "f.json", &no_vars).unwrap_err();
+        let err = read("{\"mcpServers\": {\"ééé\": ").unwrap_err();
         assert_eq!((err.line(), err.column()), (Some(1), Some(23)));
-        let err = parse("{\"é\": x}", "f.json", &no_vars).unwrap_err();
+        let err = read("{\"é\": x}").unwrap_err();
         assert_eq!((err.line(), err.column()), (Some(1), Some(7)));
+    }
+
+    #[test]
+    fn a_raw_control_character_in_a_string_is_refused() {
+        // Reported on the character before the tab, where a JSON parser stops.
+        assert_eq!(
+            error("{\"mcpServers\": {\"a\": {\"command\": \"x\ty\"}}}"),
+            "1:35: invalid JSON: control character (\\u0000-\\u001F) found while parsing a string"
+        );
+        // A stray quote: the error is on its line, not at the end of the file.
+        let message = error("{\"mcpServers\": {\"a\": {\"command\": \"x\"\"}}}\n\n\n");
+        assert!(message.starts_with("1:"), "{message}");
+    }
+
+    #[test]
+    fn a_key_twice_is_an_error_at_its_second_value() {
+        assert_eq!(
+            error("{\"mcpServers\": {\"a\": {\"command\": \"x\", \"command\": \"y\"}}}"),
+            "1:50: server \"a\": \"command\" appears twice"
+        );
+    }
+
+    #[test]
+    fn an_empty_text_is_an_error_at_its_end() {
+        assert_eq!(error(""), "1:0: invalid JSON: EOF while parsing a value");
+        assert_eq!(
+            error("// only\n"),
+            "2:0: invalid JSON: EOF while parsing a value"
+        );
+    }
+
+    #[test]
+    fn a_byte_order_mark_is_skipped() {
+        let config = read("\u{feff}{\"mcpServers\": {}}").unwrap();
+        assert!(config.servers.is_empty());
     }
 
     #[test]
@@ -854,11 +782,86 @@ mod tests {
             "/*",
             "//",
             "{\"a\": \"\\",
+            "\"\\ud800\"",
             "\u{feff}",
+            "\u{feff}\u{feff}",
+            "\r\r\n\r",
             "{\"servers\": {\"\": {}}}",
             "{\"servers\": {\"a\": {\"command\": \"${\"}}}",
+            "{\"servers\": {\"a\": {\"url\": \"h\", \"auth\": {\"callbackPort\": 1e999}}}}",
+            &"[".repeat(100_000),
         ] {
-            let _ = parse(text, "fuzz.json", &no_vars);
+            let _ = read(text);
+        }
+    }
+
+    /// Pieces of `mcp.json` files and of mistakes in them.
+    const PIECES: &[&str] = &[
+        "{",
+        "}",
+        "[",
+        "]",
+        ",",
+        ":",
+        "\"mcpServers\"",
+        "\"servers\"",
+        "\"a\"",
+        "\"command\"",
+        "\"url\"",
+        "\"args\"",
+        "\"env\"",
+        "\"auth\"",
+        "\"scopes\"",
+        "\"type\"",
+        "\"http\"",
+        "\"enabled\"",
+        "\"timeout\"",
+        "\"callbackPort\"",
+        "\"${X}\"",
+        "\"${\"",
+        "1",
+        "-1",
+        "1e999",
+        "null",
+        "true",
+        "/*",
+        "*/",
+        "//",
+        "\n",
+        "\r",
+        "\"é😀\"",
+        "é",
+        "\t",
+        " ",
+        "\\",
+        "\"",
+        "\u{feff}",
+    ];
+
+    proptest::proptest! {
+        // The fuzz target's promise (fuzz/fuzz_targets/config_parse.rs), on text made of pieces:
+        // no panic, and every error is positioned inside the text.
+        #[test]
+        fn every_error_is_positioned_inside_the_text(
+            pieces in proptest::collection::vec(proptest::sample::select(PIECES), 0..40),
+            wrapped: bool,
+        ) {
+            let body = pieces.concat();
+            let text = if wrapped {
+                format!("{{\"mcpServers\": {{\"a\": {{\"command\": \"x\", {body}}}}}}}")
+            } else {
+                body
+            };
+            if let Err(error) = read(&text) {
+                let lines: Vec<&str> = text.split('\n').collect();
+                let (line, column) = (error.line().unwrap(), error.column().unwrap());
+                proptest::prop_assert!(line >= 1 && line <= lines.len(), "{error}");
+                proptest::prop_assert!(column <= lines[line - 1].chars().count() + 1, "{error}");
+                proptest::prop_assert_eq!(
+                    error.to_string(),
+                    format!("f.json:{line}:{column}: {}", error.message())
+                );
+            }
         }
     }
 }
