@@ -358,7 +358,7 @@ async fn typed_arguments_and_typed_requests() {
 
     let written = client.stats().await.unwrap().requests_written;
     match client.call_tool_with("add", &[1, 2]).await {
-        Err(Error::Protocol(why)) => assert!(why.contains("must be a JSON object"), "{why}"),
+        Err(Error::Misuse(why)) => assert!(why.contains("must be a JSON object"), "{why}"),
         other => panic!("expected a refusal, got {other:?}"),
     }
     assert_eq!(
