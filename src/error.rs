@@ -6,9 +6,11 @@ use serde_json::Value;
 
 /// Why a request did not produce a result.
 ///
-/// The variants are deliberately few and distinct: a caller can always tell a local cancel
-/// ([`Error::Cancelled`]) from a local timeout ([`Error::Timeout`]), from an answer of the server
-/// ([`Error::Server`]), from the end of the connection ([`Error::Closed`]).
+/// A caller can always tell a local cancel ([`Error::Cancelled`]) from a local timeout
+/// ([`Error::Timeout`]), from an answer of the server ([`Error::Server`]), from the end of the
+/// connection ([`Error::Closed`]), from a peer that broke the protocol ([`Error::Protocol`]),
+/// from a mistake of the calling code ([`Error::Misuse`]). The manager's own refusals are
+/// [`ServersError`](crate::servers::ServersError), which wraps this type.
 #[derive(Debug, Clone, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {

@@ -171,7 +171,7 @@ impl Future for Answering {
                 }
                 Poll::Ready(Err(e)) => {
                     failed.get_or_insert_with(|| {
-                        Error::Protocol(format!("the {method} handler failed: {}", e.message))
+                        Error::Misuse(format!("the {method} handler failed: {}", e.message))
                     });
                     false
                 }
@@ -257,7 +257,7 @@ fn retry_params(
     let mut params: Map<String, Value> = match original {
         None => Map::new(),
         Some(raw) => serde_json::from_str(raw.get())
-            .map_err(|e| Error::Protocol(format!("params must be an object to retry: {e}")))?,
+            .map_err(|e| Error::Misuse(format!("params must be an object to retry: {e}")))?,
     };
     params.remove("requestState");
     if let Some(token) = progress_token {
@@ -274,7 +274,7 @@ fn retry_params(
         text.push_str(state.get());
         text.push('}');
     }
-    RawValue::from_string(text).map_err(|e| Error::Protocol(e.to_string()))
+    RawValue::from_string(text).map_err(|e| Error::Misuse(e.to_string()))
 }
 
 #[cfg(test)]

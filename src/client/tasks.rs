@@ -271,9 +271,9 @@ fn task_request(
 fn augmented(shared: &Shared, request: &Request, ttl: Option<Duration>) -> Result<Request, Error> {
     let mut params: Map<String, Value> = match &request.params {
         Ok(Some(raw)) => serde_json::from_str(raw.get())
-            .map_err(|_| Error::Protocol("tools/call params must be an object".into()))?,
+            .map_err(|_| Error::Misuse("tools/call params must be an object".into()))?,
         Ok(None) => Map::new(),
-        Err(e) => return Err(Error::Protocol(e.clone())),
+        Err(e) => return Err(Error::Misuse(e.clone())),
     };
     let mut task = Map::new();
     if let Some(ttl) = ttl {
