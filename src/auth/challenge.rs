@@ -1,5 +1,9 @@
-//! `WWW-Authenticate` challenges (RFC 9110 §11.6.1, RFC 6750 §3, RFC 9728 §5.1): the scheme and
-//! its parameters, in any order, quoted or not.
+//! `WWW-Authenticate` challenges (RFC 9110 §11.6.1, RFC 6750 §3, RFC 9449 §7.1, RFC 9728 §5.1).
+//! A response may carry several challenges, in one header value and across several: each is
+//! read (the grammar is the `http-auth` crate's), then the OAuth ones (`Bearer`, `DPoP`) are
+//! merged into the one [`Challenge`] the flow acts on.
+
+use http::{header::WWW_AUTHENTICATE, HeaderMap, HeaderValue};
 
 /// What a `401`/`403` challenge told us.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -17,62 +21,86 @@ pub struct Challenge {
 }
 
 impl Challenge {
-    /// Parses the first challenge of a `WWW-Authenticate` value. Never fails: what cannot be read
-    /// is left out.
+    /// What the flow reads from one `WWW-Authenticate` value: its challenges, merged as
+    /// [`from_values`](Self::from_values) does. Never fails: what cannot be read is left out.
     pub fn parse(header: &str) -> Self {
-        let header = header.trim();
-        let (scheme, mut rest) = match header.find(char::is_whitespace) {
-            Some(at) => (&header[..at], header[at..].trim_start()),
-            None => (header, ""),
-        };
+        Self::merge(Self::list(header))
+    }
+
+    /// Every challenge of one `WWW-Authenticate` value, in order. The grammar is strict (RFC
+    /// 9110): at the first syntax error the rest of the value is left out, the challenges
+    /// before it are kept.
+    pub fn list(header: &str) -> Vec<Challenge> {
+        http_auth::parser::ChallengeParser::new(header)
+            .map_while(Result::ok)
+            .map(|parsed| Self::from_parsed(&parsed))
+            .collect()
+    }
+
+    /// What the flow reads from all the `WWW-Authenticate` values of a response.
+    pub fn from_headers(headers: &HeaderMap) -> Self {
+        Self::from_values(headers.get_all(WWW_AUTHENTICATE))
+    }
+
+    /// The challenges of every value (a value that is not text is skipped), merged: the scheme
+    /// of the first OAuth challenge (`Bearer` or `DPoP`), and each parameter from the first
+    /// OAuth challenge carrying it (`error` and `error_description` from the same one). Without
+    /// an OAuth challenge, the first challenge as it is.
+    pub fn from_values<'a>(values: impl IntoIterator<Item = &'a HeaderValue>) -> Self {
+        Self::merge(
+            values
+                .into_iter()
+                .filter_map(|value| value.to_str().ok())
+                .flat_map(Self::list),
+        )
+    }
+
+    fn from_parsed(parsed: &http_auth::ChallengeRef<'_>) -> Self {
         let mut challenge = Challenge {
-            scheme: scheme.to_owned(),
+            scheme: parsed.scheme.to_owned(),
             ..Challenge::default()
         };
-        while !rest.is_empty() {
-            let Some(eq) = rest.find('=') else { break };
-            let name = rest[..eq]
-                .trim()
-                .trim_start_matches(',')
-                .trim()
-                .to_ascii_lowercase();
-            rest = rest[eq + 1..].trim_start();
-            let value;
-            if let Some(quoted) = rest.strip_prefix('"') {
-                let mut out = String::new();
-                let mut chars = quoted.char_indices();
-                let mut end = quoted.len();
-                while let Some((i, c)) = chars.next() {
-                    match c {
-                        '\\' => {
-                            if let Some((_, escaped)) = chars.next() {
-                                out.push(escaped);
-                            }
-                        }
-                        '"' => {
-                            end = i + 1;
-                            break;
-                        }
-                        c => out.push(c),
-                    }
-                }
-                value = out;
-                rest = quoted.get(end..).unwrap_or("");
-            } else {
-                let end = rest.find(',').unwrap_or(rest.len());
-                value = rest[..end].trim().to_owned();
-                rest = &rest[end..];
-            }
-            rest = rest.trim_start().trim_start_matches(',').trim_start();
-            match name.as_str() {
-                "resource_metadata" => challenge.resource_metadata = Some(value),
-                "scope" => challenge.scope = Some(value),
-                "error" => challenge.error = Some(value),
-                "error_description" => challenge.error_description = Some(value),
-                _ => {}
-            }
+        for (name, value) in &parsed.params {
+            let slot = match name.to_ascii_lowercase().as_str() {
+                "resource_metadata" => &mut challenge.resource_metadata,
+                "scope" => &mut challenge.scope,
+                "error" => &mut challenge.error,
+                "error_description" => &mut challenge.error_description,
+                _ => continue,
+            };
+            slot.get_or_insert_with(|| value.to_unescaped());
         }
         challenge
+    }
+
+    fn merge(challenges: impl IntoIterator<Item = Challenge>) -> Self {
+        let mut first = None;
+        let mut merged: Option<Challenge> = None;
+        for challenge in challenges {
+            if !challenge.is_oauth() {
+                first.get_or_insert(challenge);
+                continue;
+            }
+            let Some(into) = merged.as_mut() else {
+                merged = Some(challenge);
+                continue;
+            };
+            if into.resource_metadata.is_none() {
+                into.resource_metadata = challenge.resource_metadata;
+            }
+            if into.scope.is_none() {
+                into.scope = challenge.scope;
+            }
+            if into.error.is_none() {
+                into.error = challenge.error;
+                into.error_description = challenge.error_description;
+            }
+        }
+        merged.or(first).unwrap_or_default()
+    }
+
+    fn is_oauth(&self) -> bool {
+        self.scheme.eq_ignore_ascii_case("bearer") || self.scheme.eq_ignore_ascii_case("dpop")
     }
 
     /// `403` with `error="insufficient_scope"`: the token lacks scopes.
@@ -121,16 +149,70 @@ mod tests {
         let c = Challenge::parse("DPoP resource_metadata=\"m\"");
         assert_eq!(c.scheme, "DPoP");
         assert_eq!(c.resource_metadata.as_deref(), Some("m"));
-        let c = Challenge::parse("Bearer realm=example, error=invalid_token");
+        assert_eq!(Challenge::parse("Bearer ").scheme, "Bearer");
+        let c = Challenge::parse("Bearer realm=example, ERROR=invalid_token");
         assert_eq!(c.error.as_deref(), Some("invalid_token"));
-        for garbage in [
-            "",
-            "Bearer",
-            "Bearer =",
-            "Bearer a=\"unterminated",
-            "Bearer ,,,",
-        ] {
-            let _ = Challenge::parse(garbage);
+    }
+
+    #[test]
+    fn what_does_not_parse_is_left_out() {
+        for garbage in ["", "Bearer =", "Bearer a=\"unterminated", ",,,", "\"x\""] {
+            assert_eq!(Challenge::parse(garbage).resource_metadata, None);
         }
+        let c = Challenge::parse(r#"Bearer scope="a", Basic realm="r" junk junk"#);
+        assert_eq!(
+            c.scope.as_deref(),
+            Some("a"),
+            "the challenge before the error"
+        );
+    }
+
+    #[test]
+    fn a_bearer_challenge_after_a_dpop_one_keeps_its_parameters() {
+        let c = Challenge::parse(
+            r#"DPoP algs="ES256", Bearer resource_metadata="https://mcp.example.com/.well-known/oauth-protected-resource", scope="files:read""#,
+        );
+        assert_eq!(c.scheme, "DPoP");
+        assert_eq!(
+            c.resource_metadata.as_deref(),
+            Some("https://mcp.example.com/.well-known/oauth-protected-resource")
+        );
+        assert_eq!(c.scopes(), ["files:read"]);
+        assert_eq!(Challenge::list(r#"DPoP algs="ES256", Bearer"#).len(), 2);
+    }
+
+    #[test]
+    fn every_header_value_is_read() {
+        let mut headers = HeaderMap::new();
+        headers.append(
+            WWW_AUTHENTICATE,
+            HeaderValue::from_static(r#"Basic realm="legacy""#),
+        );
+        headers.append(
+            WWW_AUTHENTICATE,
+            HeaderValue::from_static(r#"DPoP error="use_dpop_nonce", algs="ES256""#),
+        );
+        headers.append(
+            WWW_AUTHENTICATE,
+            HeaderValue::from_static(
+                r#"Bearer resource_metadata="https://m", error="invalid_token", scope="a b""#,
+            ),
+        );
+        let c = Challenge::from_headers(&headers);
+        assert_eq!(c.scheme, "DPoP", "the first OAuth challenge");
+        assert_eq!(c.error.as_deref(), Some("use_dpop_nonce"));
+        assert_eq!(c.resource_metadata.as_deref(), Some("https://m"));
+        assert_eq!(c.scopes(), ["a", "b"]);
+        assert_eq!(
+            Challenge::from_headers(&HeaderMap::new()),
+            Challenge::default()
+        );
+    }
+
+    #[test]
+    fn without_an_oauth_challenge_the_first_one_is_reported() {
+        let c = Challenge::parse(r#"Basic realm="r", Negotiate"#);
+        assert_eq!(c.scheme, "Basic");
+        assert!(!c.is_insufficient_scope());
     }
 }

@@ -260,11 +260,35 @@ pub(crate) struct Seen {
 }
 
 /// What the server's refusal of a request asks for.
-pub(crate) struct Refusal<'a> {
+pub(crate) struct Refusal {
     pub status: u16,
-    pub challenge: Option<&'a str>,
+    /// Every `WWW-Authenticate` value, merged.
+    pub challenge: Challenge,
     /// `DPoP-Nonce`: the server wants its nonce in the next proof.
-    pub dpop_nonce: Option<&'a str>,
+    pub dpop_nonce: Option<String>,
+}
+
+impl Refusal {
+    /// The refusal a response with `status` and `headers` is, if it is one the authorization
+    /// answers: `401`, or `403` with `insufficient_scope` (a step-up).
+    pub fn from_response(status: u16, headers: &http::HeaderMap) -> Option<Self> {
+        if status != 401 && status != 403 {
+            return None;
+        }
+        let challenge = Challenge::from_headers(headers);
+        if status == 403 && !challenge.is_insufficient_scope() {
+            return None;
+        }
+        let dpop_nonce = headers
+            .get("dpop-nonce")
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned);
+        Some(Self {
+            status,
+            challenge,
+            dpop_nonce,
+        })
+    }
 }
 
 type Oauth2Client =
@@ -347,7 +371,7 @@ impl OAuth {
     pub(crate) async fn recover(
         &self,
         server: &Url,
-        refusal: Refusal<'_>,
+        refusal: Refusal,
         seen: Seen,
     ) -> Result<(), Error> {
         let _flight = self.inner.flight.lock().await;
@@ -358,11 +382,11 @@ impl OAuth {
                 return state.last.clone().unwrap_or(Ok(()));
             }
         }
-        let challenge = Challenge::parse(refusal.challenge.unwrap_or_default());
+        let challenge = refusal.challenge;
         if challenge.error.as_deref() == Some("use_dpop_nonce") {
             if let (Some(nonce), Some(dpop)) = (refusal.dpop_nonce, self.lock_dpop().as_mut()) {
                 // Not a new authorization: the same token, a proof with the server's nonce.
-                dpop.resource_server_nonce = Some(nonce.to_owned());
+                dpop.resource_server_nonce = Some(nonce);
                 return Ok(());
             }
         }
