@@ -185,7 +185,7 @@ fuzz_target!(|data: &[u8]| {
         .into_iter()
         .flatten()
         {
-            let _ = check_secure("endpoint", endpoint);
+            let _ = check_secure("endpoint", endpoint.as_str());
         }
     }
 });

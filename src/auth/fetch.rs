@@ -73,14 +73,17 @@ impl Fetcher {
     pub async fn post_json(
         &self,
         url: Url,
-        body: &serde_json::Value,
+        body: &impl serde::Serialize,
     ) -> Result<(u16, Bytes), Error> {
+        let body = serde_json::to_vec(body).map_err(|e| {
+            super::failure(AuthErrorKind::Registration, format!("request body: {e}"))
+        })?;
         let response = self
             .http
             .post(url.clone())
             .header("content-type", "application/json")
             .header("accept", "application/json")
-            .body(body.to_string())
+            .body(body)
             .send()
             .await
             .map_err(|e| {
