@@ -143,3 +143,29 @@ impl OAuthConfig {
         self
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_application_type_is_sent_by_its_registered_name() {
+        assert_eq!(ApplicationType::default(), ApplicationType::Native);
+        let names = serde_json::to_value([ApplicationType::Native, ApplicationType::Web]);
+        assert_eq!(names.unwrap(), serde_json::json!(["native", "web"]));
+    }
+
+    #[test]
+    fn secrets_never_show_in_debug_output() {
+        let config = OAuthConfig::default()
+            .client_id("id")
+            .client_secret("s3cret")
+            .private_key_jwt("-----BEGIN PRIVATE KEY-----")
+            .jwt_bearer("workload-jwt");
+        let shown = format!("{config:?}");
+        assert!(shown.contains("\"id\""), "{shown}");
+        for secret in ["s3cret", "BEGIN PRIVATE", "workload-jwt"] {
+            assert!(!shown.contains(secret), "{secret} in {shown}");
+        }
+    }
+}

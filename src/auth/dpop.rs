@@ -5,6 +5,7 @@
 use std::sync::{MutexGuard, PoisonError};
 
 use base64::{engine::general_purpose::URL_SAFE_NO_PAD, Engine as _};
+use serde::Serialize;
 use sha2::Digest as _;
 use url::Url;
 
@@ -45,24 +46,17 @@ fn ath(token: &str) -> String {
     URL_SAFE_NO_PAD.encode(sha2::Sha256::digest(token.as_bytes()))
 }
 
-/// A proof's claims.
-fn claims(
-    method: &str,
-    url: &Url,
+/// A proof's claims (RFC 9449 §4.2).
+#[derive(Serialize)]
+struct ProofClaims<'a> {
+    jti: String,
+    htm: &'a str,
+    htu: String,
     iat: u64,
-    nonce: Option<&str>,
-    token: Option<&str>,
-) -> serde_json::Value {
-    let mut claims = serde_json::json!({
-        "jti": jwt::jti(), "htm": method, "htu": htu(url), "iat": iat,
-    });
-    if let Some(nonce) = nonce {
-        claims["nonce"] = serde_json::json!(nonce);
-    }
-    if let Some(token) = token {
-        claims["ath"] = serde_json::json!(ath(token));
-    }
-    claims
+    #[serde(skip_serializing_if = "Option::is_none")]
+    nonce: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    ath: Option<String>,
 }
 
 impl OAuth {
@@ -124,9 +118,22 @@ impl OAuth {
             Nonce::AuthorizationServer => &dpop.authorization_server_nonce,
             Nonce::ResourceServer => &dpop.resource_server_nonce,
         };
-        let claims = claims(method, url, now_secs(), nonce.as_deref(), token);
-        let header = serde_json::json!({"typ": "dpop+jwt", "jwk": dpop.key.public_jwk()});
-        Some(dpop.key.sign(header, &claims))
+        let claims = ProofClaims {
+            jti: jwt::jti(),
+            htm: method,
+            htu: htu(url),
+            iat: now_secs(),
+            nonce: nonce.as_deref(),
+            ath: token.map(ath),
+        };
+        let jwk = dpop.key.public_jwk();
+        match dpop.key.sign("dpop+jwt", Some(&jwk), &claims) {
+            Ok(proof) => Some(proof),
+            Err(e) => {
+                tracing::warn!(error = %e, "no DPoP proof");
+                None
+            }
+        }
     }
 
     /// The `DPoP` header for a request to the resource server, when the token is a DPoP one.

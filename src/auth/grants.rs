@@ -8,7 +8,6 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use base64::{engine::general_purpose::STANDARD, Engine as _};
 use serde::Deserialize;
-use serde_json::json;
 use url::Url;
 
 use super::{
@@ -63,53 +62,78 @@ pub(crate) struct TokenAnswer {
     pub scope: Option<String>,
 }
 
-/// A client assertion for `private_key_jwt` (RFC 7523 §2.2): `iss` = `sub` = the client id,
-/// `aud` = the authorization server's issuer.
-pub(crate) fn client_assertion(key: &Es256Key, client_id: &str, audience: &str) -> String {
-    let now = now_secs();
-    key.sign(
-        json!({"typ": "JWT"}),
-        &json!({"iss": client_id, "sub": client_id, "aud": audience,
-            "iat": now, "exp": now + 300, "jti": super::jwt::jti()}),
-    )
+/// The claims of a `private_key_jwt` client assertion (RFC 7523 §3).
+#[derive(serde::Serialize)]
+struct AssertionClaims<'a> {
+    iss: &'a str,
+    sub: &'a str,
+    aud: &'a str,
+    iat: u64,
+    exp: u64,
+    jti: String,
 }
+
+/// A client assertion for `private_key_jwt` (RFC 7523 §2.2): `iss` = `sub` = the client id,
+/// `aud` = the authorization server's issuer, valid five minutes.
+pub(crate) fn client_assertion(
+    key: &Es256Key,
+    client_id: &str,
+    audience: &str,
+) -> Result<String, Error> {
+    let iat = now_secs();
+    let claims = AssertionClaims {
+        iss: client_id,
+        sub: client_id,
+        aud: audience,
+        iat,
+        exp: iat + 300,
+        jti: super::jwt::jti(),
+    };
+    key.sign("JWT", None, &claims)
+}
+
+/// A form-encoded request body, as name and value pairs.
+pub(crate) type Form = Vec<(&'static str, String)>;
 
 /// The form parameters that authenticate the client, and its `Authorization` header if any.
 pub(crate) fn client_authentication(
     credentials: &Credentials,
     key: Option<&Es256Key>,
     audience: &str,
-) -> (Vec<(&'static str, String)>, Option<String>) {
-    match (credentials.auth_method, &credentials.client_secret) {
-        (TokenAuthMethod::ClientSecretBasic, Some(secret)) => {
-            let encode =
-                |s: &str| url::form_urlencoded::byte_serialize(s.as_bytes()).collect::<String>();
-            let pair = format!("{}:{}", encode(&credentials.client_id), encode(secret));
-            (Vec::new(), Some(format!("Basic {}", STANDARD.encode(pair))))
-        }
-        (TokenAuthMethod::ClientSecretPost, Some(secret)) => (
-            vec![
-                ("client_id", credentials.client_id.clone()),
-                ("client_secret", secret.clone()),
-            ],
-            None,
-        ),
-        (TokenAuthMethod::PrivateKeyJwt, _) => match key {
-            Some(key) => (
+) -> Result<(Form, Option<String>), Error> {
+    Ok(
+        match (credentials.auth_method, &credentials.client_secret) {
+            (TokenAuthMethod::ClientSecretBasic, Some(secret)) => {
+                let encode = |s: &str| {
+                    url::form_urlencoded::byte_serialize(s.as_bytes()).collect::<String>()
+                };
+                let pair = format!("{}:{}", encode(&credentials.client_id), encode(secret));
+                (Vec::new(), Some(format!("Basic {}", STANDARD.encode(pair))))
+            }
+            (TokenAuthMethod::ClientSecretPost, Some(secret)) => (
                 vec![
                     ("client_id", credentials.client_id.clone()),
-                    ("client_assertion_type", CLIENT_ASSERTION_TYPE.to_owned()),
-                    (
-                        "client_assertion",
-                        client_assertion(key, &credentials.client_id, audience),
-                    ),
+                    ("client_secret", secret.clone()),
                 ],
                 None,
             ),
-            None => (vec![("client_id", credentials.client_id.clone())], None),
+            (TokenAuthMethod::PrivateKeyJwt, _) => match key {
+                Some(key) => (
+                    vec![
+                        ("client_id", credentials.client_id.clone()),
+                        ("client_assertion_type", CLIENT_ASSERTION_TYPE.to_owned()),
+                        (
+                            "client_assertion",
+                            client_assertion(key, &credentials.client_id, audience)?,
+                        ),
+                    ],
+                    None,
+                ),
+                None => (vec![("client_id", credentials.client_id.clone())], None),
+            },
+            _ => (vec![("client_id", credentials.client_id.clone())], None),
         },
-        _ => (vec![("client_id", credentials.client_id.clone())], None),
-    }
+    )
 }
 
 /// A refused grant: what the endpoint said (never a secret), and its `DPoP-Nonce` if it sent one.
@@ -166,18 +190,7 @@ pub(crate) async fn post_grant(
         .map(str::to_owned);
     let body = super::fetch::read_capped(response).await?;
     if !(200..300).contains(&status) {
-        #[derive(Deserialize)]
-        struct Refusal {
-            error: String,
-            #[serde(default)]
-            error_description: Option<String>,
-        }
-        let said = serde_json::from_slice::<Refusal>(&body)
-            .map(|r| match r.error_description {
-                Some(d) => format!("{}: {d}", r.error),
-                None => r.error,
-            })
-            .unwrap_or_else(|_| format!("HTTP {status}"));
+        let said = refusal_text(status, &body);
         return Err(Refused {
             error: failure(
                 AuthErrorKind::Token,
@@ -193,6 +206,25 @@ pub(crate) async fn post_grant(
         )
     })?;
     Ok(answer)
+}
+
+/// What a token endpoint's error answer (RFC 6749 §5.2) says, its control characters made
+/// visible; the status when it is not one.
+fn refusal_text(status: u16, body: &[u8]) -> String {
+    #[derive(Deserialize)]
+    struct Refusal {
+        error: String,
+        #[serde(default)]
+        error_description: Option<String>,
+    }
+    match serde_json::from_slice::<Refusal>(body) {
+        Ok(Refusal {
+            error,
+            error_description: Some(description),
+        }) => format!("{}: {}", error.escape_debug(), description.escape_debug()),
+        Ok(Refusal { error, .. }) => error.escape_debug().to_string(),
+        Err(_) => format!("HTTP {status}"),
+    }
 }
 
 /// RFC 8693 at the enterprise IdP: the user's ID token for an ID-JAG naming this authorization
@@ -227,7 +259,7 @@ impl OAuth {
         &self,
         fetcher: &Fetcher,
         found: &Found,
-        mut form: Vec<(&'static str, String)>,
+        mut form: Form,
         scopes: Vec<String>,
     ) -> Result<(), Error> {
         let config = &self.inner.config;
@@ -252,7 +284,7 @@ impl OAuth {
         })?;
         super::discovery::require_secure("token endpoint", endpoint)?;
         let (client_form, authorization) =
-            client_authentication(&credentials, key.as_ref(), &found.metadata.issuer);
+            client_authentication(&credentials, key.as_ref(), &found.metadata.issuer)?;
         extend_grant_form(
             &mut form,
             &credentials,
@@ -273,9 +305,9 @@ impl OAuth {
 /// A grant's form: the client's authentication (nothing for a client without an id, as a
 /// workload's `jwt-bearer` grant may be), the scopes, the RFC 8707 `resource`.
 fn extend_grant_form(
-    form: &mut Vec<(&'static str, String)>,
+    form: &mut Form,
     credentials: &Credentials,
-    client_form: Vec<(&'static str, String)>,
+    client_form: Form,
     scopes: &[String],
     resource: &str,
 ) {
@@ -308,9 +340,20 @@ mod tests {
     }
 
     #[test]
+    fn a_refusal_says_the_error_with_control_characters_visible() {
+        let body = br#"{"error": "invalid_grant", "error_description": "expired\u001b[2J"}"#;
+        assert_eq!(refusal_text(400, body), r"invalid_grant: expired\u{1b}[2J");
+        assert_eq!(
+            refusal_text(401, br#"{"error": "invalid_client"}"#),
+            "invalid_client"
+        );
+        assert_eq!(refusal_text(502, b"<html>"), "HTTP 502");
+    }
+
+    #[test]
     fn the_client_authenticates_by_its_method() {
         let basic = credentials(TokenAuthMethod::ClientSecretBasic, Some("s&t"));
-        let (form, header) = client_authentication(&basic, None, "https://as");
+        let (form, header) = client_authentication(&basic, None, "https://as").unwrap();
         assert!(form.is_empty());
         // RFC 6749 §2.3.1: both form-encoded before the Basic encoding.
         assert_eq!(
@@ -318,7 +361,7 @@ mod tests {
             Some(format!("Basic {}", STANDARD.encode("client%3A1:s%26t")))
         );
         let post = credentials(TokenAuthMethod::ClientSecretPost, Some("s"));
-        let (form, header) = client_authentication(&post, None, "https://as");
+        let (form, header) = client_authentication(&post, None, "https://as").unwrap();
         assert_eq!(
             form,
             [
@@ -328,7 +371,7 @@ mod tests {
         );
         assert_eq!(header, None);
         let public = credentials(TokenAuthMethod::None, Some("unused"));
-        let (form, _) = client_authentication(&public, None, "https://as");
+        let (form, _) = client_authentication(&public, None, "https://as").unwrap();
         assert_eq!(form, [("client_id", "client:1".to_owned())]);
     }
 
@@ -337,7 +380,8 @@ mod tests {
         use base64::engine::general_purpose::URL_SAFE_NO_PAD;
         let key = Es256Key::generate();
         let jwt = credentials(TokenAuthMethod::PrivateKeyJwt, None);
-        let (form, header) = client_authentication(&jwt, Some(&key), "https://as.example.com");
+        let (form, header) =
+            client_authentication(&jwt, Some(&key), "https://as.example.com").unwrap();
         assert_eq!(header, None);
         assert_eq!(
             form[1],
