@@ -279,7 +279,7 @@ impl OAuth {
         let endpoint = found.metadata.token_endpoint.as_ref().ok_or_else(|| {
             failure(
                 AuthErrorKind::Discovery,
-                format!("{} has no token endpoint", found.issuer),
+                format!("{:?} has no token endpoint", found.issuer),
             )
         })?;
         super::discovery::require_secure("token endpoint", endpoint)?;

@@ -116,7 +116,7 @@ fn choose_identity(
         return Err(failure(
             AuthErrorKind::NoClientIdentity,
             format!(
-                "{} offers no registration and this client has no client id for it",
+                "{:?} offers no registration and this client has no client id for it",
                 metadata.issuer
             ),
         ));
@@ -146,7 +146,7 @@ fn registered_credentials(
     let registered: Registered = serde_json::from_slice(answer).map_err(|e| {
         failure(
             AuthErrorKind::Registration,
-            format!("{issuer}'s registration answer: {e}"),
+            format!("{issuer:?}'s registration answer: {e}"),
         )
     })?;
     let auth_method = match registered.token_endpoint_auth_method.as_deref() {
@@ -155,7 +155,7 @@ fn registered_credentials(
             failure(
                 AuthErrorKind::Registration,
                 format!(
-                    "{issuer} registered this client for {:?}, a token endpoint \
+                    "{issuer:?} registered this client for {:?}, a token endpoint \
                      authentication it cannot do",
                     name.escape_debug().to_string()
                 ),
@@ -197,7 +197,10 @@ impl OAuth {
                 if !(200..300).contains(&status) {
                     return Err(failure(
                         AuthErrorKind::Registration,
-                        format!("{} refused the registration (HTTP {status})", found.issuer),
+                        format!(
+                            "{:?} refused the registration (HTTP {status})",
+                            found.issuer
+                        ),
                     ));
                 }
                 registered_credentials(&answer, &found.metadata)

@@ -44,7 +44,7 @@ pub(super) fn require_s256(metadata: &AuthorizationServerMetadata) -> Result<(),
     } else {
         Err(failure(
             AuthErrorKind::PkceUnsupported,
-            format!("{} does not support PKCE with S256", metadata.issuer),
+            format!("{:?} does not support PKCE with S256", metadata.issuer),
         ))
     }
 }
@@ -87,10 +87,10 @@ pub(super) fn token_error(
     match error {
         oauth2::RequestTokenError::ServerResponse(response) => format!(
             "the token endpoint answered {}{}",
-            response.error(),
+            response.error().to_string().escape_debug(),
             response
                 .error_description()
-                .map(|d| format!(": {d}"))
+                .map(|d| format!(": {}", d.escape_debug()))
                 .unwrap_or_default()
         ),
         oauth2::RequestTokenError::Request(e) => format!("token request failed: {e}"),
@@ -183,7 +183,7 @@ impl OAuth {
             let url = url.as_ref().ok_or_else(|| {
                 failure(
                     AuthErrorKind::Discovery,
-                    format!("{} has no {what}", metadata.issuer),
+                    format!("{:?} has no {what}", metadata.issuer),
                 )
             })?;
             require_secure(what, url)?;
