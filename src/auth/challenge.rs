@@ -44,8 +44,8 @@ impl Challenge {
 
     /// The challenges of every value (a value that is not text is skipped), merged: the scheme
     /// of the first OAuth challenge (`Bearer` or `DPoP`), and each parameter from the first
-    /// OAuth challenge carrying it (`error` and `error_description` from the same one). Without
-    /// an OAuth challenge, the first challenge as it is.
+    /// OAuth challenge carrying it (`error_description` from the one with the `error`, else the
+    /// first's). Without an OAuth challenge, the first challenge as it is.
     pub fn from_values<'a>(values: impl IntoIterator<Item = &'a HeaderValue>) -> Self {
         Self::merge(
             values
@@ -91,7 +91,8 @@ impl Challenge {
             if into.scope.is_none() {
                 into.scope = challenge.scope;
             }
-            if into.error.is_none() {
+            // A description explains its own challenge's error, never another's.
+            if into.error.is_none() && challenge.error.is_some() {
                 into.error = challenge.error;
                 into.error_description = challenge.error_description;
             }
@@ -207,6 +208,96 @@ mod tests {
             Challenge::from_headers(&HeaderMap::new()),
             Challenge::default()
         );
+    }
+
+    /// A challenge as a server may write it: each parameter quoted (with escapes) or bare.
+    fn written(challenge: &Challenge, bare: bool) -> String {
+        let params = [
+            ("resource_metadata", &challenge.resource_metadata),
+            ("scope", &challenge.scope),
+            ("error", &challenge.error),
+            ("error_description", &challenge.error_description),
+        ];
+        let params: Vec<String> = params
+            .into_iter()
+            .filter_map(|(name, value)| {
+                let value = value.as_ref()?;
+                let token = !value.is_empty() && value.chars().all(|c| c.is_ascii_alphanumeric());
+                if bare && token {
+                    return Some(format!("{name}={value}"));
+                }
+                let escaped = value.replace('\\', "\\\\").replace('"', "\\\"");
+                Some(format!("{name}=\"{escaped}\""))
+            })
+            .collect();
+        format!("{} {}", challenge.scheme, params.join(", "))
+    }
+
+    fn challenge() -> impl proptest::strategy::Strategy<Value = Challenge> {
+        use proptest::prelude::*;
+        let value = || proptest::option::of("[ -~]{0,12}");
+        (
+            prop::sample::select(vec!["Bearer", "DPoP", "bearer", "Basic", "Negotiate"]),
+            value(),
+            value(),
+            value(),
+            value(),
+        )
+            .prop_map(
+                |(scheme, resource_metadata, scope, error, error_description)| Challenge {
+                    scheme: scheme.to_owned(),
+                    resource_metadata,
+                    scope,
+                    error,
+                    error_description,
+                },
+            )
+    }
+
+    /// The model of the merge: the first OAuth challenge's scheme, each parameter from the first
+    /// OAuth challenge carrying it, the description with its error; without one, the first
+    /// challenge.
+    fn merged(challenges: &[Challenge]) -> Challenge {
+        let oauth: Vec<&Challenge> = challenges.iter().filter(|c| c.is_oauth()).collect();
+        let Some(first) = oauth.first() else {
+            return challenges.first().cloned().unwrap_or_default();
+        };
+        let find =
+            |get: fn(&Challenge) -> &Option<String>| oauth.iter().find_map(|c| get(c).clone());
+        let with_error = oauth.iter().find(|c| c.error.is_some()).unwrap_or(first);
+        Challenge {
+            scheme: first.scheme.clone(),
+            resource_metadata: find(|c| &c.resource_metadata),
+            scope: find(|c| &c.scope),
+            error: with_error.error.clone(),
+            error_description: with_error.error_description.clone(),
+        }
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn challenges_in_any_values_merge_as_the_model_says(
+            challenges in proptest::collection::vec(challenge(), 1..5),
+            cuts in proptest::collection::vec(proptest::bool::ANY, 5),
+            bare: bool,
+        ) {
+            let mut values = vec![String::new()];
+            for (i, challenge) in challenges.iter().enumerate() {
+                let last = values.last_mut().unwrap();
+                if !last.is_empty() {
+                    last.push_str(", ");
+                }
+                last.push_str(&written(challenge, bare));
+                if cuts[i] {
+                    values.push(String::new());
+                }
+            }
+            let mut headers = HeaderMap::new();
+            for value in values.iter().filter(|v| !v.is_empty()) {
+                headers.append(WWW_AUTHENTICATE, HeaderValue::from_str(value).unwrap());
+            }
+            proptest::prop_assert_eq!(Challenge::from_headers(&headers), merged(&challenges));
+        }
     }
 
     #[test]
