@@ -145,3 +145,22 @@ pub(crate) async fn read_capped(mut response: reqwest::Response) -> Result<Bytes
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn response(body: Vec<u8>) -> reqwest::Response {
+        reqwest::Response::from(http::Response::new(body))
+    }
+
+    #[actix_rt::test]
+    async fn an_answer_is_read_up_to_the_cap_and_refused_past_it() {
+        let at_cap = read_capped(response(vec![b'x'; BODY_LIMIT])).await.unwrap();
+        assert_eq!(at_cap.len(), BODY_LIMIT);
+        match read_capped(response(vec![b'x'; BODY_LIMIT + 1])).await {
+            Err(Error::Unauthorized { kind, .. }) => assert_eq!(kind, AuthErrorKind::Discovery),
+            other => panic!("{other:?}"),
+        }
+    }
+}
