@@ -11,7 +11,8 @@
 //!
 //! What happens on `401` (ours: the MCP discovery rules, the state, the single flight; the
 //! `oauth2` crate: PKCE, the authorization URL, the token requests):
-//! 1. the challenge (`WWW-Authenticate`) is read: `resource_metadata`, `scope`, `error`;
+//! 1. the challenges of every `WWW-Authenticate` value are read (the `Bearer` and `DPoP` ones
+//!    merged): `resource_metadata`, `scope`, `error`;
 //! 2. the protected resource metadata is fetched (the hint, else the path-based then the root
 //!    well-known URI); its `resource` must name this server;
 //! 3. the authorization server's metadata (RFC 8414 then OpenID Connect, path-insertion forms
