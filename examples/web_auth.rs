@@ -20,7 +20,7 @@ use std::{
 };
 
 use actix_mcp::{
-    auth::{Application, Callback, OAuth, OAuthConfig},
+    auth::{Application, ApplicationType, Callback, OAuth, OAuthConfig},
     Client, HttpTransport,
 };
 use actix_web::{web, HttpResponse};
@@ -61,7 +61,7 @@ impl Service {
                     Application::new(self.callback_url.clone()),
                     OAuthConfig::default()
                         .client_name("actix-mcp web example")
-                        .application_type("web"),
+                        .application_type(ApplicationType::Web),
                 ),
                 client: None,
             })

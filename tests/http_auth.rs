@@ -48,6 +48,9 @@ struct Servers {
     posts: Mutex<Vec<(Value, Option<String>, bool)>>,
     /// The `slow` call's answer waits for this.
     slow: Notify,
+    /// The protected resource metadata is only where the `Bearer` challenge says, after a
+    /// `DPoP` challenge in another `WWW-Authenticate` value.
+    hidden_metadata: AtomicBool,
 }
 
 impl Servers {
@@ -100,6 +103,17 @@ async fn mcp(req: HttpRequest, body: web::Bytes, servers: web::Data<Servers>) ->
         .lock()
         .unwrap()
         .push((body.clone(), token, valid));
+    if !valid && servers.hidden_metadata.load(Ordering::SeqCst) {
+        return HttpResponse::Unauthorized()
+            .append_header(("www-authenticate", r#"DPoP algs="ES256""#))
+            .append_header((
+                "www-authenticate",
+                format!(
+                    r#"Bearer error="invalid_token", resource_metadata="{base}/hidden/mcp.json""#
+                ),
+            ))
+            .json(json!({"error": "invalid_token"}));
+    }
     if !valid {
         return HttpResponse::Unauthorized()
             .insert_header((
@@ -137,8 +151,11 @@ async fn authorization_server(
     servers: web::Data<Servers>,
 ) -> HttpResponse {
     let base = servers.base.lock().unwrap().clone();
+    let hidden = servers.hidden_metadata.load(Ordering::SeqCst);
     match req.path() {
-        "/.well-known/oauth-protected-resource/mcp" => HttpResponse::Ok().json(json!({
+        "/.well-known/oauth-protected-resource/mcp" if hidden => HttpResponse::NotFound().finish(),
+        "/.well-known/oauth-protected-resource/mcp" | "/hidden/mcp.json" => HttpResponse::Ok()
+            .json(json!({
             "resource": format!("{base}/mcp"), "authorization_servers": [base]})),
         "/.well-known/oauth-authorization-server" => HttpResponse::Ok().json(json!({
             "issuer": base,
@@ -300,6 +317,19 @@ async fn a_thousand_requests_that_meet_401_share_one_authorization() {
     for id in &ids {
         assert_eq!(servers.accepted_calls(id), 1, "each request is served once");
     }
+}
+
+#[actix::test]
+async fn the_bearer_challenge_is_read_after_a_dpop_one_in_another_header() {
+    let (url, servers) = start();
+    servers.hidden_metadata.store(true, Ordering::SeqCst);
+    let oauth = oauth();
+    let client = connect(&url, &oauth, &servers).await;
+    assert_eq!(
+        echo(&client, "found").await.expect("authorized").text(),
+        "found"
+    );
+    assert_eq!(servers.authorizations.load(Ordering::SeqCst), 1);
 }
 
 /// A request waiting for authorization is cancelled: its caller is woken at once, and nothing of

@@ -275,3 +275,60 @@ impl UserAgent for Application {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn redirect(query: &str) -> Result<Callback, Error> {
+        Callback::from_redirect(
+            &Url::parse(&format!("http://127.0.0.1:1/callback?{query}")).unwrap(),
+        )
+    }
+
+    #[test]
+    fn a_redirect_gives_code_state_and_iss_or_its_error() {
+        let callback = redirect("code=c%20d&state=s&iss=https%3A%2F%2Fas&other=x").unwrap();
+        assert_eq!(callback.code, "c d");
+        assert_eq!(callback.state.as_deref(), Some("s"));
+        assert_eq!(callback.iss.as_deref(), Some("https://as"));
+        let kind = |result: Result<Callback, Error>| match result {
+            Err(Error::Unauthorized { kind, .. }) => kind,
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(
+            kind(redirect("error=access_denied&code=c")),
+            AuthErrorKind::Denied
+        );
+        assert_eq!(kind(redirect("state=s")), AuthErrorKind::Denied);
+        let shown = format!(
+            "{:?}",
+            redirect("code=secret-code&state=secret-state").unwrap()
+        );
+        assert!(!shown.contains("secret"), "{shown}");
+    }
+
+    #[test]
+    fn the_agents_name_their_redirect_uri() {
+        assert_eq!(
+            Loopback::new(8976).redirect_uri(),
+            "http://127.0.0.1:8976/callback"
+        );
+        assert_eq!(Headless::new("http://h/cb").redirect_uri(), "http://h/cb");
+        assert_eq!(
+            Application::new("https://a/cb").redirect_uri(),
+            "https://a/cb"
+        );
+    }
+
+    #[actix_rt::test]
+    async fn an_application_agent_asks_the_application_to_run_the_flow() {
+        let url = Url::parse("https://as.example.com/authorize").unwrap();
+        match Application::new("https://a/cb").authorize(url).await {
+            Err(Error::Unauthorized { kind, .. }) => {
+                assert_eq!(kind, AuthErrorKind::InteractionRequired)
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+}

@@ -21,20 +21,21 @@ pub struct ProtectedResourceMetadata {
     pub scopes_supported: Option<Vec<String>>,
 }
 
-/// RFC 8414 authorization server metadata (the fields this client uses).
+/// RFC 8414 authorization server metadata (the fields this client uses). An endpoint that is not
+/// a URL is left out (as if the server did not offer it).
 #[derive(Debug, Clone, Deserialize)]
 pub struct AuthorizationServerMetadata {
     /// The authorization server's identifier; must equal the issuer URL it was fetched for.
     pub issuer: String,
     /// Where the user is sent to authorize.
-    #[serde(default)]
-    pub authorization_endpoint: Option<String>,
+    #[serde(default, deserialize_with = "url_or_none")]
+    pub authorization_endpoint: Option<Url>,
     /// Where codes, refresh tokens and other grants are exchanged for tokens.
-    #[serde(default)]
-    pub token_endpoint: Option<String>,
+    #[serde(default, deserialize_with = "url_or_none")]
+    pub token_endpoint: Option<Url>,
     /// RFC 7591 dynamic client registration endpoint; `None` if registration is not offered.
-    #[serde(default)]
-    pub registration_endpoint: Option<String>,
+    #[serde(default, deserialize_with = "url_or_none")]
+    pub registration_endpoint: Option<Url>,
     /// The scopes the server lists (checked for `offline_access`).
     #[serde(default)]
     pub scopes_supported: Option<Vec<String>>,
@@ -56,6 +57,19 @@ pub struct AuthorizationServerMetadata {
     /// DPoP (RFC 9449) proof algorithms; DPoP is used when `ES256` is listed.
     #[serde(default)]
     pub dpop_signing_alg_values_supported: Option<Vec<String>>,
+}
+
+/// An absolute URL, else `None` (RFC 8414 §3.2: a client ignores what it cannot use); any other
+/// JSON type is still an error.
+fn url_or_none<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<Option<Url>, D::Error> {
+    let text = Option::<String>::deserialize(deserializer)?;
+    Ok(text.and_then(|text| match Url::parse(&text) {
+        Ok(url) => Some(url),
+        Err(e) => {
+            tracing::debug!(url = %text.escape_debug(), error = %e, "ignoring an endpoint that is not a URL");
+            None
+        }
+    }))
 }
 
 impl AuthorizationServerMetadata {
@@ -131,6 +145,12 @@ pub fn resource_matches(server: &Url, resource: &str) -> bool {
 pub fn check_secure(what: &str, url: &str) -> Result<Url, Error> {
     let parsed = Url::parse(url)
         .map_err(|e| super::failure(AuthErrorKind::Discovery, format!("{what} {url:?}: {e}")))?;
+    require_secure(what, &parsed)?;
+    Ok(parsed)
+}
+
+/// [`check_secure`] for a URL already parsed.
+pub fn require_secure(what: &str, parsed: &Url) -> Result<(), Error> {
     let loopback = match parsed.host() {
         Some(url::Host::Domain(host)) => host.eq_ignore_ascii_case("localhost"),
         Some(url::Host::Ipv4(ip)) => ip.is_loopback(),
@@ -138,11 +158,11 @@ pub fn check_secure(what: &str, url: &str) -> Result<Url, Error> {
         None => false,
     };
     match parsed.scheme() {
-        "https" => Ok(parsed),
-        "http" if loopback => Ok(parsed),
+        "https" => Ok(()),
+        "http" if loopback => Ok(()),
         _ => Err(super::failure(
             AuthErrorKind::InsecureEndpoint,
-            format!("{what} {url} is neither https nor loopback"),
+            format!("{what} {parsed} is neither https nor loopback"),
         )),
     }
 }
@@ -254,6 +274,23 @@ mod tests {
             "http://localhost:3000/mcp/deeper"
         ));
         assert!(!resource_matches(&server, "not a url"));
+    }
+
+    #[test]
+    fn an_endpoint_that_is_not_a_url_is_left_out() {
+        let metadata: AuthorizationServerMetadata = serde_json::from_str(
+            r#"{"issuer": "https://as.example.com", "token_endpoint": "not a url",
+                "authorization_endpoint": "https://as.example.com/authorize"}"#,
+        )
+        .unwrap();
+        assert_eq!(metadata.token_endpoint, None);
+        assert_eq!(
+            metadata.authorization_endpoint.as_ref().map(Url::as_str),
+            Some("https://as.example.com/authorize")
+        );
+        assert_eq!(metadata.registration_endpoint, None);
+        let wrong_type = r#"{"issuer": "https://as.example.com", "token_endpoint": 7}"#;
+        assert!(serde_json::from_str::<AuthorizationServerMetadata>(wrong_type).is_err());
     }
 
     #[test]

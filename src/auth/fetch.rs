@@ -73,14 +73,17 @@ impl Fetcher {
     pub async fn post_json(
         &self,
         url: Url,
-        body: &serde_json::Value,
+        body: &impl serde::Serialize,
     ) -> Result<(u16, Bytes), Error> {
+        let body = serde_json::to_vec(body).map_err(|e| {
+            super::failure(AuthErrorKind::Registration, format!("request body: {e}"))
+        })?;
         let response = self
             .http
             .post(url.clone())
             .header("content-type", "application/json")
             .header("accept", "application/json")
-            .body(body.to_string())
+            .body(body)
             .send()
             .await
             .map_err(|e| {
@@ -139,6 +142,25 @@ pub(crate) async fn read_capped(mut response: reqwest::Response) -> Result<Bytes
                     format!("reading an authorization server answer: {e}"),
                 ))
             }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn response(body: Vec<u8>) -> reqwest::Response {
+        reqwest::Response::from(http::Response::new(body))
+    }
+
+    #[actix_rt::test]
+    async fn an_answer_is_read_up_to_the_cap_and_refused_past_it() {
+        let at_cap = read_capped(response(vec![b'x'; BODY_LIMIT])).await.unwrap();
+        assert_eq!(at_cap.len(), BODY_LIMIT);
+        match read_capped(response(vec![b'x'; BODY_LIMIT + 1])).await {
+            Err(Error::Unauthorized { kind, .. }) => assert_eq!(kind, AuthErrorKind::Discovery),
+            other => panic!("{other:?}"),
         }
     }
 }

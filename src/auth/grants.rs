@@ -8,10 +8,17 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use base64::{engine::general_purpose::STANDARD, Engine as _};
 use serde::Deserialize;
-use serde_json::json;
 use url::Url;
 
-use super::{fetch::Fetcher, jwt::Es256Key, AuthErrorKind, Credentials};
+use super::{
+    discovery::check_secure,
+    failure,
+    fetch::Fetcher,
+    flow::{apply_answer, Found},
+    identity::secret_method,
+    jwt::Es256Key,
+    AuthErrorKind, Credentials, OAuth, TokenAuthMethod,
+};
 use crate::error::Error;
 
 pub(crate) const JWT_BEARER: &str = "urn:ietf:params:oauth:grant-type:jwt-bearer";
@@ -55,53 +62,78 @@ pub(crate) struct TokenAnswer {
     pub scope: Option<String>,
 }
 
-/// A client assertion for `private_key_jwt` (RFC 7523 §2.2): `iss` = `sub` = the client id,
-/// `aud` = the authorization server's issuer.
-pub(crate) fn client_assertion(key: &Es256Key, client_id: &str, audience: &str) -> String {
-    let now = now_secs();
-    key.sign(
-        json!({"typ": "JWT"}),
-        &json!({"iss": client_id, "sub": client_id, "aud": audience,
-            "iat": now, "exp": now + 300, "jti": super::jwt::jti()}),
-    )
+/// The claims of a `private_key_jwt` client assertion (RFC 7523 §3).
+#[derive(serde::Serialize)]
+struct AssertionClaims<'a> {
+    iss: &'a str,
+    sub: &'a str,
+    aud: &'a str,
+    iat: u64,
+    exp: u64,
+    jti: String,
 }
+
+/// A client assertion for `private_key_jwt` (RFC 7523 §2.2): `iss` = `sub` = the client id,
+/// `aud` = the authorization server's issuer, valid five minutes.
+pub(crate) fn client_assertion(
+    key: &Es256Key,
+    client_id: &str,
+    audience: &str,
+) -> Result<String, Error> {
+    let iat = now_secs();
+    let claims = AssertionClaims {
+        iss: client_id,
+        sub: client_id,
+        aud: audience,
+        iat,
+        exp: iat + 300,
+        jti: super::jwt::jti(),
+    };
+    key.sign("JWT", None, &claims)
+}
+
+/// A form-encoded request body, as name and value pairs.
+pub(crate) type Form = Vec<(&'static str, String)>;
 
 /// The form parameters that authenticate the client, and its `Authorization` header if any.
 pub(crate) fn client_authentication(
     credentials: &Credentials,
     key: Option<&Es256Key>,
     audience: &str,
-) -> (Vec<(&'static str, String)>, Option<String>) {
-    match (credentials.auth_method.as_str(), &credentials.client_secret) {
-        ("client_secret_basic", Some(secret)) => {
-            let encode =
-                |s: &str| url::form_urlencoded::byte_serialize(s.as_bytes()).collect::<String>();
-            let pair = format!("{}:{}", encode(&credentials.client_id), encode(secret));
-            (Vec::new(), Some(format!("Basic {}", STANDARD.encode(pair))))
-        }
-        ("client_secret_post", Some(secret)) => (
-            vec![
-                ("client_id", credentials.client_id.clone()),
-                ("client_secret", secret.clone()),
-            ],
-            None,
-        ),
-        ("private_key_jwt", _) => match key {
-            Some(key) => (
+) -> Result<(Form, Option<String>), Error> {
+    Ok(
+        match (credentials.auth_method, &credentials.client_secret) {
+            (TokenAuthMethod::ClientSecretBasic, Some(secret)) => {
+                let encode = |s: &str| {
+                    url::form_urlencoded::byte_serialize(s.as_bytes()).collect::<String>()
+                };
+                let pair = format!("{}:{}", encode(&credentials.client_id), encode(secret));
+                (Vec::new(), Some(format!("Basic {}", STANDARD.encode(pair))))
+            }
+            (TokenAuthMethod::ClientSecretPost, Some(secret)) => (
                 vec![
                     ("client_id", credentials.client_id.clone()),
-                    ("client_assertion_type", CLIENT_ASSERTION_TYPE.to_owned()),
-                    (
-                        "client_assertion",
-                        client_assertion(key, &credentials.client_id, audience),
-                    ),
+                    ("client_secret", secret.clone()),
                 ],
                 None,
             ),
-            None => (vec![("client_id", credentials.client_id.clone())], None),
+            (TokenAuthMethod::PrivateKeyJwt, _) => match key {
+                Some(key) => (
+                    vec![
+                        ("client_id", credentials.client_id.clone()),
+                        ("client_assertion_type", CLIENT_ASSERTION_TYPE.to_owned()),
+                        (
+                            "client_assertion",
+                            client_assertion(key, &credentials.client_id, audience)?,
+                        ),
+                    ],
+                    None,
+                ),
+                None => (vec![("client_id", credentials.client_id.clone())], None),
+            },
+            _ => (vec![("client_id", credentials.client_id.clone())], None),
         },
-        _ => (vec![("client_id", credentials.client_id.clone())], None),
-    }
+    )
 }
 
 /// A refused grant: what the endpoint said (never a secret), and its `DPoP-Nonce` if it sent one.
@@ -145,7 +177,7 @@ pub(crate) async fn post_grant(
     }
     let origin = endpoint.origin().ascii_serialization();
     let response = request.send().await.map_err(|e| {
-        super::failure(
+        failure(
             AuthErrorKind::Token,
             format!("token request to {origin}: {e}"),
         )
@@ -158,20 +190,9 @@ pub(crate) async fn post_grant(
         .map(str::to_owned);
     let body = super::fetch::read_capped(response).await?;
     if !(200..300).contains(&status) {
-        #[derive(Deserialize)]
-        struct Refusal {
-            error: String,
-            #[serde(default)]
-            error_description: Option<String>,
-        }
-        let said = serde_json::from_slice::<Refusal>(&body)
-            .map(|r| match r.error_description {
-                Some(d) => format!("{}: {d}", r.error),
-                None => r.error,
-            })
-            .unwrap_or_else(|_| format!("HTTP {status}"));
+        let said = refusal_text(status, &body);
         return Err(Refused {
-            error: super::failure(
+            error: failure(
                 AuthErrorKind::Token,
                 format!("the token endpoint at {origin} answered {said}"),
             ),
@@ -179,12 +200,31 @@ pub(crate) async fn post_grant(
         });
     }
     let answer = serde_json::from_slice(&body).map_err(|e| {
-        super::failure(
+        failure(
             AuthErrorKind::Token,
             format!("the token answer from {origin} does not parse: {e}"),
         )
     })?;
     Ok(answer)
+}
+
+/// What a token endpoint's error answer (RFC 6749 §5.2) says, its control characters made
+/// visible; the status when it is not one.
+fn refusal_text(status: u16, body: &[u8]) -> String {
+    #[derive(Deserialize)]
+    struct Refusal {
+        error: String,
+        #[serde(default)]
+        error_description: Option<String>,
+    }
+    match serde_json::from_slice::<Refusal>(body) {
+        Ok(Refusal {
+            error,
+            error_description: Some(description),
+        }) => format!("{}: {}", error.escape_debug(), description.escape_debug()),
+        Ok(Refusal { error, .. }) => error.escape_debug().to_string(),
+        Err(_) => format!("HTTP {status}"),
+    }
 }
 
 /// RFC 8693 at the enterprise IdP: the user's ID token for an ID-JAG naming this authorization
@@ -195,7 +235,7 @@ pub(crate) async fn identity_assertion_grant(
     audience: &str,
     resource: &str,
 ) -> Result<String, Error> {
-    let endpoint = super::discovery::check_secure("IdP token endpoint", &assertion.token_endpoint)?;
+    let endpoint = check_secure("IdP token endpoint", &assertion.token_endpoint)?;
     let mut form = vec![
         ("grant_type", TOKEN_EXCHANGE.to_owned()),
         ("subject_token", assertion.id_token.clone()),
@@ -213,8 +253,166 @@ pub(crate) async fn identity_assertion_grant(
     Ok(answer.access_token)
 }
 
+impl OAuth {
+    /// A grant at the token endpoint without a user: client credentials, `jwt-bearer`.
+    pub(super) async fn grant_without_user(
+        &self,
+        fetcher: &Fetcher,
+        found: &Found,
+        mut form: Form,
+        scopes: Vec<String>,
+    ) -> Result<(), Error> {
+        let config = &self.inner.config;
+        let key = match &config.private_key_pem {
+            Some(pem) => Some(Es256Key::from_pem(pem)?),
+            None => None,
+        };
+        let credentials = Credentials {
+            client_id: config.client_id.clone().unwrap_or_default(),
+            client_secret: config.client_secret.clone(),
+            auth_method: match key {
+                Some(_) => TokenAuthMethod::PrivateKeyJwt,
+                None => secret_method(config.client_secret.is_some(), &found.metadata),
+            },
+            ..Credentials::default()
+        };
+        let endpoint = found.metadata.token_endpoint.as_ref().ok_or_else(|| {
+            failure(
+                AuthErrorKind::Discovery,
+                format!("{:?} has no token endpoint", found.issuer),
+            )
+        })?;
+        super::discovery::require_secure("token endpoint", endpoint)?;
+        let (client_form, authorization) =
+            client_authentication(&credentials, key.as_ref(), &found.metadata.issuer)?;
+        extend_grant_form(
+            &mut form,
+            &credentials,
+            client_form,
+            &scopes,
+            &found.resource,
+        );
+        let answer = self
+            .post_grant_with_dpop(fetcher, endpoint, &form, authorization.as_deref())
+            .await?;
+        let mut credentials = credentials;
+        apply_answer(&mut credentials, answer, scopes, now_secs());
+        self.keep(&found.metadata, &found.resource, credentials);
+        Ok(())
+    }
+}
+
+/// A grant's form: the client's authentication (nothing for a client without an id, as a
+/// workload's `jwt-bearer` grant may be), the scopes, the RFC 8707 `resource`.
+fn extend_grant_form(
+    form: &mut Form,
+    credentials: &Credentials,
+    client_form: Form,
+    scopes: &[String],
+    resource: &str,
+) {
+    if !credentials.client_id.is_empty() || !client_form.is_empty() {
+        form.extend(client_form);
+    }
+    if !scopes.is_empty() {
+        form.push(("scope", scopes.join(" ")));
+    }
+    form.push(("resource", resource.to_owned()));
+}
+
 pub(crate) fn now_secs() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_secs())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn credentials(method: TokenAuthMethod, secret: Option<&str>) -> Credentials {
+        Credentials {
+            client_id: "client:1".into(),
+            client_secret: secret.map(str::to_owned),
+            auth_method: method,
+            ..Credentials::default()
+        }
+    }
+
+    #[test]
+    fn a_refusal_says_the_error_with_control_characters_visible() {
+        let body = br#"{"error": "invalid_grant", "error_description": "expired\u001b[2J"}"#;
+        assert_eq!(refusal_text(400, body), r"invalid_grant: expired\u{1b}[2J");
+        assert_eq!(
+            refusal_text(401, br#"{"error": "invalid_client"}"#),
+            "invalid_client"
+        );
+        assert_eq!(refusal_text(502, b"<html>"), "HTTP 502");
+    }
+
+    #[test]
+    fn the_client_authenticates_by_its_method() {
+        let basic = credentials(TokenAuthMethod::ClientSecretBasic, Some("s&t"));
+        let (form, header) = client_authentication(&basic, None, "https://as").unwrap();
+        assert!(form.is_empty());
+        // RFC 6749 §2.3.1: both form-encoded before the Basic encoding.
+        assert_eq!(
+            header,
+            Some(format!("Basic {}", STANDARD.encode("client%3A1:s%26t")))
+        );
+        let post = credentials(TokenAuthMethod::ClientSecretPost, Some("s"));
+        let (form, header) = client_authentication(&post, None, "https://as").unwrap();
+        assert_eq!(
+            form,
+            [
+                ("client_id", "client:1".to_owned()),
+                ("client_secret", "s".to_owned())
+            ]
+        );
+        assert_eq!(header, None);
+        let public = credentials(TokenAuthMethod::None, Some("unused"));
+        let (form, _) = client_authentication(&public, None, "https://as").unwrap();
+        assert_eq!(form, [("client_id", "client:1".to_owned())]);
+    }
+
+    #[test]
+    fn a_private_key_jwt_assertion_names_the_client_and_the_issuer() {
+        use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+        let key = Es256Key::generate();
+        let jwt = credentials(TokenAuthMethod::PrivateKeyJwt, None);
+        let (form, header) =
+            client_authentication(&jwt, Some(&key), "https://as.example.com").unwrap();
+        assert_eq!(header, None);
+        assert_eq!(
+            form[1],
+            ("client_assertion_type", CLIENT_ASSERTION_TYPE.to_owned())
+        );
+        let assertion = &form[2].1;
+        let claims = assertion.split('.').nth(1).unwrap();
+        let claims: serde_json::Value =
+            serde_json::from_slice(&URL_SAFE_NO_PAD.decode(claims).unwrap()).unwrap();
+        assert_eq!(claims["iss"], "client:1");
+        assert_eq!(claims["sub"], "client:1");
+        assert_eq!(claims["aud"], "https://as.example.com");
+        let lifetime = claims["exp"].as_u64().unwrap() - claims["iat"].as_u64().unwrap();
+        assert_eq!(lifetime, 300);
+    }
+
+    #[test]
+    fn a_grant_form_carries_scopes_and_resource_and_no_empty_client() {
+        let mut form = vec![("grant_type", "client_credentials".to_owned())];
+        let client = credentials(TokenAuthMethod::None, None);
+        let client_form = vec![("client_id", "client:1".to_owned())];
+        let scopes = ["a".to_owned(), "b".to_owned()];
+        extend_grant_form(&mut form, &client, client_form, &scopes, "https://mcp");
+        assert_eq!(
+            form,
+            [
+                ("grant_type", "client_credentials".to_owned()),
+                ("client_id", "client:1".to_owned()),
+                ("scope", "a b".to_owned()),
+                ("resource", "https://mcp".to_owned()),
+            ]
+        );
+    }
 }

@@ -7,10 +7,28 @@ use p256::{
     ecdsa::{signature::Signer, Signature, SigningKey},
     pkcs8::DecodePrivateKey,
 };
-use serde_json::{json, Value};
+use serde::Serialize;
 
 use super::AuthErrorKind;
 use crate::error::Error;
+
+/// A P-256 public key as a JSON Web Key (RFC 7517, RFC 7518 §6.2.1): no private part.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub(crate) struct Jwk {
+    kty: &'static str,
+    crv: &'static str,
+    x: String,
+    y: String,
+}
+
+/// The JOSE header: `typ`, `alg` (always ES256), and the public key for a DPoP proof.
+#[derive(Serialize)]
+struct Header<'a> {
+    typ: &'static str,
+    alg: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    jwk: Option<&'a Jwk>,
+}
 
 /// A P-256 signing key. Its `Debug` shows nothing of it.
 #[derive(Clone)]
@@ -43,28 +61,50 @@ impl Es256Key {
         }
     }
 
-    /// The public key as a JWK (no private part).
-    pub fn public_jwk(&self) -> Value {
+    /// The public key as a JWK.
+    pub fn public_jwk(&self) -> Jwk {
         let point = self.key.verifying_key().to_encoded_point(false);
         let coordinate =
             |c: Option<&p256::FieldBytes>| c.map(|c| URL_SAFE_NO_PAD.encode(c)).unwrap_or_default();
-        json!({"kty": "EC", "crv": "P-256", "x": coordinate(point.x()), "y": coordinate(point.y())})
+        Jwk {
+            kty: "EC",
+            crv: "P-256",
+            x: coordinate(point.x()),
+            y: coordinate(point.y()),
+        }
     }
 
-    /// `header.claims.signature`, with `alg: ES256` added to the header.
-    pub fn sign(&self, mut header: Value, claims: &Value) -> String {
-        header["alg"] = json!("ES256");
-        let signing_input = format!(
-            "{}.{}",
-            URL_SAFE_NO_PAD.encode(header.to_string()),
-            URL_SAFE_NO_PAD.encode(claims.to_string())
-        );
+    /// `header.claims.signature` (JWS compact serialization), with the header `typ` and, if
+    /// given, the public key `jwk`.
+    pub fn sign(
+        &self,
+        typ: &'static str,
+        jwk: Option<&Jwk>,
+        claims: &impl Serialize,
+    ) -> Result<String, Error> {
+        let header = Header {
+            typ,
+            alg: "ES256",
+            jwk,
+        };
+        let signing_input = format!("{}.{}", encode(&header)?, encode(claims)?);
         let signature: Signature = self.key.sign(signing_input.as_bytes());
-        format!(
+        Ok(format!(
             "{signing_input}.{}",
             URL_SAFE_NO_PAD.encode(signature.to_bytes())
-        )
+        ))
     }
+}
+
+/// A JWT part: the JSON, base64url.
+fn encode(part: &impl Serialize) -> Result<String, Error> {
+    let json = serde_json::to_vec(part).map_err(|e| {
+        super::failure(
+            AuthErrorKind::Token,
+            format!("a JWT that does not encode: {e}"),
+        )
+    })?;
+    Ok(URL_SAFE_NO_PAD.encode(json))
 }
 
 /// A unique token id.
@@ -78,19 +118,20 @@ pub(crate) fn jti() -> String {
 mod tests {
     use super::*;
     use p256::ecdsa::{signature::Verifier, VerifyingKey};
+    use serde_json::{json, Value};
 
     #[test]
     fn tokens_verify_with_the_public_key_and_carry_what_was_given() {
         let key = Es256Key::generate();
-        let token = key.sign(
-            json!({"typ": "dpop+jwt", "jwk": key.public_jwk()}),
-            &json!({"htm": "POST"}),
-        );
+        let token = key
+            .sign("dpop+jwt", Some(&key.public_jwk()), &json!({"htm": "POST"}))
+            .unwrap();
         let parts: Vec<&str> = token.split('.').collect();
         assert_eq!(parts.len(), 3);
         let header: Value =
             serde_json::from_slice(&URL_SAFE_NO_PAD.decode(parts[0]).unwrap()).unwrap();
         assert_eq!(header["alg"], "ES256");
+        assert_eq!(header["typ"], "dpop+jwt");
         assert!(header["jwk"].get("d").is_none(), "no private part");
         let signature = Signature::from_slice(&URL_SAFE_NO_PAD.decode(parts[2]).unwrap()).unwrap();
         let verifying = VerifyingKey::from(&key.key);

@@ -17,8 +17,10 @@ pub struct Credentials {
     /// The client secret; `None` for public clients.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub client_secret: Option<String>,
-    /// `client_secret_basic`, `client_secret_post` or `none`.
-    pub auth_method: String,
+    /// How the client authenticates to the token endpoint. A stored name this client does not
+    /// know reads as [`TokenAuthMethod::None`].
+    #[serde(default, deserialize_with = "known_method_or_none")]
+    pub auth_method: TokenAuthMethod,
     /// Whether this client was registered by us (DCR), so it may be discarded and registered
     /// again.
     #[serde(default)]
@@ -38,6 +40,61 @@ pub struct Credentials {
     /// The scopes asked for when the token was obtained.
     #[serde(default)]
     pub scopes: Vec<String>,
+}
+
+/// How a client authenticates to the token endpoint (RFC 7591 `token_endpoint_auth_method`),
+/// of the methods this client can use.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum TokenAuthMethod {
+    /// A public client: its `client_id` in the request body, no secret.
+    #[default]
+    None,
+    /// The secret in an HTTP Basic `Authorization` header.
+    ClientSecretBasic,
+    /// The secret in the request body.
+    ClientSecretPost,
+    /// A signed assertion (RFC 7523) made with the client's private key.
+    PrivateKeyJwt,
+}
+
+impl TokenAuthMethod {
+    /// Every method, in the order a registration prefers them.
+    pub(crate) const ALL: [Self; 4] = [
+        Self::None,
+        Self::ClientSecretBasic,
+        Self::ClientSecretPost,
+        Self::PrivateKeyJwt,
+    ];
+
+    /// The name metadata and registrations use.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::None => "none",
+            Self::ClientSecretBasic => "client_secret_basic",
+            Self::ClientSecretPost => "client_secret_post",
+            Self::PrivateKeyJwt => "private_key_jwt",
+        }
+    }
+
+    /// The method named `name`, if this client knows it.
+    pub fn from_name(name: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|m| m.as_str() == name)
+    }
+}
+
+impl std::fmt::Display for TokenAuthMethod {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+fn known_method_or_none<'de, D: serde::Deserializer<'de>>(
+    deserializer: D,
+) -> Result<TokenAuthMethod, D::Error> {
+    let name = String::deserialize(deserializer)?;
+    Ok(TokenAuthMethod::from_name(&name).unwrap_or_default())
 }
 
 /// Secrets never appear in `Debug`.
@@ -173,7 +230,7 @@ mod tests {
         let credentials = Credentials {
             client_id: "c".into(),
             client_secret: Some("s3cret".into()),
-            auth_method: "client_secret_basic".into(),
+            auth_method: TokenAuthMethod::ClientSecretBasic,
             access_token: Some("tok3n".into()),
             ..Credentials::default()
         };
@@ -190,5 +247,33 @@ mod tests {
         store.remove("k");
         assert_eq!(store.load("k"), None);
         let _ = std::fs::remove_dir_all(dir);
+    }
+
+    #[test]
+    fn auth_methods_are_stored_by_their_registered_names() {
+        let credentials = Credentials {
+            auth_method: TokenAuthMethod::ClientSecretPost,
+            ..Credentials::default()
+        };
+        let text = serde_json::to_string(&credentials).unwrap();
+        assert!(
+            text.contains(r#""auth_method":"client_secret_post""#),
+            "{text}"
+        );
+        let read = |method: &str| {
+            let text = format!(r#"{{"client_id":"c","auth_method":"{method}"}}"#);
+            serde_json::from_str::<Credentials>(&text)
+                .unwrap()
+                .auth_method
+        };
+        assert_eq!(read("private_key_jwt"), TokenAuthMethod::PrivateKeyJwt);
+        assert_eq!(
+            read("tls_client_auth"),
+            TokenAuthMethod::None,
+            "unknown: public"
+        );
+        for method in TokenAuthMethod::ALL {
+            assert_eq!(TokenAuthMethod::from_name(method.as_str()), Some(method));
+        }
     }
 }

@@ -26,9 +26,7 @@ use backon::BackoffBuilder;
 use bytes::Bytes;
 use futures::channel::oneshot;
 use reqwest::{
-    header::{
-        HeaderMap, HeaderName, HeaderValue, ACCEPT, CONTENT_LENGTH, CONTENT_TYPE, WWW_AUTHENTICATE,
-    },
+    header::{HeaderMap, HeaderName, HeaderValue, ACCEPT, CONTENT_LENGTH, CONTENT_TYPE},
     Method, Response, StatusCode,
 };
 use tokio_util::sync::CancellationToken;
@@ -219,32 +217,15 @@ pub(super) async fn post(
         }
         #[cfg(feature = "auth")]
         if let (Some(auth), Some(seen)) = (&shared.auth, seen) {
-            let status = response.status().as_u16();
-            let header = |name| {
-                response
-                    .headers()
-                    .get(name)
-                    .and_then(|v| v.to_str().ok())
-                    .map(str::to_owned)
-            };
-            let challenge = header(WWW_AUTHENTICATE);
-            let dpop_nonce = header(HeaderName::from_static("dpop-nonce"));
-            let insufficient = status == 403
-                && challenge
-                    .as_deref()
-                    .is_some_and(|c| c.contains("insufficient_scope"));
-            if (status == 401 || insufficient) && rounds < MAX_AUTH_ROUNDS {
+            let refusal =
+                crate::auth::Refusal::from_response(response.status().as_u16(), response.headers());
+            if let Some(refusal) = refusal.filter(|_| rounds < MAX_AUTH_ROUNDS) {
                 rounds += 1;
                 // Refused before the server read it: nothing of it reached the server.
                 if let Some(id) = request {
                     shared.refused.borrow_mut().insert(id);
                     shared.events.send(TransportEvent::RequestHeld(id));
                 }
-                let refusal = crate::auth::Refusal {
-                    status,
-                    challenge: challenge.as_deref(),
-                    dpop_nonce: dpop_nonce.as_deref(),
-                };
                 let recovered = Box::pin(auth.recover(&shared.url, refusal, seen)).await;
                 if let Some(id) = request {
                     // Let go: from here a cancel must follow it on the wire.

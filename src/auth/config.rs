@@ -1,0 +1,171 @@
+//! Who this client is to authorization servers: [`OAuthConfig`], set by the application.
+
+use std::sync::Arc;
+
+use serde::Serialize;
+
+use super::{store::MemoryStore, CredentialStore, IdentityAssertion};
+
+/// What kind of client registers (OpenID Connect Dynamic Client Registration
+/// `application_type`): it decides which redirect URIs the authorization server accepts.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+#[non_exhaustive]
+pub enum ApplicationType {
+    /// A program on the user's device, redirected to a loopback listener (CLIs, desktop).
+    #[default]
+    Native,
+    /// A web service, redirected to its own https callback route.
+    Web,
+}
+
+/// Who this client is to authorization servers, and where its credentials are kept.
+#[derive(Clone)]
+pub struct OAuthConfig {
+    pub(super) client_id: Option<String>,
+    pub(super) client_secret: Option<String>,
+    pub(super) client_metadata_url: Option<String>,
+    pub(super) client_name: String,
+    pub(super) application_type: ApplicationType,
+    pub(super) store: Arc<dyn CredentialStore>,
+    pub(super) private_key_pem: Option<String>,
+    pub(super) jwt_bearer: Option<String>,
+    pub(super) identity_assertion: Option<IdentityAssertion>,
+    pub(super) client_credentials: bool,
+}
+
+impl Default for OAuthConfig {
+    fn default() -> Self {
+        Self {
+            client_id: None,
+            client_secret: None,
+            client_metadata_url: None,
+            client_name: "actix-mcp".into(),
+            application_type: ApplicationType::Native,
+            store: Arc::new(MemoryStore::default()),
+            private_key_pem: None,
+            jwt_bearer: None,
+            identity_assertion: None,
+            client_credentials: false,
+        }
+    }
+}
+
+impl std::fmt::Debug for OAuthConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OAuthConfig")
+            .field("client_id", &self.client_id)
+            .field(
+                "client_secret",
+                &self.client_secret.as_ref().map(|_| "<redacted>"),
+            )
+            .field("client_metadata_url", &self.client_metadata_url)
+            .field("client_name", &self.client_name)
+            .field("application_type", &self.application_type)
+            .field(
+                "private_key",
+                &self.private_key_pem.as_ref().map(|_| "<redacted>"),
+            )
+            .field(
+                "jwt_bearer",
+                &self.jwt_bearer.as_ref().map(|_| "<redacted>"),
+            )
+            .field("identity_assertion", &self.identity_assertion)
+            .field("client_credentials", &self.client_credentials)
+            .finish()
+    }
+}
+
+impl OAuthConfig {
+    /// A pre-registered client (used first, before CIMD or registration).
+    pub fn client_id(mut self, id: impl Into<String>) -> Self {
+        self.client_id = Some(id.into());
+        self
+    }
+
+    /// The pre-registered client's secret (sent as `client_secret_basic` or `client_secret_post`).
+    pub fn client_secret(mut self, secret: impl Into<String>) -> Self {
+        self.client_secret = Some(secret.into());
+        self
+    }
+
+    /// The https URL of this client's Client ID Metadata Document, used as its client id by
+    /// authorization servers that support CIMD.
+    pub fn client_metadata_url(mut self, url: impl Into<String>) -> Self {
+        self.client_metadata_url = Some(url.into());
+        self
+    }
+
+    /// The `client_name` sent in dynamic registration (default `actix-mcp`).
+    pub fn client_name(mut self, name: impl Into<String>) -> Self {
+        self.client_name = name.into();
+        self
+    }
+
+    /// The `application_type` sent in dynamic registration (default
+    /// [`Native`](ApplicationType::Native)).
+    pub fn application_type(mut self, kind: ApplicationType) -> Self {
+        self.application_type = kind;
+        self
+    }
+
+    /// Where credentials are kept, per authorization server and resource (default: in memory).
+    pub fn store(mut self, store: impl CredentialStore) -> Self {
+        self.store = Arc::new(store);
+        self
+    }
+
+    /// Authenticate to the token endpoint with a signed assertion (`private_key_jwt`, RFC 7523)
+    /// made with this PKCS#8 PEM P-256 key (ES256), instead of a secret.
+    pub fn private_key_jwt(mut self, pem: impl Into<String>) -> Self {
+        self.private_key_pem = Some(pem.into());
+        self
+    }
+
+    /// Machine to machine: the client credentials grant, without a user (also chosen by itself
+    /// when the authorization server offers no authorization code grant).
+    pub fn client_credentials(mut self) -> Self {
+        self.client_credentials = true;
+        self
+    }
+
+    /// Workload identity (SEP-1933): exchange this JWT, issued to the workload by its platform,
+    /// with the `jwt-bearer` grant.
+    pub fn jwt_bearer(mut self, assertion: impl Into<String>) -> Self {
+        self.jwt_bearer = Some(assertion.into());
+        self
+    }
+
+    /// Enterprise-managed authorization (SEP-990): exchange the user's identity assertion at the
+    /// enterprise IdP for an ID-JAG, then the ID-JAG for an access token.
+    pub fn identity_assertion(mut self, assertion: IdentityAssertion) -> Self {
+        self.identity_assertion = Some(assertion);
+        self
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_application_type_is_sent_by_its_registered_name() {
+        assert_eq!(ApplicationType::default(), ApplicationType::Native);
+        let names = serde_json::to_value([ApplicationType::Native, ApplicationType::Web]);
+        assert_eq!(names.unwrap(), serde_json::json!(["native", "web"]));
+    }
+
+    #[test]
+    fn secrets_never_show_in_debug_output() {
+        let config = OAuthConfig::default()
+            .client_id("id")
+            .client_secret("s3cret")
+            .private_key_jwt("-----BEGIN PRIVATE KEY-----")
+            .jwt_bearer("workload-jwt");
+        let shown = format!("{config:?}");
+        assert!(shown.contains("\"id\""), "{shown}");
+        for secret in ["s3cret", "BEGIN PRIVATE", "workload-jwt"] {
+            assert!(!shown.contains(secret), "{secret} in {shown}");
+        }
+    }
+}
