@@ -83,11 +83,11 @@
 
 #[cfg(feature = "auth")]
 pub mod auth;
-pub mod cancellation;
+mod cancellation;
 pub mod client;
 pub mod config;
 pub mod connection;
-pub mod error;
+mod error;
 #[cfg(feature = "fuzzing")]
 #[doc(hidden)]
 pub mod fuzzing;
@@ -105,53 +105,37 @@ pub mod web;
 #[cfg(doctest)]
 pub struct ReadmeDoctests;
 
+// The names most programs use; the rest live in their modules (`protocol::*`, `client`,
+// `servers`, `config`, `transport`).
 pub use cancellation::Cancellation;
 pub use client::{
-    AllPages, Call, CallFuture, Client, ConnectOptions, HandlerError, NotificationStream,
-    Placement, ProgressStream, ProtocolEra, TaskHandle, TaskStatusStream, TaskWait,
+    AllPages, Call, CallFuture, Client, ConnectOptions, HandlerError, Placement, ProtocolEra,
+    TaskHandle,
 };
-pub use config::{AuthConfig, Config, ConfigError, ServerConfig, TransportConfig};
+pub use config::{Config, ConfigError, ServerConfig};
 pub use connection::{
     Cancel, Close, Connection, ConnectionStats, GetStats, Notify, PendingReply, Request,
     RequestOptions, Subscribe,
 };
 pub use error::{AuthErrorKind, CloseReason, Error};
 pub use protocol::{
-    completion::{CompleteResult, Completion, CompletionReference},
-    content::{
-        Annotations, ContentBlock, EmbeddedResource, MediaContent, TextContent, ToolResultContent,
-        ToolUseContent,
-    },
-    elicitation::{ElicitAction, ElicitRequest, ElicitResult, FormElicitation, UrlElicitation},
-    form_schema::{
-        BooleanSchema, EnumOption, FormSchema, MultiSelectItems, MultiSelectSchema, NumberSchema,
-        PrimitiveSchema, SingleSelectSchema, StringSchema,
-    },
-    lifecycle::{
-        ClientCapabilities, Implementation, InitializeResult, ListChangedCapability,
-        ResourcesCapability, ServerCapabilities,
-    },
+    completion::CompletionReference,
+    content::ContentBlock,
+    elicitation::{ElicitResult, FormElicitation, UrlElicitation},
+    lifecycle::{ClientCapabilities, Implementation, InitializeResult, ServerCapabilities},
     logging::LoggingLevel,
-    notifications::{ListenFilter, LogMessage, Progress, ServerNotification},
-    prompts::{GetPromptResult, ListPromptsResult, Prompt, PromptArgument, PromptMessage},
-    resources::{
-        ListResourceTemplatesResult, ListResourcesResult, ReadResourceResult, Resource,
-        ResourceContents, ResourceTemplate,
-    },
-    results::{CacheHints, CacheScope, ResultType},
-    roots::{ListRootsResult, Root},
-    sampling::{
-        CreateMessageRequest, CreateMessageResult, ModelHint, ModelPreferences, Role,
-        SamplingContent, SamplingMessage,
-    },
-    tasks::{ListTasksResult, Task, TaskStatus},
-    tools::{CallToolResult, EmptyResult, ListToolsResult, Tool},
-    tools::{Icon, ToolAnnotations, ToolExecution},
-    RawResult, RequestId,
+    notifications::{ListenFilter, Progress, ServerNotification},
+    prompts::{GetPromptResult, Prompt},
+    resources::{ReadResourceResult, Resource, ResourceContents, ResourceTemplate},
+    roots::Root,
+    sampling::{CreateMessageRequest, CreateMessageResult},
+    tasks::{Task, TaskStatus},
+    tools::{CallToolResult, Tool},
+    RequestId,
 };
 pub use servers::{
-    CallTool, Catalogue, GetCatalogue, GetStatus, HealthProbe, Listed, RestartPolicy, RoutedCall,
-    ServerStatus, Servers, ServersActor, Status, StopAll,
+    Catalogue, HealthProbe, RestartPolicy, RoutedCall, ServerStatus, Servers, ServersActor,
+    ServersError, Status,
 };
 #[cfg(feature = "http")]
 pub use transport::HttpTransport;

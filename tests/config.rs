@@ -5,9 +5,8 @@ mod common;
 
 use std::{collections::BTreeMap, path::PathBuf, time::Duration};
 
-use actix_mcp::{
-    config::DEFAULT_CALLBACK_PORT, Client, Config, ConfigError, ProtocolEra, TransportConfig,
-};
+use actix_mcp::config::TransportConfig;
+use actix_mcp::{config::DEFAULT_CALLBACK_PORT, Client, Config, ConfigError, ProtocolEra};
 use serde_json::json;
 
 fn data(name: &str) -> PathBuf {

@@ -250,7 +250,7 @@ fn rss_bytes() -> u64 {
 async fn skipped_as_they_should_be(
     mode: &str,
     client: &Client,
-    unread: &mut actix_mcp::NotificationStream,
+    unread: &mut actix_mcp::client::NotificationStream,
     rss_before: u64,
 ) -> Option<String> {
     let stats = client.stats().await.ok()?;

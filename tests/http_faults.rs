@@ -416,7 +416,7 @@ async fn a_429_with_retry_after_fails_the_call_once_without_a_retry_and_tells_wh
 
 /// Calls `notify` until the client's notification stream brings `tools/list_changed`: the GET
 /// stream delivers. (A notification sent while no GET stream is open is lost, by design.)
-async fn until_list_changed(rig: &Rig, notifications: &mut actix_mcp::NotificationStream) {
+async fn until_list_changed(rig: &Rig, notifications: &mut actix_mcp::client::NotificationStream) {
     let deadline = tokio::time::Instant::now() + DEADLINE;
     loop {
         assert!(

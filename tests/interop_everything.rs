@@ -12,11 +12,10 @@ use std::{
 
 mod common;
 
+use actix_mcp::protocol::form_schema::PrimitiveSchema;
 #[cfg(feature = "http")]
 use actix_mcp::HttpTransport;
-use actix_mcp::{
-    Cancellation, Client, Error, PrimitiveSchema, ServerNotification, StdioTransport, Transport,
-};
+use actix_mcp::{Cancellation, Client, Error, ServerNotification, StdioTransport, Transport};
 #[cfg(feature = "http")]
 use common::everything::http_everything;
 use common::everything::server_script;

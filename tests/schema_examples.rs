@@ -5,13 +5,25 @@
 
 use std::path::{Path, PathBuf};
 
-use actix_mcp::{CacheScope, LogMessage, LoggingLevel, PrimitiveSchema, ResultType, Role};
+use actix_mcp::protocol::completion::CompleteResult;
+use actix_mcp::protocol::elicitation::ElicitRequest;
+use actix_mcp::protocol::form_schema::PrimitiveSchema;
+use actix_mcp::protocol::notifications::LogMessage;
+use actix_mcp::protocol::prompts::ListPromptsResult;
+use actix_mcp::protocol::resources::ListResourceTemplatesResult;
+use actix_mcp::protocol::resources::ListResourcesResult;
+use actix_mcp::protocol::results::CacheScope;
+use actix_mcp::protocol::results::ResultType;
+use actix_mcp::protocol::roots::ListRootsResult;
+use actix_mcp::protocol::sampling::ModelPreferences;
+use actix_mcp::protocol::sampling::Role;
+use actix_mcp::protocol::sampling::SamplingMessage;
+use actix_mcp::protocol::tools::ListToolsResult;
+use actix_mcp::LoggingLevel;
 use actix_mcp::{
-    CallToolResult, ClientCapabilities, CompleteResult, ContentBlock, CreateMessageRequest,
-    CreateMessageResult, ElicitRequest, ElicitResult, FormElicitation, GetPromptResult,
-    InitializeResult, ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult,
-    ListRootsResult, ListToolsResult, ModelPreferences, ReadResourceResult, Resource,
-    ResourceContents, Root, SamplingMessage, ServerCapabilities, Tool, UrlElicitation,
+    CallToolResult, ClientCapabilities, ContentBlock, CreateMessageRequest, CreateMessageResult,
+    ElicitResult, FormElicitation, GetPromptResult, InitializeResult, ReadResourceResult, Resource,
+    ResourceContents, Root, ServerCapabilities, Tool, UrlElicitation,
 };
 use serde::{de::DeserializeOwned, Serialize};
 use serde_json::Value;

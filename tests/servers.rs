@@ -400,10 +400,10 @@ async fn the_manager_answers_as_an_actor() {
     use actix::Actor;
     let servers = two_servers();
     let addr = ServersActor::new(servers.clone()).start();
-    let status = addr.send(actix_mcp::GetStatus).await.unwrap();
+    let status = addr.send(actix_mcp::servers::GetStatus).await.unwrap();
     assert_eq!(status.len(), 2);
     let result = addr
-        .send(actix_mcp::CallTool {
+        .send(actix_mcp::servers::CallTool {
             tool: "a/echo".into(),
             arguments: json!({"text": "by message"}),
             cancellation: None,
@@ -413,9 +413,9 @@ async fn the_manager_answers_as_an_actor() {
         .unwrap()
         .unwrap();
     assert_eq!(result.text(), "by message");
-    let catalogue = addr.send(actix_mcp::GetCatalogue).await.unwrap();
+    let catalogue = addr.send(actix_mcp::servers::GetCatalogue).await.unwrap();
     assert!(catalogue.tools.iter().any(|t| t.qualified == "b/add"));
-    addr.send(actix_mcp::StopAll).await.unwrap();
+    addr.send(actix_mcp::servers::StopAll).await.unwrap();
     assert!(matches!(status_of(&servers, "a"), Status::Stopped));
 }
 

@@ -4,10 +4,10 @@
 
 use std::{path::Path, sync::Arc};
 
+use actix_mcp::config::TransportConfig;
 use actix_mcp::{
     auth::{CredentialStore, FileStore},
     Client, Config, ConnectOptions, Error, ServerConfig, Servers, Status, Transport,
-    TransportConfig,
 };
 use serde_json::{json, Value};
 

@@ -5,9 +5,10 @@ use std::{
     time::Duration,
 };
 
+use actix_mcp::protocol::completion::CompleteResult;
 use actix_mcp::{
-    CallToolResult, Client, CompleteResult, ContentBlock, GetPromptResult, LoggingLevel, Progress,
-    Prompt, ReadResourceResult, Resource, ResourceContents, ResourceTemplate, Tool,
+    CallToolResult, Client, ContentBlock, GetPromptResult, LoggingLevel, Progress, Prompt,
+    ReadResourceResult, Resource, ResourceContents, ResourceTemplate, Tool,
 };
 use serde::Serialize;
 use serde_json::json;
@@ -121,7 +122,10 @@ impl Printer {
     }
 
     /// `tools --all`: each tool as `server/tool`, once per server.
-    pub fn catalogue_tools(&self, tools: &[actix_mcp::Listed<Tool>]) -> Result<(), Failure> {
+    pub fn catalogue_tools(
+        &self,
+        tools: &[actix_mcp::servers::Listed<Tool>],
+    ) -> Result<(), Failure> {
         if self.json {
             return self.print_json(&tools);
         }
