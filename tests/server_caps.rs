@@ -5,7 +5,7 @@
 
 use std::time::Duration;
 
-use actix_mcp::{memory, Client, ConnectOptions, HandlerError, MemoryPeer};
+use actix_mcp::{memory, Client, ConnectOptions, CreateMessageResult, HandlerError, MemoryPeer};
 use serde_json::{json, Value};
 use std::future::IntoFuture;
 
@@ -29,7 +29,7 @@ async fn connected_with(options: ConnectOptions) -> (Client, MemoryPeer) {
 fn never_answers() -> ConnectOptions {
     Client::builder().on_sampling(|_, token| async move {
         token.cancelled().await;
-        Err::<Value, _>(HandlerError::internal("cancelled"))
+        Err::<CreateMessageResult, _>(HandlerError::internal("cancelled"))
     })
 }
 
