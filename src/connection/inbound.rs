@@ -202,7 +202,8 @@ impl Connection {
             method,
             "tasks/get" | "tasks/result" | "tasks/cancel" | "tasks/list"
         ) {
-            for (to, answer) in self.server_tasks.request(id, method, &params) {
+            let now = time::OffsetDateTime::now_utc();
+            for (to, answer) in self.server_tasks.request(id, method, &params, now) {
                 self.answer_server_request(to, answer);
             }
             return;
@@ -220,7 +221,10 @@ impl Connection {
         let task = params.get("task").filter(|t| t.is_object()).cloned();
         if let (Some(task), SAMPLING | ELICITATION) = (task, method) {
             let token = Cancellation::new();
-            let Some((created, task_id)) = self.server_tasks.create(task.get("ttl"), token.clone())
+            let now = time::OffsetDateTime::now_utc();
+            let Some((created, task_id)) =
+                self.server_tasks
+                    .create(task.get("ttl"), token.clone(), now)
             else {
                 self.counters.server_requests_refused += 1;
                 let busy = format!(
@@ -239,7 +243,7 @@ impl Connection {
                     addr.do_send(ServerTaskDone { task_id, outcome });
                 }
             });
-            return self.answer_server_request(id, Ok(created));
+            return self.answer_server_request(id, created);
         }
         // Off the actor: a slow handler never delays response routing. Its answer comes back as
         // a message; a panic becomes an internal error instead of silence.

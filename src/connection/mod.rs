@@ -486,7 +486,8 @@ impl Handler<ServerTaskDone> for Connection {
         let span = self.span.clone();
         let _in = span.enter();
         let outcome = done.outcome.map_err(Into::into);
-        for (waiter, answer) in self.server_tasks.finished(&done.task_id, outcome) {
+        let now = time::OffsetDateTime::now_utc();
+        for (waiter, answer) in self.server_tasks.finished(&done.task_id, outcome, now) {
             self.answer_server_request(waiter, answer);
         }
         self.settle(ctx);
