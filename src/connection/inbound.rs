@@ -13,6 +13,7 @@ use serde_json::{json, value::RawValue, Value};
 
 use super::{
     handlers::{BoxedHandler, HandlerError, ELICITATION, SAMPLING},
+    server_tasks::TaskRequest,
     Connection, ServerRequestDone, ServerTaskDone,
 };
 use crate::{
@@ -175,12 +176,9 @@ impl Connection {
         let params = params
             .and_then(|p| serde_json::from_str::<Value>(p.get()).ok())
             .unwrap_or_else(|| json!({}));
-        if matches!(
-            method,
-            "tasks/get" | "tasks/result" | "tasks/cancel" | "tasks/list"
-        ) {
+        if let Some(request) = TaskRequest::of(method) {
             let now = time::OffsetDateTime::now_utc();
-            for (to, answer) in self.server_tasks.request(id, method, &params, now) {
+            for (to, answer) in self.server_tasks.request(id, request, &params, now) {
                 self.answer_server_request(to, answer);
             }
             return;

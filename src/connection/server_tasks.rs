@@ -75,6 +75,32 @@ impl Entry {
     }
 }
 
+/// The requests the server follows its tasks with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum TaskRequest {
+    /// `tasks/get`: the task as it is.
+    Get,
+    /// `tasks/result`: its result, once it ends.
+    Result,
+    /// `tasks/cancel`.
+    Cancel,
+    /// `tasks/list`.
+    List,
+}
+
+impl TaskRequest {
+    /// The task request `method` names, if it names one.
+    pub fn of(method: &str) -> Option<Self> {
+        match method {
+            "tasks/get" => Some(Self::Get),
+            "tasks/result" => Some(Self::Result),
+            "tasks/cancel" => Some(Self::Cancel),
+            "tasks/list" => Some(Self::List),
+            _ => None,
+        }
+    }
+}
+
 /// The params of `tasks/get`, `tasks/result` and `tasks/cancel`.
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -201,16 +227,16 @@ impl ServerTasks {
             .collect()
     }
 
-    /// Answers `tasks/get`, `tasks/result`, `tasks/cancel` or `tasks/list` from request `id`:
-    /// the answers to send now (a waiting `tasks/result` is answered later, by `finished`).
+    /// Answers a task request from request `id`: the answers to send now (a waiting
+    /// `tasks/result` is answered later, by `finished`).
     pub fn request(
         &mut self,
         id: WireId,
-        method: &str,
+        request: TaskRequest,
         params: &Value,
         now: OffsetDateTime,
     ) -> Vec<(WireId, Answer)> {
-        if method == "tasks/list" {
+        if request == TaskRequest::List {
             let tasks: Vec<&Task> = self
                 .order
                 .iter()
@@ -229,18 +255,18 @@ impl ServerTasks {
             let unknown = error(INVALID_PARAMS, &format!("unknown task {task_id:?}"));
             return vec![(id, Err(unknown))];
         };
-        match method {
-            "tasks/get" => vec![(id, entry.described())],
-            "tasks/result" if entry.ended() => vec![(id, entry.result_answer())],
-            "tasks/result" => {
+        match request {
+            TaskRequest::Get => vec![(id, entry.described())],
+            TaskRequest::Result if entry.ended() => vec![(id, entry.result_answer())],
+            TaskRequest::Result => {
                 entry.waiting.push(id);
                 Vec::new()
             }
-            "tasks/cancel" if entry.ended() => {
+            TaskRequest::Cancel if entry.ended() => {
                 let ended = error(INVALID_PARAMS, &format!("task {task_id:?} has ended"));
                 vec![(id, Err(ended))]
             }
-            "tasks/cancel" => {
+            TaskRequest::Cancel => {
                 // Cancelled before the answer, and for good, whatever the handler does next.
                 entry.set_status(TaskStatus::Cancelled, Some("cancelled by the server"), now);
                 entry
@@ -254,10 +280,7 @@ impl ServerTasks {
                 answers.push((id, entry.described()));
                 answers
             }
-            other => vec![(
-                id,
-                Err(error(-32601, &format!("method not found: {other}"))),
-            )],
+            TaskRequest::List => Vec::new(), // answered above
         }
     }
 
@@ -295,7 +318,7 @@ mod tests {
         let params = json!({ "taskId": id });
         assert!(
             tasks
-                .request(wire(1), "tasks/result", &params, at(1))
+                .request(wire(1), TaskRequest::Result, &params, at(1))
                 .is_empty(),
             "waits"
         );
@@ -305,9 +328,9 @@ mod tests {
             answer(&answers, 0)["_meta"]["io.modelcontextprotocol/related-task"]["taskId"],
             id
         );
-        let got = tasks.request(wire(2), "tasks/get", &params, at(3));
+        let got = tasks.request(wire(2), TaskRequest::Get, &params, at(3));
         assert_eq!(answer(&got, 0)["status"], "completed");
-        let late = tasks.request(wire(3), "tasks/cancel", &params, at(4));
+        let late = tasks.request(wire(3), TaskRequest::Cancel, &params, at(4));
         assert_eq!(
             late[0].1.as_ref().unwrap_err().code,
             INVALID_PARAMS,
@@ -318,19 +341,24 @@ mod tests {
         let (_, second) = tasks.create(None, token.clone(), at(5)).unwrap();
         let params = json!({ "taskId": second });
         assert!(tasks
-            .request(wire(4), "tasks/result", &params, at(6))
+            .request(wire(4), TaskRequest::Result, &params, at(6))
             .is_empty());
-        let answers = tasks.request(wire(5), "tasks/cancel", &params, at(7));
+        let answers = tasks.request(wire(5), TaskRequest::Cancel, &params, at(7));
         assert!(token.is_cancelled(), "the handler is told");
         assert_eq!(answers.len(), 2, "the waiting result and the cancel");
         assert!(answers[0].1.is_err());
         assert_eq!(answer(&answers, 1)["status"], "cancelled");
         tasks.finished(&second, Ok(json!({})), at(8));
-        let got = tasks.request(wire(6), "tasks/get", &params, at(9));
+        let got = tasks.request(wire(6), TaskRequest::Get, &params, at(9));
         assert_eq!(answer(&got, 0)["status"], "cancelled", "sticky");
-        let unknown = tasks.request(wire(7), "tasks/get", &json!({"taskId": "nope"}), at(10));
+        let unknown = tasks.request(
+            wire(7),
+            TaskRequest::Get,
+            &json!({"taskId": "nope"}),
+            at(10),
+        );
         assert_eq!(unknown[0].1.as_ref().unwrap_err().code, INVALID_PARAMS);
-        let no_id = tasks.request(wire(8), "tasks/get", &json!({"taskId": 7}), at(11));
+        let no_id = tasks.request(wire(8), TaskRequest::Get, &json!({"taskId": 7}), at(11));
         assert_eq!(no_id[0].1.as_ref().unwrap_err().code, INVALID_PARAMS);
     }
 
@@ -353,7 +381,12 @@ mod tests {
         assert_eq!(serde_json::to_value(&task).unwrap(), created["task"]);
 
         tasks.finished(&id, Err(error(-1, "no")), at(628));
-        let got = tasks.request(wire(1), "tasks/get", &json!({ "taskId": id }), at(1_001));
+        let got = tasks.request(
+            wire(1),
+            TaskRequest::Get,
+            &json!({ "taskId": id }),
+            at(1_001),
+        );
         let task: Task = serde_json::from_value(answer(&got, 0).clone()).unwrap();
         assert_eq!(task.status, TaskStatus::Failed);
         assert_eq!(task.created_at.as_deref(), Some("2025-12-01T17:45:09.372Z"));
@@ -364,7 +397,7 @@ mod tests {
         );
 
         let (_, unlimited) = tasks.create(None, Cancellation::new(), at(2)).unwrap();
-        let listed = tasks.request(wire(2), "tasks/list", &json!({}), at(3));
+        let listed = tasks.request(wire(2), TaskRequest::List, &json!({}), at(3));
         let listed = answer(&listed, 0);
         assert_eq!(
             listed["tasks"][1].get("ttl"),
@@ -393,13 +426,23 @@ mod tests {
             .create(None, Cancellation::new(), at(3))
             .expect("an ended task made room");
         assert_eq!(tasks.tasks.len(), MAX_TASKS);
-        let gone = tasks.request(wire(1), "tasks/get", &json!({ "taskId": ids[7] }), at(4));
+        let gone = tasks.request(
+            wire(1),
+            TaskRequest::Get,
+            &json!({ "taskId": ids[7] }),
+            at(4),
+        );
         assert_eq!(
             gone[0].1.as_ref().unwrap_err().code,
             INVALID_PARAMS,
             "the ended one went"
         );
-        let kept = tasks.request(wire(2), "tasks/get", &json!({ "taskId": newest }), at(5));
+        let kept = tasks.request(
+            wire(2),
+            TaskRequest::Get,
+            &json!({ "taskId": newest }),
+            at(5),
+        );
         assert_eq!(answer(&kept, 0)["status"], "working");
     }
 }
