@@ -370,6 +370,42 @@ async fn server_requests_go_to_their_handlers_off_the_actor() {
     );
 }
 
+/// A raw handler answers a method no typed handler covers, and takes a covered one from its
+/// typed handler; a method nobody answers is refused with -32601. Typed params that do not read
+/// are refused with -32602 without calling the handler.
+#[actix::test]
+async fn a_raw_handler_answers_any_method_and_overrides_a_typed_one() {
+    let options = Client::builder()
+        .on_sampling(|_, _| async { Ok(CreateMessageResult::text("typed", "typed")) })
+        .on_form_elicitation(|_, _| async { Ok(ElicitResult::decline()) })
+        .on_request_raw("sampling/createMessage", |params, _| async move {
+            Ok(json!({"role": "assistant", "model": "raw", "echo": params}))
+        })
+        .on_request_raw(
+            "x/custom",
+            |params, _| async move { Ok(json!({"got": params})) },
+        );
+    let (_client, mut peer, init) = connected_with(options).await;
+    assert_eq!(init["capabilities"]["sampling"], json!({}));
+
+    peer.send(&json!({"jsonrpc": "2.0", "id": 1, "method": "x/custom", "params": {"a": 1}}));
+    let custom = expect_frame(&mut peer).await;
+    assert_eq!(custom["result"], json!({"got": {"a": 1}}));
+    peer.send(
+        &json!({"jsonrpc": "2.0", "id": 2, "method": "sampling/createMessage",
+        "params": {"messages": [], "maxTokens": 1}}),
+    );
+    let sampled = expect_frame(&mut peer).await;
+    assert_eq!(sampled["result"]["model"], "raw");
+    peer.send(&json!({"jsonrpc": "2.0", "id": 3, "method": "x/unknown"}));
+    assert_eq!(expect_frame(&mut peer).await["error"]["code"], -32601);
+    peer.send(
+        &json!({"jsonrpc": "2.0", "id": 4, "method": "elicitation/create",
+        "params": {"message": 5}}),
+    );
+    assert_eq!(expect_frame(&mut peer).await["error"]["code"], -32602);
+}
+
 #[actix::test]
 async fn a_server_cancel_tells_the_handler_and_suppresses_its_answer() {
     let told = Cancellation::new();
