@@ -49,7 +49,7 @@ async fn run() -> Result<(), Box<dyn std::error::Error>> {
     let client = Client::builder()
         // `sampling/createMessage`: typed request in, typed result out (a real application
         // would ask its model here).
-        .on_create_message(|request, _cancel| async move {
+        .on_sampling(|request, _cancel| async move {
             let prompt = request
                 .messages
                 .last()

@@ -69,8 +69,9 @@
 //! ([`Client::call_tool_with`]) and structured results come out as any `Deserialize`
 //! ([`CallToolResult::structured`]); a structured result that breaks its tool's
 //! `outputSchema` fails with [`Error::InvalidOutput`]. The server's requests are answered by
-//! typed handlers ([`ConnectOptions::on_create_message`], [`ConnectOptions::on_form_elicitation`],
-//! [`ConnectOptions::on_url_elicitation`], [`ConnectOptions::on_roots`]). See
+//! typed handlers ([`ConnectOptions::on_sampling`], [`ConnectOptions::on_form_elicitation`],
+//! [`ConnectOptions::on_url_elicitation`], [`ConnectOptions::on_roots`]; any other method:
+//! [`ConnectOptions::on_request_raw`]). See
 //! `examples/typed.rs` (`cargo run --example typed`).
 //!
 //! In the 2026-07-28 era, list pages the server marks cacheable (`ttlMs`) are answered from a

@@ -8,7 +8,8 @@ use std::{
 
 use actix_mcp::transport::memory::{self, MemoryPeer};
 use actix_mcp::{
-    Cancellation, Client, ConnectOptions, Error, HandlerError, Progress, ServerNotification,
+    Cancellation, Client, ConnectOptions, CreateMessageResult, ElicitResult, Error, HandlerError,
+    Progress, Root, ServerNotification,
 };
 use futures::StreamExt;
 use serde_json::{json, Value};
@@ -304,8 +305,8 @@ async fn capabilities_declare_exactly_the_registered_handlers() {
     let (_client, _peer, init) = connected_with(Client::builder()).await;
     assert_eq!(init["capabilities"], json!({}));
     let options = Client::builder()
-        .on_roots_list(|_, _| async { Ok(json!({"roots": []})) })
-        .on_elicitation(|_, _| async { Ok(json!({"action": "decline"})) });
+        .on_roots(|_| async { Ok(Vec::new()) })
+        .on_form_elicitation(|_, _| async { Ok(ElicitResult::decline()) });
     let (_client, _peer, init) = connected_with(options).await;
     // An elicitation handler can also run as a task the server asks for (2025-11-25).
     assert_eq!(
@@ -318,20 +319,28 @@ async fn capabilities_declare_exactly_the_registered_handlers() {
 #[actix::test]
 async fn server_requests_go_to_their_handlers_off_the_actor() {
     let options = Client::builder()
-        .on_roots_list(|_, _| async { Ok(json!({"roots": [{"uri": "file:///tmp", "name": "tmp"}]})) })
-        .on_sampling(|params, _| async move {
+        .on_roots(|_| async {
+            let root: Root = serde_json::from_value(json!({"uri": "file:///tmp", "name": "tmp"}))?;
+            Ok(vec![root])
+        })
+        .on_sampling(|request, _| async move {
             // Slow: the connection keeps routing while it runs.
             tokio::time::sleep(Duration::from_millis(200)).await;
-            let text = params["messages"][0]["content"]["text"].as_str().unwrap_or("").to_owned();
-            Ok(json!({"role": "assistant", "model": "m", "content": {"type": "text", "text": text}}))
+            Ok(CreateMessageResult::text(
+                "m",
+                request.messages[0].content.text(),
+            ))
         })
-        .on_elicitation(|_, _| async { Err(HandlerError::new(-1, "user refused")) });
+        .on_form_elicitation(|_, _| async { Err(HandlerError::new(-1, "user refused")) });
     let (client, mut peer, _) = connected_with(options).await;
 
     peer.send(&json!({"jsonrpc": "2.0", "id": 1, "method": "sampling/createMessage",
         "params": {"messages": [{"role": "user", "content": {"type": "text", "text": "hi"}}], "maxTokens": 5}}));
     peer.send(&json!({"jsonrpc": "2.0", "id": 2, "method": "roots/list"}));
-    peer.send(&json!({"jsonrpc": "2.0", "id": 3, "method": "elicitation/create", "params": {}}));
+    peer.send(
+        &json!({"jsonrpc": "2.0", "id": 3, "method": "elicitation/create",
+        "params": {"message": "name?", "requestedSchema": {"type": "object", "properties": {}}}}),
+    );
     // While sampling sleeps, one of our requests completes.
     let ping = actix_rt::spawn({
         let client = client.clone();
@@ -362,10 +371,46 @@ async fn server_requests_go_to_their_handlers_off_the_actor() {
     );
 }
 
+/// A raw handler answers a method no typed handler covers, and takes a covered one from its
+/// typed handler; a method nobody answers is refused with -32601. Typed params that do not read
+/// are refused with -32602 without calling the handler.
+#[actix::test]
+async fn a_raw_handler_answers_any_method_and_overrides_a_typed_one() {
+    let options = Client::builder()
+        .on_sampling(|_, _| async { Ok(CreateMessageResult::text("typed", "typed")) })
+        .on_form_elicitation(|_, _| async { Ok(ElicitResult::decline()) })
+        .on_request_raw("sampling/createMessage", |params, _| async move {
+            Ok(json!({"role": "assistant", "model": "raw", "echo": params}))
+        })
+        .on_request_raw(
+            "x/custom",
+            |params, _| async move { Ok(json!({"got": params})) },
+        );
+    let (_client, mut peer, init) = connected_with(options).await;
+    assert_eq!(init["capabilities"]["sampling"], json!({}));
+
+    peer.send(&json!({"jsonrpc": "2.0", "id": 1, "method": "x/custom", "params": {"a": 1}}));
+    let custom = expect_frame(&mut peer).await;
+    assert_eq!(custom["result"], json!({"got": {"a": 1}}));
+    peer.send(
+        &json!({"jsonrpc": "2.0", "id": 2, "method": "sampling/createMessage",
+        "params": {"messages": [], "maxTokens": 1}}),
+    );
+    let sampled = expect_frame(&mut peer).await;
+    assert_eq!(sampled["result"]["model"], "raw");
+    peer.send(&json!({"jsonrpc": "2.0", "id": 3, "method": "x/unknown"}));
+    assert_eq!(expect_frame(&mut peer).await["error"]["code"], -32601);
+    peer.send(
+        &json!({"jsonrpc": "2.0", "id": 4, "method": "elicitation/create",
+        "params": {"message": 5}}),
+    );
+    assert_eq!(expect_frame(&mut peer).await["error"]["code"], -32602);
+}
+
 #[actix::test]
 async fn a_server_cancel_tells_the_handler_and_suppresses_its_answer() {
     let told = Cancellation::new();
-    let options = Client::builder().on_sampling({
+    let options = Client::builder().on_request_raw("sampling/createMessage", {
         let told = told.clone();
         move |_, token: Cancellation| {
             let told = told.clone();
@@ -401,11 +446,11 @@ async fn a_server_cancel_tells_the_handler_and_suppresses_its_answer() {
 
 #[actix::test]
 async fn a_panicking_handler_answers_internal_error() {
-    let options = Client::builder().on_roots_list(|_, _| async {
+    let options = Client::builder().on_roots(|_| async {
         if true {
             panic!("boom");
         }
-        Ok(json!({}))
+        Ok(Vec::new())
     });
     let (_client, mut peer, _) = connected_with(options).await;
     peer.send(&json!({"jsonrpc": "2.0", "id": 9, "method": "roots/list"}));

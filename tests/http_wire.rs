@@ -642,14 +642,16 @@ async fn input_required_is_fulfilled_by_the_handler_and_a_cancel_meanwhile_sends
     let (blocking, seen) = (block.clone(), handler_token.clone());
     let client = Client::builder()
         .era(ProtocolEra::Modern)
-        .on_elicitation(move |_, token| {
+        .on_form_elicitation(move |_, token| {
             let (blocking, seen) = (blocking.clone(), seen.clone());
             async move {
                 if blocking.load(std::sync::atomic::Ordering::SeqCst) {
                     *seen.lock().unwrap() = Some(token.clone());
                     std::future::pending::<()>().await;
                 }
-                Ok(json!({"action": "accept", "content": {"name": "Ann"}}))
+                let mut content = serde_json::Map::new();
+                content.insert("name".into(), json!("Ann"));
+                Ok(actix_mcp::ElicitResult::accept(content))
             }
         })
         .connect(HttpTransport::new(url))

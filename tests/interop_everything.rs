@@ -54,7 +54,7 @@ async fn connect_with_handlers(transport: impl Transport, roots_asked: Arc<Atomi
             roots_asked.fetch_add(1, Ordering::SeqCst);
             async { Ok(vec![actix_mcp::Root::new("file:///tmp", Some("tmp"))]) }
         })
-        .on_create_message(|request, _| async move {
+        .on_sampling(|request, _| async move {
             let asked = request.messages[0].content.text();
             Ok(actix_mcp::CreateMessageResult::text(
                 "actix-mcp-test",

@@ -241,18 +241,18 @@ async fn a_long_call_reports_progress_and_stops_when_cancelled() {
 async fn server_requests_reach_the_handlers_and_a_server_cancel_reaches_them_too() {
     let told = Cancellation::new();
     let client = Client::builder()
-        .on_sampling(|params, _| async move {
-            let text = params["messages"][0]["content"]["text"].clone();
-            Ok(json!({"role": "assistant", "model": "echo", "content": {"type": "text", "text": text}}))
+        .on_sampling(|request, _| async move {
+            let text = request.messages[0].content.text();
+            Ok(actix_mcp::CreateMessageResult::text("echo", text))
         })
-        .on_roots_list({
+        .on_roots({
             let told = told.clone();
-            move |_, token: Cancellation| {
+            move |token: Cancellation| {
                 let told = told.clone();
                 async move {
                     token.cancelled().await;
                     told.cancel();
-                    Ok(json!({"roots": []}))
+                    Ok(Vec::new())
                 }
             }
         })
@@ -382,7 +382,7 @@ async fn typed_handlers_answer_the_servers_requests() {
     use actix_mcp::{CreateMessageResult, ElicitResult, Root};
     let journal = Journal::new("typed-handlers");
     let client = Client::builder()
-        .on_create_message(|request, _| async move {
+        .on_sampling(|request, _| async move {
             let asked = request.messages[0].content.text();
             Ok(CreateMessageResult::text(
                 "typed-model",

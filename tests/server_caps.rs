@@ -6,7 +6,7 @@
 use std::time::Duration;
 
 use actix_mcp::transport::memory::{self, MemoryPeer};
-use actix_mcp::{Client, ConnectOptions, HandlerError};
+use actix_mcp::{Client, ConnectOptions, CreateMessageResult, HandlerError};
 use serde_json::{json, Value};
 use std::future::IntoFuture;
 
@@ -30,7 +30,7 @@ async fn connected_with(options: ConnectOptions) -> (Client, MemoryPeer) {
 fn never_answers() -> ConnectOptions {
     Client::builder().on_sampling(|_, token| async move {
         token.cancelled().await;
-        Err::<Value, _>(HandlerError::internal("cancelled"))
+        Err::<CreateMessageResult, _>(HandlerError::internal("cancelled"))
     })
 }
 

@@ -8,7 +8,7 @@ use std::{process::ExitCode, time::Duration};
 
 use actix_mcp::{
     auth::{Headless, IdentityAssertion, OAuth, OAuthConfig},
-    Client, Error, HttpTransport, ProtocolEra,
+    Client, ElicitResult, Error, HttpTransport, ProtocolEra,
 };
 use serde_json::json;
 
@@ -44,7 +44,7 @@ async fn run(scenario: &str, url: &str) -> Result<(), Error> {
     let builder = Client::builder()
         .era(era)
         // Accept every form, filled from the schema's defaults (SEP-1034).
-        .on_elicitation(|_, _| async { Ok(json!({"action": "accept", "content": {}})) });
+        .on_form_elicitation(|_, _| async { Ok(ElicitResult::accept(serde_json::Map::new())) });
     let context: serde_json::Value = std::env::var("MCP_CONFORMANCE_CONTEXT")
         .ok()
         .and_then(|c| serde_json::from_str(&c).ok())

@@ -44,11 +44,11 @@
 use std::{
     collections::{HashMap, HashSet},
     rc::Rc,
-    time::{SystemTime, UNIX_EPOCH},
 };
 
 use futures::future::FutureExt as _;
 use serde_json::{json, Map, Value};
+use time::{format_description::well_known::Rfc3339, OffsetDateTime};
 use tokio::{
     sync::oneshot,
     task::{spawn_local, AbortHandle},
@@ -897,36 +897,15 @@ impl Server {
     }
 }
 
-/// Now as an RFC 3339 / ISO 8601 UTC timestamp with milliseconds.
+/// Now as an RFC 3339 UTC timestamp, to the millisecond (`2026-12-01T17:45:09.372Z`).
 pub(crate) fn now_iso8601() -> String {
-    let since_epoch = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .unwrap_or_default();
-    iso8601(u64::try_from(since_epoch.as_millis()).unwrap_or(u64::MAX))
+    rfc3339(OffsetDateTime::now_utc())
 }
 
-/// `millis` since the Unix epoch as `YYYY-MM-DDTHH:MM:SS.mmmZ`.
-pub(crate) fn iso8601(millis: u64) -> String {
-    let secs = millis / 1000;
-    let days = secs / 86_400;
-    let rem = secs % 86_400;
-    // Days to civil date (H. Hinnant's algorithm), for dates from 1970 on.
-    let z = days + 719_468;
-    let era = z / 146_097;
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + u64::from(month <= 2);
-    format!(
-        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{:03}Z",
-        rem / 3600,
-        rem % 3600 / 60,
-        rem % 60,
-        millis % 1000
-    )
+fn rfc3339(at: OffsetDateTime) -> String {
+    let at = at.replace_millisecond(at.millisecond()).unwrap_or(at);
+    // Fails only past the year 9999.
+    at.format(&Rfc3339).unwrap_or_default()
 }
 
 #[cfg(test)]
@@ -1582,12 +1561,18 @@ mod tests {
     }
 
     #[test]
-    fn iso8601_formats_known_instants() {
-        assert_eq!(iso8601(0), "1970-01-01T00:00:00.000Z");
-        assert_eq!(iso8601(951_782_400_000), "2000-02-29T00:00:00.000Z");
-        assert_eq!(iso8601(1_709_210_096_789), "2024-02-29T12:34:56.789Z");
-        assert_eq!(iso8601(1_767_225_599_999), "2025-12-31T23:59:59.999Z");
-        assert!(now_iso8601().ends_with('Z'));
+    fn task_times_are_utc_to_the_millisecond() {
+        let at = |nanos: i128| OffsetDateTime::from_unix_timestamp_nanos(nanos).unwrap();
+        assert_eq!(rfc3339(at(0)), "1970-01-01T00:00:00Z");
+        assert_eq!(
+            rfc3339(at(1_709_210_096_789_999_999)),
+            "2024-02-29T12:34:56.789Z",
+            "truncated, not rounded"
+        );
+        assert_eq!(
+            rfc3339(at(1_767_225_599_999_000_000)),
+            "2025-12-31T23:59:59.999Z"
+        );
     }
 
     #[test]

@@ -21,9 +21,8 @@ use super::{
 use crate::{
     cancellation::Cancellation,
     connection::{
-        apply_elicitation_defaults, Close, Connection, HandlerError, Handlers, Inbox, Link,
-        NotificationObserver, ProgressObserver, DEFAULT_MAILBOX_CAPACITY, ELICITATION,
-        ELICITATION_URL, ROOTS_LIST, SAMPLING,
+        apply_elicitation_defaults, boxed_handler, Close, Connection, HandlerError, Handlers,
+        Inbox, Link, NotificationObserver, ProgressObserver, DEFAULT_MAILBOX_CAPACITY,
     },
     error::{CloseReason, Error},
     protocol::{
@@ -178,45 +177,6 @@ impl ConnectOptions {
         self
     }
 
-    /// Answers the server's `roots/list`; declares the `roots` capability.
-    pub fn on_roots_list<F, Fut>(mut self, handler: F) -> Self
-    where
-        F: Fn(Value, Cancellation) -> Fut + Send + Sync + 'static,
-        Fut: Future<Output = Result<Value, HandlerError>> + Send + 'static,
-    {
-        self.handlers.insert(ROOTS_LIST, handler);
-        self
-    }
-
-    /// Answers the server's `sampling/createMessage`; declares the `sampling` capability.
-    pub fn on_sampling<F, Fut>(mut self, handler: F) -> Self
-    where
-        F: Fn(Value, Cancellation) -> Fut + Send + Sync + 'static,
-        Fut: Future<Output = Result<Value, HandlerError>> + Send + 'static,
-    {
-        self.handlers.insert(SAMPLING, handler);
-        self
-    }
-
-    /// Answers the server's `elicitation/create` (form mode); declares the `elicitation`
-    /// capability. An accepted form is completed with the requested schema's defaults.
-    pub fn on_elicitation<F, Fut>(mut self, handler: F) -> Self
-    where
-        F: Fn(Value, Cancellation) -> Fut + Send + Sync + 'static,
-        Fut: Future<Output = Result<Value, HandlerError>> + Send + 'static,
-    {
-        let handler = Arc::new(handler);
-        self.handlers
-            .insert(ELICITATION, move |params: Value, token| {
-                let handler = handler.clone();
-                async move {
-                    let result = handler(params.clone(), token).await?;
-                    Ok(apply_elicitation_defaults(&params, result))
-                }
-            });
-        self
-    }
-
     /// Whether structured tool results are checked against their tool's `outputSchema` (on by
     /// default; the spec says clients should). A result that breaks it fails the call with
     /// [`Error::InvalidOutput`]. The schemas come from the tool list, so tools listed before the
@@ -245,27 +205,38 @@ impl ConnectOptions {
         self
     }
 
-    /// Answers the server's `sampling/createMessage` with typed params and result; declares the
-    /// `sampling` capability. Params that do not read as a [`CreateMessageRequest`] are answered
-    /// -32602 without calling the handler.
-    pub fn on_create_message<F, Fut>(self, handler: F) -> Self
+    /// Answers the server's `sampling/createMessage`; declares the `sampling` capability.
+    /// Params that do not read as a [`CreateMessageRequest`] are answered -32602 without calling
+    /// the handler.
+    pub fn on_sampling<F, Fut>(mut self, handler: F) -> Self
     where
         F: Fn(CreateMessageRequest, Cancellation) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = Result<CreateMessageResult, HandlerError>> + Send + 'static,
     {
         let handler = Arc::new(handler);
-        self.on_sampling(move |params, token| typed(handler.clone(), params, token))
+        self.handlers.sampling = Some(boxed_handler(move |params, token| {
+            typed(handler.clone(), params, token)
+        }));
+        self
     }
 
-    /// Answers form-mode `elicitation/create` with typed params and result (an accepted form is
-    /// completed with the requested schema's defaults); declares `elicitation.form`.
-    pub fn on_form_elicitation<F, Fut>(self, handler: F) -> Self
+    /// Answers form-mode `elicitation/create` (an accepted form is completed with the
+    /// requested schema's defaults); declares `elicitation.form`.
+    pub fn on_form_elicitation<F, Fut>(mut self, handler: F) -> Self
     where
         F: Fn(FormElicitation, Cancellation) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = Result<ElicitResult, HandlerError>> + Send + 'static,
     {
         let handler = Arc::new(handler);
-        self.on_elicitation(move |params, token| typed(handler.clone(), params, token))
+        self.handlers.form_elicitation = Some(boxed_handler(move |params: Value, token| {
+            let handler = handler.clone();
+            async move {
+                let request = params.clone();
+                let result = typed(handler, params, token).await?;
+                Ok(apply_elicitation_defaults(&request, result))
+            }
+        }));
+        self
     }
 
     /// Answers URL-mode `elicitation/create` (send the user to the URL; the answer is whether
@@ -277,20 +248,20 @@ impl ConnectOptions {
         Fut: Future<Output = Result<ElicitResult, HandlerError>> + Send + 'static,
     {
         let handler = Arc::new(handler);
-        self.handlers.insert(ELICITATION_URL, move |params, token| {
+        self.handlers.url_elicitation = Some(boxed_handler(move |params, token| {
             typed(handler.clone(), params, token)
-        });
+        }));
         self
     }
 
     /// Answers the server's `roots/list` with the roots `handler` gives; declares `roots`.
-    pub fn on_roots<F, Fut>(self, handler: F) -> Self
+    pub fn on_roots<F, Fut>(mut self, handler: F) -> Self
     where
         F: Fn(Cancellation) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = Result<Vec<Root>, HandlerError>> + Send + 'static,
     {
         let handler = Arc::new(handler);
-        self.on_roots_list(move |_, token| {
+        self.handlers.roots = Some(boxed_handler(move |_, token| {
             let handler = handler.clone();
             async move {
                 let roots = handler(token).await?;
@@ -300,7 +271,23 @@ impl ConnectOptions {
                 };
                 serde_json::to_value(result).map_err(HandlerError::from)
             }
-        })
+        }));
+        self
+    }
+
+    /// Answers the server's requests of `method` with `handler`, params and result as JSON
+    /// (absent params read as `{}`): for a method the typed handlers do not cover, or instead of
+    /// one of them. For `sampling/createMessage`, `elicitation/create` (both modes) and
+    /// `roots/list` it declares the capability as the typed handler does. `ping` and `tasks/*`
+    /// are always answered by the connection itself.
+    pub fn on_request_raw<F, Fut>(mut self, method: impl Into<String>, handler: F) -> Self
+    where
+        F: Fn(Value, Cancellation) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<Value, HandlerError>> + Send + 'static,
+    {
+        self.handlers
+            .insert_raw(method.into(), boxed_handler(handler));
+        self
     }
 
     /// Which protocol era to speak ([`ProtocolEra::Auto`] by default).

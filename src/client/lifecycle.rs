@@ -90,16 +90,7 @@ impl ConnectOptions {
         link: &Arc<Shared>,
         timeout: Option<Duration>,
     ) -> Result<InitializeResult, Error> {
-        // Server-to-client requests do not exist in this era; the same handlers fulfil the
-        // `input_required` results of calls instead (`mrtr.rs`), so the same capabilities hold.
-        let mut capabilities = self.handlers.capabilities();
-        // Calls the server makes tasks of are followed to their end (`tasks.rs`).
-        if let Some(caps) = capabilities.as_object_mut() {
-            caps.insert(
-                "extensions".into(),
-                serde_json::json!({ crate::protocol::tasks::TASKS_EXTENSION: {} }),
-            );
-        }
+        let capabilities = self.handlers.capabilities_for_discover();
         let mut version = MODERN_PROTOCOL_VERSION.to_owned();
         for _ in 0..2 {
             let meta = request_meta(&version, &capabilities, &self.client_info);
@@ -160,22 +151,7 @@ impl ConnectOptions {
     }
 
     async fn handshake(&self, link: &Arc<Shared>) -> Result<InitializeResult, Error> {
-        let mut capabilities = self.handlers.capabilities();
-        // 2025-11-25: the server may ask for sampling and elicitation as tasks, which the
-        // connection runs (`connection/server_tasks.rs`).
-        let mut requests = serde_json::Map::new();
-        if capabilities.get("sampling").is_some() {
-            requests.insert("sampling".into(), serde_json::json!({"createMessage": {}}));
-        }
-        if capabilities.get("elicitation").is_some() {
-            requests.insert("elicitation".into(), serde_json::json!({"create": {}}));
-        }
-        if let (false, Some(caps)) = (requests.is_empty(), capabilities.as_object_mut()) {
-            caps.insert(
-                "tasks".into(),
-                serde_json::json!({"list": {}, "cancel": {}, "requests": requests}),
-            );
-        }
+        let capabilities = self.handlers.capabilities_for_initialize();
         let params = InitializeParams {
             protocol_version: LATEST_PROTOCOL_VERSION,
             capabilities: &capabilities,

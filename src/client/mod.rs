@@ -20,7 +20,7 @@ use serde::Serialize;
 use serde_json::{json, Map, Value};
 use tokio::sync::broadcast;
 
-pub use crate::connection::{apply_elicitation_defaults, HandlerError, Handlers};
+pub use crate::connection::{apply_elicitation_defaults, HandlerError};
 pub use call::{Call, CallFuture};
 pub use connect::{ConnectOptions, Placement, DEFAULT_CONNECT_TIMEOUT, DEFAULT_REQUEST_TIMEOUT};
 pub use lifecycle::{ProtocolEra, DISCOVER_PROBE_TIMEOUT};

@@ -7,9 +7,19 @@
 
 use std::{collections::HashMap, future::Future, pin::Pin, sync::Arc};
 
-use serde_json::{json, Map, Value};
+use serde_json::{Map, Value};
 
-use crate::cancellation::Cancellation;
+use crate::{
+    cancellation::Cancellation,
+    protocol::{
+        lifecycle::{
+            ClientCapabilities, ClientTaskRequests, ClientTasksCapability, ElicitationCapability,
+            ElicitationTaskRequests, ListChangedCapability, SamplingCapability,
+            SamplingTaskRequests,
+        },
+        tasks::TASKS_EXTENSION,
+    },
+};
 
 /// An error a handler answers with. The default code is -32603 (internal error).
 #[derive(Debug, Clone)]
@@ -61,66 +71,135 @@ pub(crate) type BoxedHandler = Arc<
         + Sync,
 >;
 
-/// The registered handlers, by method.
+/// A handler as the connection runs it: JSON params in, a JSON result out.
+pub(crate) fn boxed_handler<F, Fut>(handler: F) -> BoxedHandler
+where
+    F: Fn(Value, Cancellation) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Result<Value, HandlerError>> + Send + 'static,
+{
+    Arc::new(move |params, token| Box::pin(handler(params, token)))
+}
+
+/// The handlers of the server's requests: one for each request the protocol defines, plus raw
+/// ones by method (which also take a defined request from its typed handler).
 ///
 /// At most 1024 of the server's requests are held at once (handlers running, or a `tasks/result`
 /// waiting), and at most 1024 of the tasks it asks of us still running: past either, its request
 /// is answered with an internal error (-32603), and counted in
 /// [`ConnectionStats::server_requests_refused`](crate::ConnectionStats).
 #[derive(Clone, Default)]
-pub struct Handlers {
-    by_method: HashMap<&'static str, BoxedHandler>,
+pub(crate) struct Handlers {
+    /// `sampling/createMessage`.
+    pub sampling: Option<BoxedHandler>,
+    /// `elicitation/create` in form mode (`mode` absent or `"form"`).
+    pub form_elicitation: Option<BoxedHandler>,
+    /// `elicitation/create` in URL mode.
+    pub url_elicitation: Option<BoxedHandler>,
+    /// `roots/list`.
+    pub roots: Option<BoxedHandler>,
+    /// By method, before the typed ones.
+    raw: HashMap<Box<str>, BoxedHandler>,
 }
 
 pub(crate) const ROOTS_LIST: &str = "roots/list";
 pub(crate) const SAMPLING: &str = "sampling/createMessage";
 pub(crate) const ELICITATION: &str = "elicitation/create";
-/// The key of the URL-mode elicitation handler (same method, another mode).
-pub(crate) const ELICITATION_URL: &str = "elicitation/create#url";
 
 impl Handlers {
-    pub(crate) fn insert<F, Fut>(&mut self, method: &'static str, handler: F)
-    where
-        F: Fn(Value, Cancellation) -> Fut + Send + Sync + 'static,
-        Fut: Future<Output = Result<Value, HandlerError>> + Send + 'static,
-    {
-        let boxed: BoxedHandler = Arc::new(move |params, token| Box::pin(handler(params, token)));
-        self.by_method.insert(method, boxed);
+    /// Answers `method` with `handler`, whatever typed handler it has.
+    pub(crate) fn insert_raw(&mut self, method: impl Into<Box<str>>, handler: BoxedHandler) {
+        self.raw.insert(method.into(), handler);
     }
 
-    /// The handler of a request: by method, and for `elicitation/create` by mode (a URL-mode
-    /// elicitation goes to the URL handler).
+    /// The handler of a request: a raw one for its method, else the typed one (for
+    /// `elicitation/create`, by mode).
     pub(crate) fn get(&self, method: &str, params: Option<&Value>) -> Option<&BoxedHandler> {
-        let url_mode = method == ELICITATION
-            && params.and_then(|p| p.get("mode")).and_then(Value::as_str) == Some("url");
-        if url_mode {
-            return self.by_method.get(ELICITATION_URL);
+        if let Some(raw) = self.raw.get(method) {
+            return Some(raw);
         }
-        self.by_method.get(method)
+        match method {
+            SAMPLING => self.sampling.as_ref(),
+            ROOTS_LIST => self.roots.as_ref(),
+            ELICITATION if is_url_mode(params) => self.url_elicitation.as_ref(),
+            ELICITATION => self.form_elicitation.as_ref(),
+            _ => None,
+        }
     }
 
-    /// Exactly the client capabilities that have handlers.
-    pub(crate) fn capabilities(&self) -> Value {
-        let mut caps = Map::new();
-        if self.by_method.contains_key(ROOTS_LIST) {
-            caps.insert("roots".into(), json!({}));
-        }
-        if self.by_method.contains_key(SAMPLING) {
-            caps.insert("sampling".into(), json!({}));
-        }
-        let mut elicitation = Map::new();
-        if self.by_method.contains_key(ELICITATION) {
-            elicitation.insert("form".into(), json!({}));
-        }
-        if self.by_method.contains_key(ELICITATION_URL) {
-            // Declared only when a URL handler exists.
-            elicitation.insert("url".into(), json!({}));
-        }
-        if !elicitation.is_empty() {
-            caps.insert("elicitation".into(), Value::Object(elicitation));
-        }
-        Value::Object(caps)
+    fn answers(&self, typed: &Option<BoxedHandler>, method: &str) -> bool {
+        typed.is_some() || self.raw.contains_key(method)
     }
+
+    /// Exactly the client capabilities that have handlers (a raw `elicitation/create` handler
+    /// sees both modes, so both are declared).
+    pub(crate) fn capabilities(&self) -> ClientCapabilities {
+        let form = self.answers(&self.form_elicitation, ELICITATION);
+        // Declared only when a URL handler exists.
+        let url = self.answers(&self.url_elicitation, ELICITATION);
+        let elicitation = (form || url).then(|| ElicitationCapability {
+            form: form.then(Map::new),
+            url: url.then(Map::new),
+            extra: Map::new(),
+        });
+        ClientCapabilities {
+            roots: self
+                .answers(&self.roots, ROOTS_LIST)
+                .then(ListChangedCapability::default),
+            sampling: self
+                .answers(&self.sampling, SAMPLING)
+                .then(SamplingCapability::default),
+            elicitation,
+            ..ClientCapabilities::default()
+        }
+    }
+
+    /// The capabilities of a 2025-11-25 `initialize`: sampling and elicitation may be asked
+    /// for as tasks, which the connection runs (`server_tasks.rs`).
+    pub(crate) fn capabilities_for_initialize(&self) -> ClientCapabilities {
+        let mut capabilities = self.capabilities();
+        let requests = ClientTaskRequests {
+            sampling: capabilities
+                .sampling
+                .is_some()
+                .then(|| SamplingTaskRequests {
+                    create_message: Some(Map::new()),
+                    extra: Map::new(),
+                }),
+            elicitation: capabilities
+                .elicitation
+                .is_some()
+                .then(|| ElicitationTaskRequests {
+                    create: Some(Map::new()),
+                    extra: Map::new(),
+                }),
+            extra: Map::new(),
+        };
+        if requests.sampling.is_some() || requests.elicitation.is_some() {
+            capabilities.tasks = Some(ClientTasksCapability {
+                list: Some(Map::new()),
+                cancel: Some(Map::new()),
+                requests: Some(requests),
+                extra: Map::new(),
+            });
+        }
+        capabilities
+    }
+
+    /// The capabilities of the 2026-07-28 era: server-to-client requests do not exist there,
+    /// but the same handlers fulfil the `input_required` results of calls (`client/mrtr.rs`),
+    /// so the same capabilities hold; calls the server makes tasks of are followed to their
+    /// end (`client/tasks.rs`).
+    pub(crate) fn capabilities_for_discover(&self) -> ClientCapabilities {
+        let mut capabilities = self.capabilities();
+        let mut extensions = Map::new();
+        extensions.insert(TASKS_EXTENSION.into(), Value::Object(Map::new()));
+        capabilities.extensions = Some(extensions);
+        capabilities
+    }
+}
+
+fn is_url_mode(params: Option<&Value>) -> bool {
+    params.and_then(|p| p.get("mode")).and_then(Value::as_str) == Some("url")
 }
 
 /// Fills what an accepted form-mode elicitation left out with the defaults of the requested
@@ -155,6 +234,8 @@ pub fn apply_elicitation_defaults(params: &Value, mut result: Value) -> Value {
 
 #[cfg(test)]
 mod tests {
+    use serde_json::json;
+
     use super::*;
 
     #[test]
@@ -170,5 +251,119 @@ mod tests {
         assert_eq!(filled["content"], json!({"name": "Ann", "age": 30}));
         let declined = apply_elicitation_defaults(&params, json!({"action": "decline"}));
         assert_eq!(declined, json!({"action": "decline"}));
+    }
+
+    fn answering() -> BoxedHandler {
+        boxed_handler(|_, _| async { Ok(json!({})) })
+    }
+
+    fn declared(handlers: &Handlers) -> Value {
+        serde_json::to_value(handlers.capabilities_for_initialize()).unwrap()
+    }
+
+    #[test]
+    fn each_handler_declares_its_capability_in_the_specs_shape() {
+        assert_eq!(declared(&Handlers::default()), json!({}));
+        let tasks = |requests: Value| json!({"list": {}, "cancel": {}, "requests": requests});
+
+        let mut handlers = Handlers {
+            roots: Some(answering()),
+            ..Handlers::default()
+        };
+        assert_eq!(
+            declared(&handlers),
+            json!({"roots": {}}),
+            "roots never run as tasks"
+        );
+
+        handlers.sampling = Some(answering());
+        assert_eq!(
+            declared(&handlers),
+            json!({"roots": {}, "sampling": {},
+                "tasks": tasks(json!({"sampling": {"createMessage": {}}}))})
+        );
+
+        let form = Handlers {
+            form_elicitation: Some(answering()),
+            ..Handlers::default()
+        };
+        assert_eq!(
+            declared(&form),
+            json!({"elicitation": {"form": {}},
+                "tasks": tasks(json!({"elicitation": {"create": {}}}))})
+        );
+        let url = Handlers {
+            url_elicitation: Some(answering()),
+            ..Handlers::default()
+        };
+        assert_eq!(
+            declared(&url)["elicitation"],
+            json!({"url": {}}),
+            "URL mode without form mode"
+        );
+        let both = Handlers {
+            url_elicitation: Some(answering()),
+            ..form
+        };
+        assert_eq!(
+            declared(&both)["elicitation"],
+            json!({"form": {}, "url": {}})
+        );
+    }
+
+    #[test]
+    fn a_raw_handler_declares_the_capability_of_a_defined_request_only() {
+        let mut handlers = Handlers::default();
+        handlers.insert_raw("x/custom", answering());
+        assert_eq!(handlers.capabilities(), ClientCapabilities::default());
+        handlers.insert_raw(ELICITATION, answering());
+        let elicitation = handlers.capabilities().elicitation.unwrap();
+        assert!(
+            elicitation.form.is_some() && elicitation.url.is_some(),
+            "a raw elicitation handler sees both modes"
+        );
+        handlers.insert_raw(ROOTS_LIST, answering());
+        handlers.insert_raw(SAMPLING, answering());
+        let capabilities = handlers.capabilities();
+        assert!(capabilities.roots.is_some() && capabilities.sampling.is_some());
+    }
+
+    #[test]
+    fn the_modern_era_declares_the_tasks_extension_and_no_tasks_capability() {
+        let handlers = Handlers {
+            sampling: Some(answering()),
+            ..Handlers::default()
+        };
+        assert_eq!(
+            serde_json::to_value(handlers.capabilities_for_discover()).unwrap(),
+            json!({"sampling": {}, "extensions": {"io.modelcontextprotocol/tasks": {}}})
+        );
+    }
+
+    #[test]
+    fn a_raw_handler_takes_its_method_from_the_typed_one_and_elicitation_goes_by_mode() {
+        let typed = answering();
+        let raw = answering();
+        let mut handlers = Handlers {
+            form_elicitation: Some(typed.clone()),
+            url_elicitation: Some(typed.clone()),
+            ..Handlers::default()
+        };
+        let url = json!({"mode": "url"});
+        let chosen = |handlers: &Handlers, params: Option<&Value>| {
+            handlers.get(ELICITATION, params).map(Arc::as_ptr)
+        };
+        assert_eq!(
+            chosen(&handlers, None),
+            handlers.form_elicitation.as_ref().map(Arc::as_ptr)
+        );
+        assert_eq!(
+            chosen(&handlers, Some(&url)),
+            handlers.url_elicitation.as_ref().map(Arc::as_ptr)
+        );
+        assert!(handlers.get(SAMPLING, None).is_none());
+        handlers.insert_raw(ELICITATION, raw.clone());
+        assert_eq!(chosen(&handlers, Some(&url)), Some(Arc::as_ptr(&raw)));
+        assert_eq!(chosen(&handlers, None), Some(Arc::as_ptr(&raw)));
     }
 }

@@ -8,10 +8,12 @@
 use std::collections::HashMap;
 
 use futures::FutureExt as _;
+use serde::Deserialize as _;
 use serde_json::{json, value::RawValue, Value};
 
 use super::{
-    handlers::{HandlerError, ELICITATION, SAMPLING},
+    handlers::{BoxedHandler, HandlerError, ELICITATION, SAMPLING},
+    server_tasks::TaskRequest,
     Connection, ServerRequestDone, ServerTaskDone,
 };
 use crate::{
@@ -165,12 +167,49 @@ impl Connection {
 
     fn on_server_request(&mut self, id: WireId, method: &str, params: Option<&RawValue>) {
         self.counters.server_requests += 1;
-        if self.server_requests.running.contains_key(&id) {
+        let Some(token) = self.admit_server_request(&id, method) else {
+            return;
+        };
+        if method == "ping" {
+            return self.answer_server_request(id, Ok(json!({})));
+        }
+        let params = params
+            .and_then(|p| serde_json::from_str::<Value>(p.get()).ok())
+            .unwrap_or_else(|| json!({}));
+        if let Some(request) = TaskRequest::of(method) {
+            let now = time::OffsetDateTime::now_utc();
+            for (to, answer) in self.server_tasks.request(id, request, &params, now) {
+                self.answer_server_request(to, answer);
+            }
+            return;
+        }
+        let Some(handler) = self.handlers.get(method, Some(&params)).cloned() else {
+            let refusal = ErrorObject {
+                code: METHOD_NOT_FOUND,
+                message: format!("method not found: {method}"),
+                data: None,
+            };
+            return self.answer_server_request(id, Err(refusal));
+        };
+        // Task-augmented (2025-11-25): answered at once with the task made of it.
+        let task = params.get("task").filter(|t| t.is_object()).cloned();
+        match (task, method) {
+            (Some(task), SAMPLING | ELICITATION) => {
+                self.run_as_task(id, &handler, params, task.get("ttl"));
+            }
+            _ => self.run_handler(&handler, params, token, HandlerReport::Request(id)),
+        }
+    }
+
+    /// Takes a server request into the table of running ones: its handler's token, or `None`
+    /// when it is dropped (a reused id, our answers unread) or refused (too many running).
+    fn admit_server_request(&mut self, id: &WireId, method: &str) -> Option<Cancellation> {
+        if self.server_requests.running.contains_key(id) {
             tracing::debug!(
                 ?id,
                 "server reused the id of a request still being answered"
             );
-            return;
+            return None;
         }
         if self.requests.peek().queued_answers() >= MAX_SERVER_REQUESTS {
             // The server does not read what we write: one more answer would only queue.
@@ -180,7 +219,7 @@ impl Connection {
                 method,
                 "server request dropped: our answers are not read"
             );
-            return;
+            return None;
         }
         let token = Cancellation::new();
         self.server_requests
@@ -190,67 +229,56 @@ impl Connection {
         if method != "ping" && self.server_requests.running.len() > MAX_SERVER_REQUESTS {
             self.counters.server_requests_refused += 1;
             let busy = format!("too many requests in flight (at most {MAX_SERVER_REQUESTS})");
+            self.answer_server_request(id.clone(), Err(too_many(busy)));
+            return None;
+        }
+        Some(token)
+    }
+
+    /// Answers request `id` with a task and runs its handler under the task's own token; the
+    /// handler's end answers the task's `tasks/result`.
+    fn run_as_task(
+        &mut self,
+        id: WireId,
+        handler: &BoxedHandler,
+        params: Value,
+        ttl: Option<&Value>,
+    ) {
+        let token = Cancellation::new();
+        let now = time::OffsetDateTime::now_utc();
+        let Some((created, task_id)) = self.server_tasks.create(ttl, token.clone(), now) else {
+            self.counters.server_requests_refused += 1;
+            let busy = format!(
+                "too many tasks running (at most {})",
+                super::server_tasks::MAX_TASKS
+            );
             return self.answer_server_request(id, Err(too_many(busy)));
-        }
-        if method == "ping" {
-            return self.answer_server_request(id, Ok(json!({})));
-        }
-        let params = params
-            .and_then(|p| serde_json::from_str::<Value>(p.get()).ok())
-            .unwrap_or_else(|| json!({}));
-        if matches!(
-            method,
-            "tasks/get" | "tasks/result" | "tasks/cancel" | "tasks/list"
-        ) {
-            for (to, answer) in self.server_tasks.request(id, method, &params) {
-                self.answer_server_request(to, answer);
-            }
-            return;
-        }
-        let Some(handler) = self.handlers.get(method, Some(&params)) else {
-            let refusal = ErrorObject {
-                code: METHOD_NOT_FOUND,
-                message: format!("method not found: {method}"),
-                data: None,
-            };
-            return self.answer_server_request(id, Err(refusal));
         };
-        // Task-augmented (2025-11-25): answered at once with the task made of it; the handler
-        // runs on under the task's own token, and its end answers `tasks/result`.
-        let task = params.get("task").filter(|t| t.is_object()).cloned();
-        if let (Some(task), SAMPLING | ELICITATION) = (task, method) {
-            let token = Cancellation::new();
-            let Some((created, task_id)) = self.server_tasks.create(task.get("ttl"), token.clone())
-            else {
-                self.counters.server_requests_refused += 1;
-                let busy = format!(
-                    "too many tasks running (at most {})",
-                    super::server_tasks::MAX_TASKS
-                );
-                return self.answer_server_request(id, Err(too_many(busy)));
-            };
-            let work = std::panic::AssertUnwindSafe(handler(params, token)).catch_unwind();
-            let connection = self.myself.clone();
-            actix_rt::spawn(async move {
-                let outcome = work
-                    .await
-                    .unwrap_or_else(|_| Err(HandlerError::internal("handler panicked")));
-                if let Some(addr) = connection.and_then(|c| c.upgrade()) {
-                    addr.do_send(ServerTaskDone { task_id, outcome });
-                }
-            });
-            return self.answer_server_request(id, Ok(created));
-        }
-        // Off the actor: a slow handler never delays response routing. Its answer comes back as
-        // a message; a panic becomes an internal error instead of silence.
+        self.run_handler(handler, params, token, HandlerReport::Task(task_id));
+        self.answer_server_request(id, created);
+    }
+
+    /// Runs a handler off the actor, so a slow one never delays response routing. Its answer
+    /// comes back as a message; a panic becomes an internal error instead of silence.
+    fn run_handler(
+        &self,
+        handler: &BoxedHandler,
+        params: Value,
+        token: Cancellation,
+        report: HandlerReport,
+    ) {
         let work = std::panic::AssertUnwindSafe(handler(params, token)).catch_unwind();
         let connection = self.myself.clone();
         actix_rt::spawn(async move {
             let outcome = work
                 .await
                 .unwrap_or_else(|_| Err(HandlerError::internal("handler panicked")));
-            if let Some(addr) = connection.and_then(|c| c.upgrade()) {
-                addr.do_send(ServerRequestDone { id, outcome });
+            let Some(addr) = connection.and_then(|c| c.upgrade()) else {
+                return;
+            };
+            match report {
+                HandlerReport::Request(id) => addr.do_send(ServerRequestDone { id, outcome }),
+                HandlerReport::Task(task_id) => addr.do_send(ServerTaskDone { task_id, outcome }),
             }
         });
     }
@@ -280,18 +308,7 @@ impl Connection {
     fn on_notification(&mut self, method: &str, params: Option<&RawValue>) {
         self.counters.notifications += 1;
         if method == "notifications/cancelled" {
-            // The server gives up on one of *its* requests: look in its table, never in ours.
-            let id = params
-                .and_then(|p| serde_json::from_str::<Value>(p.get()).ok())
-                .and_then(|p| serde_json::from_value::<WireId>(p.get("requestId")?.clone()).ok());
-            match id.and_then(|id| self.server_requests.running.remove(&id)) {
-                Some(token) => {
-                    tracing::debug!("server cancelled its request");
-                    token.cancel_with_reason("cancelled by the server");
-                }
-                None => tracing::debug!("server cancelled an unknown request"),
-            }
-            return;
+            return self.on_cancelled(params);
         }
         if method == "notifications/progress" {
             return self.on_progress(params);
@@ -302,14 +319,26 @@ impl Connection {
         }
     }
 
+    /// The server gives up on one of *its* requests: look in its table, never in ours.
+    fn on_cancelled(&mut self, params: Option<&RawValue>) {
+        let Some(params) = params.and_then(|p| serde_json::from_str::<Cancelled>(p.get()).ok())
+        else {
+            self.counters.invalid_frames += 1;
+            return;
+        };
+        match self.server_requests.running.remove(&params.request_id) {
+            Some(token) => {
+                tracing::debug!("server cancelled its request");
+                token.cancel_with_reason("cancelled by the server");
+            }
+            None => tracing::debug!("server cancelled an unknown request"),
+        }
+    }
+
     /// Hands a notification to every subscriber without ever waiting on one.
     fn publish(&mut self, notification: ServerNotification) {
         if let Some(observer) = &self.observer {
             observer(&notification);
-        }
-        if let Some(sender) = &self.notifications {
-            // Err only means nobody subscribed right now.
-            let _ = sender.send(notification.clone());
         }
         let counters = &mut self.counters;
         self.subscribers
@@ -321,6 +350,10 @@ impl Connection {
                 }
                 Err(actix::prelude::SendError::Closed(_)) => false,
             });
+        if let Some(sender) = &self.notifications {
+            // Err only means nobody subscribed right now.
+            let _ = sender.send(notification);
+        }
     }
 
     /// Progress goes to its request's listener while the request is in flight; progress for a
@@ -349,6 +382,19 @@ impl Connection {
     }
 }
 
+/// Where a handler's end is reported: the request it answers, or the task it runs as.
+enum HandlerReport {
+    Request(WireId),
+    Task(String),
+}
+
+/// The params of `notifications/cancelled` (its `reason` is only logged by the server).
+#[derive(serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Cancelled {
+    request_id: WireId,
+}
+
 fn too_many(message: String) -> ErrorObject {
     ErrorObject {
         code: TOO_MANY_REQUESTS,
@@ -359,6 +405,9 @@ fn too_many(message: String) -> ErrorObject {
 
 /// The server's error answer; `-32042` (URL elicitation required) becomes a typed error listing
 /// the elicitations the user must complete.
+///
+/// The error keeps them as JSON (`UrlElicitation::required_by` reads them): the base error
+/// type sits below the protocol types.
 fn server_error(e: ErrorObject) -> Error {
     if e.code == URL_ELICITATION_REQUIRED {
         let elicitations = e
@@ -366,14 +415,11 @@ fn server_error(e: ErrorObject) -> Error {
             .as_ref()
             .and_then(|d| d.get("elicitations"))
             .and_then(Value::as_array)
-            .filter(|list| {
-                list.iter()
-                    .all(|item| serde_json::from_value::<UrlElicitation>(item.clone()).is_ok())
-            });
+            .filter(|list| list.iter().all(|e| UrlElicitation::deserialize(e).is_ok()));
         if let Some(elicitations) = elicitations {
             return Error::UrlElicitationRequired {
-                message: e.message,
                 elicitations: elicitations.clone(),
+                message: e.message,
             };
         }
     }
@@ -390,7 +436,63 @@ mod tests {
 
     use serde_json::json;
 
-    use crate::{transport::memory, Client};
+    use crate::{
+        transport::memory::{self, MemoryPeer},
+        Client, ConnectOptions,
+    };
+
+    async fn connected(options: ConnectOptions) -> (Client, MemoryPeer) {
+        let (transport, mut peer) = memory::pair();
+        let server = async move {
+            peer.accept_handshake("2025-11-25")
+                .await
+                .expect("handshake");
+            peer
+        };
+        let (client, peer) = futures::join!(options.connect(transport), server);
+        (client.expect("connect"), peer)
+    }
+
+    async fn next_frame(peer: &mut MemoryPeer) -> serde_json::Value {
+        tokio::time::timeout(Duration::from_secs(10), peer.recv())
+            .await
+            .expect("a frame within 10 s")
+            .expect("transport open")
+    }
+
+    /// The server cancels its own requests by integer or string id; a cancel whose `requestId`
+    /// is neither is counted as invalid and cancels nothing.
+    #[actix::test]
+    async fn a_server_cancel_names_its_request_by_integer_or_string_id() {
+        let (told, mut cancelled) = tokio::sync::mpsc::unbounded_channel();
+        let options = Client::builder().on_request_raw("x/wait", move |params, token| {
+            let told = told.clone();
+            async move {
+                token.cancelled().await;
+                let _ = told.send(params["tag"].clone());
+                Ok(json!({}))
+            }
+        });
+        let (client, mut peer) = connected(options).await;
+        for (id, tag) in [(json!(7), "integer"), (json!("7"), "string")] {
+            peer.send(&json!({"jsonrpc": "2.0", "id": id, "method": "x/wait",
+                "params": {"tag": tag}}));
+        }
+        let cancel = |id: serde_json::Value| {
+            json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+                "params": {"requestId": id, "reason": "gave up"}})
+        };
+        peer.send(&cancel(json!("7")));
+        assert_eq!(cancelled.recv().await.unwrap(), "string", "\"7\" is not 7");
+        peer.send(&cancel(json!(7)));
+        assert_eq!(cancelled.recv().await.unwrap(), "integer");
+
+        peer.send(&cancel(json!({"id": 7})));
+        // A ping after it: its answer means the cancel before it was read.
+        peer.send(&json!({"jsonrpc": "2.0", "id": "p", "method": "ping"}));
+        assert_eq!(next_frame(&mut peer).await["id"], "p");
+        assert_eq!(client.stats().await.unwrap().invalid_frames, 1);
+    }
 
     // Found while building the fuzz targets (the batch splitter is now `jsonrpc::Messages`): a
     // batch's elements were routed as frames again, so a server's array nested as deep as a

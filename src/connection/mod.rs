@@ -6,7 +6,7 @@
 //! - The request states (`requests.rs`) are a plain struct with one method per event; the actor
 //!   feeds it the transport's events and the time, and hands its batches to the transport.
 //! - Incoming frames are routed by id in `inbound.rs`; the server's own requests run the
-//!   [`Handlers`].
+//!   handlers registered on [`ConnectOptions`](crate::ConnectOptions).
 //! - The connection's own life is one enum (`Lifecycle`, in `lifecycle.rs`).
 
 mod deadlines;
@@ -29,8 +29,8 @@ use actix::{
 };
 use tokio::sync::{broadcast, watch};
 
-pub use handlers::{apply_elicitation_defaults, HandlerError, Handlers};
-pub(crate) use handlers::{ELICITATION, ELICITATION_URL, ROOTS_LIST, SAMPLING};
+pub use handlers::{apply_elicitation_defaults, HandlerError};
+pub(crate) use handlers::{boxed_handler, Handlers};
 pub(crate) use in_flight::Outcome;
 pub(crate) use inbox::{Entry, Inbox, Link};
 pub use messages::{
@@ -136,7 +136,7 @@ impl Connection {
     }
 
     /// Handlers for the server's requests (see [`ConnectOptions`](crate::ConnectOptions)).
-    pub fn handlers(mut self, handlers: Handlers) -> Self {
+    pub(crate) fn handlers(mut self, handlers: Handlers) -> Self {
         self.handlers = handlers;
         self
     }
@@ -486,7 +486,8 @@ impl Handler<ServerTaskDone> for Connection {
         let span = self.span.clone();
         let _in = span.enter();
         let outcome = done.outcome.map_err(Into::into);
-        for (waiter, answer) in self.server_tasks.finished(&done.task_id, outcome) {
+        let now = time::OffsetDateTime::now_utc();
+        for (waiter, answer) in self.server_tasks.finished(&done.task_id, outcome, now) {
             self.answer_server_request(waiter, answer);
         }
         self.settle(ctx);

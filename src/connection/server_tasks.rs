@@ -4,16 +4,18 @@
 //! when the handler ends), `tasks/cancel` (the handler's token is cancelled; `cancelled` sticks)
 //! and `tasks/list`. A plain table: no actix, no I/O.
 
-use std::{
-    collections::{HashMap, VecDeque},
-    time::SystemTime,
-};
+use std::collections::{HashMap, VecDeque};
 
-use serde_json::{json, Value};
+use serde::Deserialize;
+use serde_json::{json, Map, Value};
+use time::{format_description::well_known::Rfc3339, OffsetDateTime};
 
 use crate::{
     cancellation::Cancellation,
-    protocol::jsonrpc::{ErrorObject, WireId},
+    protocol::{
+        jsonrpc::{ErrorObject, WireId},
+        tasks::{Task, TaskStatus},
+    },
 };
 
 /// Tasks kept at most; the oldest ended ones make room. When every kept task still runs, a new
@@ -26,6 +28,9 @@ const POLL_INTERVAL_MS: u64 = 250;
 /// JSON-RPC invalid params: an unknown task, or one that already ended.
 const INVALID_PARAMS: i64 = -32602;
 
+/// JSON-RPC internal error.
+const INTERNAL_ERROR: i64 = -32603;
+
 type Answer = Result<Value, ErrorObject>;
 
 #[derive(Default)]
@@ -36,7 +41,7 @@ pub(super) struct ServerTasks {
 }
 
 struct Entry {
-    task: serde_json::Map<String, Value>,
+    task: Task,
     token: Cancellation,
     outcome: Option<Answer>,
     /// `tasks/result` requests waiting for the end.
@@ -44,34 +49,63 @@ struct Entry {
 }
 
 impl Entry {
-    fn status(&self) -> &str {
-        self.task
-            .get("status")
-            .and_then(Value::as_str)
-            .unwrap_or("working")
-    }
-
     fn ended(&self) -> bool {
-        matches!(self.status(), "completed" | "failed" | "cancelled")
+        self.task.status.is_terminal()
     }
 
-    fn set_status(&mut self, status: &str, message: Option<&str>) {
-        self.task.insert("status".into(), Value::from(status));
+    fn set_status(&mut self, status: TaskStatus, message: Option<&str>, now: OffsetDateTime) {
+        self.task.status = status;
         if let Some(message) = message {
-            self.task
-                .insert("statusMessage".into(), Value::from(message));
+            self.task.status_message = Some(message.to_owned());
         }
-        self.task
-            .insert("lastUpdatedAt".into(), Value::from(now_iso8601()));
+        self.task.last_updated_at = Some(rfc3339(now));
     }
 
     fn result_answer(&self) -> Answer {
-        match (&self.outcome, self.status()) {
-            (_, "cancelled") => Err(error(-32603, "the task was cancelled")),
-            (Some(outcome), _) => with_related(outcome.clone(), &self.task),
-            (None, _) => Err(error(-32603, "the task has no result")),
+        match (&self.outcome, &self.task.status) {
+            (_, TaskStatus::Cancelled) => Err(error(INTERNAL_ERROR, "the task was cancelled")),
+            (Some(outcome), _) => with_related(outcome.clone(), &self.task.task_id),
+            (None, _) => Err(error(INTERNAL_ERROR, "the task has no result")),
         }
     }
+
+    /// The task as `tasks/get` and `tasks/cancel` answer.
+    fn described(&self) -> Answer {
+        serde_json::to_value(&self.task).map_err(|e| error(INTERNAL_ERROR, &e.to_string()))
+    }
+}
+
+/// The requests the server follows its tasks with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum TaskRequest {
+    /// `tasks/get`: the task as it is.
+    Get,
+    /// `tasks/result`: its result, once it ends.
+    Result,
+    /// `tasks/cancel`.
+    Cancel,
+    /// `tasks/list`.
+    List,
+}
+
+impl TaskRequest {
+    /// The task request `method` names, if it names one.
+    pub fn of(method: &str) -> Option<Self> {
+        match method {
+            "tasks/get" => Some(Self::Get),
+            "tasks/result" => Some(Self::Result),
+            "tasks/cancel" => Some(Self::Cancel),
+            "tasks/list" => Some(Self::List),
+            _ => None,
+        }
+    }
+}
+
+/// The params of `tasks/get`, `tasks/result` and `tasks/cancel`.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct TaskParams {
+    task_id: String,
 }
 
 fn error(code: i64, message: &str) -> ErrorObject {
@@ -83,51 +117,71 @@ fn error(code: i64, message: &str) -> ErrorObject {
 }
 
 /// A task's result carries the related-task `_meta` (2025-11-25).
-fn with_related(answer: Answer, task: &serde_json::Map<String, Value>) -> Answer {
+fn with_related(answer: Answer, task_id: &str) -> Answer {
     let mut value = answer?;
-    if let (Some(object), Some(id)) = (value.as_object_mut(), task.get("taskId")) {
+    if let Some(object) = value.as_object_mut() {
         let meta = object
             .entry("_meta")
-            .or_insert_with(|| Value::Object(Default::default()));
+            .or_insert_with(|| Value::Object(Map::new()));
         if let Some(meta) = meta.as_object_mut() {
             meta.insert(
                 "io.modelcontextprotocol/related-task".into(),
-                json!({ "taskId": id }),
+                json!({ "taskId": task_id }),
             );
         }
     }
     Ok(value)
 }
 
+/// A task's time: RFC 3339 in UTC, to the millisecond (`2026-12-01T17:45:09.372Z`).
+fn rfc3339(at: OffsetDateTime) -> String {
+    let at = at.replace_millisecond(at.millisecond()).unwrap_or(at);
+    // Fails only past the year 9999.
+    at.format(&Rfc3339).unwrap_or_default()
+}
+
 impl ServerTasks {
     /// Makes a task of a request the server augmented: the `CreateTaskResult` to answer with,
     /// and the task's id for [`finished`](Self::finished). `None` when [`MAX_TASKS`] tasks still
     /// run.
-    pub fn create(&mut self, ttl: Option<&Value>, token: Cancellation) -> Option<(Value, String)> {
+    pub fn create(
+        &mut self,
+        ttl: Option<&Value>,
+        token: Cancellation,
+        now: OffsetDateTime,
+    ) -> Option<(Answer, String)> {
         if !self.make_room() {
             return None;
         }
         self.made += 1;
         let id = format!("client-task-{}", self.made);
-        let now = now_iso8601();
-        let mut task = serde_json::Map::new();
-        task.insert("taskId".into(), Value::from(id.clone()));
-        task.insert("status".into(), Value::from("working"));
-        task.insert("createdAt".into(), Value::from(now.clone()));
-        task.insert("lastUpdatedAt".into(), Value::from(now));
-        task.insert("ttl".into(), ttl.cloned().unwrap_or(Value::Null));
-        task.insert("pollInterval".into(), Value::from(POLL_INTERVAL_MS));
+        let now = rfc3339(now);
+        let task = Task {
+            task_id: id.clone(),
+            status: TaskStatus::Working,
+            status_message: None,
+            created_at: Some(now.clone()),
+            last_updated_at: Some(now),
+            // `null` (unlimited) when the server asked for none: the field is required.
+            ttl: Some(ttl.cloned().unwrap_or(Value::Null)),
+            poll_interval: Some(POLL_INTERVAL_MS),
+            ttl_ms: None,
+            poll_interval_ms: None,
+            result: None,
+            error: None,
+            input_requests: None,
+            extra: Map::new(),
+        };
+        let entry = Entry {
+            task,
+            token,
+            outcome: None,
+            waiting: Vec::new(),
+        };
+        let created = entry.described().map(|task| json!({ "task": task }));
         self.order.push_back(id.clone());
-        self.tasks.insert(
-            id.clone(),
-            Entry {
-                task: task.clone(),
-                token,
-                outcome: None,
-                waiting: Vec::new(),
-            },
-        );
-        Some((json!({ "task": task }), id))
+        self.tasks.insert(id.clone(), entry);
+        Some((created, id))
     }
 
     /// Drops the oldest ended tasks until one more fits; `false` if every kept task still runs.
@@ -148,17 +202,22 @@ impl ServerTasks {
     }
 
     /// The handler of task `id` ended: the `tasks/result` requests waiting, with their answer.
-    pub fn finished(&mut self, id: &str, outcome: Answer) -> Vec<(WireId, Answer)> {
+    pub fn finished(
+        &mut self,
+        id: &str,
+        outcome: Answer,
+        now: OffsetDateTime,
+    ) -> Vec<(WireId, Answer)> {
         let Some(entry) = self.tasks.get_mut(id) else {
             return Vec::new();
         };
-        if entry.status() != "cancelled" {
+        if entry.task.status != TaskStatus::Cancelled {
             let status = if outcome.is_ok() {
-                "completed"
+                TaskStatus::Completed
             } else {
-                "failed"
+                TaskStatus::Failed
             };
-            entry.set_status(status, None);
+            entry.set_status(status, None, now);
         }
         entry.outcome = Some(outcome);
         let answer = entry.result_answer();
@@ -168,37 +227,48 @@ impl ServerTasks {
             .collect()
     }
 
-    /// Answers `tasks/get`, `tasks/result`, `tasks/cancel` or `tasks/list` from request `id`:
-    /// the answers to send now (a waiting `tasks/result` is answered later, by `finished`).
-    pub fn request(&mut self, id: WireId, method: &str, params: &Value) -> Vec<(WireId, Answer)> {
-        if method == "tasks/list" {
-            let tasks: Vec<Value> = self
+    /// Answers a task request from request `id`: the answers to send now (a waiting
+    /// `tasks/result` is answered later, by `finished`).
+    pub fn request(
+        &mut self,
+        id: WireId,
+        request: TaskRequest,
+        params: &Value,
+        now: OffsetDateTime,
+    ) -> Vec<(WireId, Answer)> {
+        if request == TaskRequest::List {
+            let tasks: Vec<&Task> = self
                 .order
                 .iter()
                 .filter_map(|id| self.tasks.get(id))
-                .map(|entry| Value::Object(entry.task.clone()))
+                .map(|entry| &entry.task)
                 .collect();
-            return vec![(id, Ok(json!({ "tasks": tasks })))];
+            let listed = serde_json::to_value(tasks)
+                .map(|tasks| json!({ "tasks": tasks }))
+                .map_err(|e| error(INTERNAL_ERROR, &e.to_string()));
+            return vec![(id, listed)];
         }
-        let task_id = params.get("taskId").and_then(Value::as_str).unwrap_or("");
-        let Some(entry) = self.tasks.get_mut(task_id) else {
+        let task_id = TaskParams::deserialize(params)
+            .map(|p| p.task_id)
+            .unwrap_or_default();
+        let Some(entry) = self.tasks.get_mut(&task_id) else {
             let unknown = error(INVALID_PARAMS, &format!("unknown task {task_id:?}"));
             return vec![(id, Err(unknown))];
         };
-        match method {
-            "tasks/get" => vec![(id, Ok(Value::Object(entry.task.clone())))],
-            "tasks/result" if entry.ended() => vec![(id, entry.result_answer())],
-            "tasks/result" => {
+        match request {
+            TaskRequest::Get => vec![(id, entry.described())],
+            TaskRequest::Result if entry.ended() => vec![(id, entry.result_answer())],
+            TaskRequest::Result => {
                 entry.waiting.push(id);
                 Vec::new()
             }
-            "tasks/cancel" if entry.ended() => {
+            TaskRequest::Cancel if entry.ended() => {
                 let ended = error(INVALID_PARAMS, &format!("task {task_id:?} has ended"));
                 vec![(id, Err(ended))]
             }
-            "tasks/cancel" => {
+            TaskRequest::Cancel => {
                 // Cancelled before the answer, and for good, whatever the handler does next.
-                entry.set_status("cancelled", Some("cancelled by the server"));
+                entry.set_status(TaskStatus::Cancelled, Some("cancelled by the server"), now);
                 entry
                     .token
                     .cancel_with_reason("task cancelled by the server");
@@ -207,13 +277,10 @@ impl ServerTasks {
                     .into_iter()
                     .map(|waiter| (waiter, answer.clone()))
                     .collect();
-                answers.push((id, Ok(Value::Object(entry.task.clone()))));
+                answers.push((id, entry.described()));
                 answers
             }
-            other => vec![(
-                id,
-                Err(error(-32601, &format!("method not found: {other}"))),
-            )],
+            TaskRequest::List => Vec::new(), // answered above
         }
     }
 
@@ -225,32 +292,6 @@ impl ServerTasks {
     }
 }
 
-/// Now, as ISO 8601 in UTC with milliseconds (`2026-12-01T17:45:09.372Z`).
-fn now_iso8601() -> String {
-    let since = SystemTime::now()
-        .duration_since(SystemTime::UNIX_EPOCH)
-        .unwrap_or_default();
-    let secs = since.as_secs();
-    let (days, rest) = (secs / 86_400, secs % 86_400);
-    // Days since 1970-01-01 to a civil date (Howard Hinnant's algorithm).
-    let z = i64::try_from(days).unwrap_or(0) + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    format!(
-        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{:03}Z",
-        rest / 3600,
-        rest % 3600 / 60,
-        rest % 60,
-        since.subsec_millis()
-    )
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -259,26 +300,37 @@ mod tests {
         WireId::Number(n.into())
     }
 
+    /// 2025-12-01T17:45:09.372Z, and `later_ms` after.
+    fn at(later_ms: i64) -> OffsetDateTime {
+        let nanos = (1_764_611_109_372 + i128::from(later_ms)) * 1_000_000;
+        OffsetDateTime::from_unix_timestamp_nanos(nanos).unwrap()
+    }
+
+    fn answer(answers: &[(WireId, Answer)], i: usize) -> &Value {
+        answers[i].1.as_ref().unwrap()
+    }
+
     #[test]
     fn a_task_is_followed_to_its_result_and_cancel_sticks() {
         let mut tasks = ServerTasks::default();
-        let (created, id) = tasks.create(None, Cancellation::new()).unwrap();
-        assert_eq!(created["task"]["status"], "working");
+        let (created, id) = tasks.create(None, Cancellation::new(), at(0)).unwrap();
+        assert_eq!(created.unwrap()["task"]["status"], "working");
         let params = json!({ "taskId": id });
         assert!(
-            tasks.request(wire(1), "tasks/result", &params).is_empty(),
+            tasks
+                .request(wire(1), TaskRequest::Result, &params, at(1))
+                .is_empty(),
             "waits"
         );
-        let answers = tasks.finished(&id, Ok(json!({"content": "done"})));
+        let answers = tasks.finished(&id, Ok(json!({"content": "done"})), at(2));
         assert_eq!(answers.len(), 1);
-        let result = answers[0].1.clone().unwrap();
         assert_eq!(
-            result["_meta"]["io.modelcontextprotocol/related-task"]["taskId"],
+            answer(&answers, 0)["_meta"]["io.modelcontextprotocol/related-task"]["taskId"],
             id
         );
-        let got = tasks.request(wire(2), "tasks/get", &params);
-        assert_eq!(got[0].1.as_ref().unwrap()["status"], "completed");
-        let late = tasks.request(wire(3), "tasks/cancel", &params);
+        let got = tasks.request(wire(2), TaskRequest::Get, &params, at(3));
+        assert_eq!(answer(&got, 0)["status"], "completed");
+        let late = tasks.request(wire(3), TaskRequest::Cancel, &params, at(4));
         assert_eq!(
             late[0].1.as_ref().unwrap_err().code,
             INVALID_PARAMS,
@@ -286,45 +338,111 @@ mod tests {
         );
 
         let token = Cancellation::new();
-        let (_, second) = tasks.create(None, token.clone()).unwrap();
+        let (_, second) = tasks.create(None, token.clone(), at(5)).unwrap();
         let params = json!({ "taskId": second });
-        assert!(tasks.request(wire(4), "tasks/result", &params).is_empty());
-        let answers = tasks.request(wire(5), "tasks/cancel", &params);
+        assert!(tasks
+            .request(wire(4), TaskRequest::Result, &params, at(6))
+            .is_empty());
+        let answers = tasks.request(wire(5), TaskRequest::Cancel, &params, at(7));
         assert!(token.is_cancelled(), "the handler is told");
         assert_eq!(answers.len(), 2, "the waiting result and the cancel");
         assert!(answers[0].1.is_err());
-        assert_eq!(answers[1].1.as_ref().unwrap()["status"], "cancelled");
-        tasks.finished(&second, Ok(json!({})));
-        let got = tasks.request(wire(6), "tasks/get", &params);
-        assert_eq!(got[0].1.as_ref().unwrap()["status"], "cancelled", "sticky");
-        let unknown = tasks.request(wire(7), "tasks/get", &json!({"taskId": "nope"}));
+        assert_eq!(answer(&answers, 1)["status"], "cancelled");
+        tasks.finished(&second, Ok(json!({})), at(8));
+        let got = tasks.request(wire(6), TaskRequest::Get, &params, at(9));
+        assert_eq!(answer(&got, 0)["status"], "cancelled", "sticky");
+        let unknown = tasks.request(
+            wire(7),
+            TaskRequest::Get,
+            &json!({"taskId": "nope"}),
+            at(10),
+        );
         assert_eq!(unknown[0].1.as_ref().unwrap_err().code, INVALID_PARAMS);
-        assert!(now_iso8601().ends_with('Z') && now_iso8601().len() == 24);
+        let no_id = tasks.request(wire(8), TaskRequest::Get, &json!({"taskId": 7}), at(11));
+        assert_eq!(no_id[0].1.as_ref().unwrap_err().code, INVALID_PARAMS);
+    }
+
+    #[test]
+    fn a_server_task_reads_back_as_a_task_with_rfc3339_times() {
+        let mut tasks = ServerTasks::default();
+        let ttl = json!(60_000);
+        let (created, id) = tasks
+            .create(Some(&ttl), Cancellation::new(), at(0))
+            .unwrap();
+        let created = created.unwrap();
+        assert_eq!(
+            created,
+            json!({"task": {"taskId": id, "status": "working",
+                "createdAt": "2025-12-01T17:45:09.372Z",
+                "lastUpdatedAt": "2025-12-01T17:45:09.372Z",
+                "ttl": 60_000, "pollInterval": POLL_INTERVAL_MS}})
+        );
+        let task: Task = serde_json::from_value(created["task"].clone()).unwrap();
+        assert_eq!(serde_json::to_value(&task).unwrap(), created["task"]);
+
+        tasks.finished(&id, Err(error(-1, "no")), at(628));
+        let got = tasks.request(
+            wire(1),
+            TaskRequest::Get,
+            &json!({ "taskId": id }),
+            at(1_001),
+        );
+        let task: Task = serde_json::from_value(answer(&got, 0).clone()).unwrap();
+        assert_eq!(task.status, TaskStatus::Failed);
+        assert_eq!(task.created_at.as_deref(), Some("2025-12-01T17:45:09.372Z"));
+        assert_eq!(
+            task.last_updated_at.as_deref(),
+            Some("2025-12-01T17:45:10Z"),
+            "a whole second has no fraction"
+        );
+
+        let (_, unlimited) = tasks.create(None, Cancellation::new(), at(2)).unwrap();
+        let listed = tasks.request(wire(2), TaskRequest::List, &json!({}), at(3));
+        let listed = answer(&listed, 0);
+        assert_eq!(
+            listed["tasks"][1].get("ttl"),
+            Some(&Value::Null),
+            "no ttl asked: unlimited, and said so"
+        );
+        let listed: crate::protocol::tasks::ListTasksResult =
+            serde_json::from_value(listed.clone()).unwrap();
+        assert_eq!(listed.tasks.len(), 2);
+        assert_eq!(listed.tasks[1].task_id, unlimited);
     }
 
     #[test]
     fn a_full_table_of_running_tasks_refuses_a_new_one_and_ended_ones_make_room() {
         let mut tasks = ServerTasks::default();
         let ids: Vec<String> = (0..MAX_TASKS)
-            .map(|_| tasks.create(None, Cancellation::new()).unwrap().1)
+            .map(|_| tasks.create(None, Cancellation::new(), at(0)).unwrap().1)
             .collect();
         assert!(
-            tasks.create(None, Cancellation::new()).is_none(),
+            tasks.create(None, Cancellation::new(), at(1)).is_none(),
             "every kept task runs: no room"
         );
         assert_eq!(tasks.tasks.len(), MAX_TASKS);
-        tasks.finished(&ids[7], Ok(json!({})));
+        tasks.finished(&ids[7], Ok(json!({})), at(2));
         let (_, newest) = tasks
-            .create(None, Cancellation::new())
+            .create(None, Cancellation::new(), at(3))
             .expect("an ended task made room");
         assert_eq!(tasks.tasks.len(), MAX_TASKS);
-        let gone = tasks.request(wire(1), "tasks/get", &json!({ "taskId": ids[7] }));
+        let gone = tasks.request(
+            wire(1),
+            TaskRequest::Get,
+            &json!({ "taskId": ids[7] }),
+            at(4),
+        );
         assert_eq!(
             gone[0].1.as_ref().unwrap_err().code,
             INVALID_PARAMS,
             "the ended one went"
         );
-        let kept = tasks.request(wire(2), "tasks/get", &json!({ "taskId": newest }));
-        assert_eq!(kept[0].1.as_ref().unwrap()["status"], "working");
+        let kept = tasks.request(
+            wire(2),
+            TaskRequest::Get,
+            &json!({ "taskId": newest }),
+            at(5),
+        );
+        assert_eq!(answer(&kept, 0)["status"], "working");
     }
 }

@@ -4,7 +4,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{value::RawValue, Map, Value};
 
-use super::lifecycle::{Implementation, InitializeResult, ServerCapabilities};
+use super::lifecycle::{ClientCapabilities, Implementation, InitializeResult, ServerCapabilities};
 
 /// The stateless revision this client speaks.
 pub const MODERN_PROTOCOL_VERSION: &str = "2026-07-28";
@@ -95,12 +95,15 @@ impl DiscoverResult {
 /// inside of an object (no braces), ready to be spliced into each request's params.
 pub(crate) fn request_meta(
     version: &str,
-    capabilities: &Value,
+    capabilities: &ClientCapabilities,
     client_info: &Implementation,
 ) -> Box<str> {
     let mut meta = Map::new();
     meta.insert(META_PROTOCOL_VERSION.into(), Value::from(version));
-    meta.insert(META_CLIENT_CAPABILITIES.into(), capabilities.clone());
+    meta.insert(
+        META_CLIENT_CAPABILITIES.into(),
+        serde_json::to_value(capabilities).unwrap_or(Value::Null),
+    );
     meta.insert(
         META_CLIENT_INFO.into(),
         serde_json::to_value(client_info).unwrap_or(Value::Null),
@@ -158,7 +161,7 @@ mod tests {
     fn with_meta(params: Option<&str>) -> Value {
         let meta = request_meta(
             MODERN_PROTOCOL_VERSION,
-            &json!({"elicitation": {}}),
+            &serde_json::from_value(json!({"elicitation": {}})).unwrap(),
             &Implementation::new("c", "1"),
         );
         let raw = params.map(|p| RawValue::from_string(p.to_owned()).unwrap());

@@ -122,19 +122,102 @@ pub struct ClientCapabilities {
     /// 2026-07-28.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub roots: Option<ListChangedCapability>,
-    /// Present if the client answers `sampling/createMessage` (may hold `context`, `tools`);
-    /// deprecated in 2026-07-28.
+    /// Present if the client answers `sampling/createMessage`; deprecated in 2026-07-28.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub sampling: Option<Map<String, Value>>,
-    /// `form` and/or `url` (an empty object means form, as before URL mode existed).
+    pub sampling: Option<SamplingCapability>,
+    /// Present if the client answers `elicitation/create`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub elicitation: Option<Map<String, Value>>,
+    pub elicitation: Option<ElicitationCapability>,
     /// 2025-11-25 tasks: which requests the client accepts as tasks.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub tasks: Option<Value>,
+    pub tasks: Option<ClientTasksCapability>,
     /// 2026-07-28 extensions the client supports, by identifier.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub extensions: Option<Map<String, Value>>,
+    /// Fields this crate does not know, as sent.
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+/// The `sampling` capability of a client.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SamplingCapability {
+    /// The client honours `includeContext` (soft-deprecated).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub context: Option<Map<String, Value>>,
+    /// The client accepts `tools` and `toolChoice` in its sampling requests.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tools: Option<Map<String, Value>>,
+    /// Fields this crate does not know, as sent.
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+/// The `elicitation` capability of a client: which modes it answers (neither present means
+/// form, as before URL mode existed).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ElicitationCapability {
+    /// Form mode.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub form: Option<Map<String, Value>>,
+    /// URL mode (2025-11-25 and later).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub url: Option<Map<String, Value>>,
+    /// Fields this crate does not know, as sent.
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+/// The 2025-11-25 `tasks` capability of a client: the server may ask for these requests as
+/// tasks, and follow them with `tasks/list` and `tasks/cancel`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ClientTasksCapability {
+    /// The client answers `tasks/list`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub list: Option<Map<String, Value>>,
+    /// The client answers `tasks/cancel`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cancel: Option<Map<String, Value>>,
+    /// The requests the client runs as tasks.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub requests: Option<ClientTaskRequests>,
+    /// Fields this crate does not know, as sent.
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+/// The server requests a client runs as tasks (2025-11-25).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ClientTaskRequests {
+    /// `sampling.createMessage`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sampling: Option<SamplingTaskRequests>,
+    /// `elicitation.create`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub elicitation: Option<ElicitationTaskRequests>,
+    /// Fields this crate does not know, as sent.
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+/// `tasks.requests.sampling` of a client.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SamplingTaskRequests {
+    /// `sampling/createMessage` runs as a task.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub create_message: Option<Map<String, Value>>,
+    /// Fields this crate does not know, as sent.
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+/// `tasks.requests.elicitation` of a client.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ElicitationTaskRequests {
+    /// `elicitation/create` runs as a task.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub create: Option<Map<String, Value>>,
     /// Fields this crate does not know, as sent.
     #[serde(flatten)]
     pub extra: Map<String, Value>,
@@ -144,7 +227,7 @@ pub struct ClientCapabilities {
 #[serde(rename_all = "camelCase")]
 pub(crate) struct InitializeParams<'a> {
     pub protocol_version: &'a str,
-    pub capabilities: &'a Value,
+    pub capabilities: &'a ClientCapabilities,
     pub client_info: &'a Implementation,
 }
 
