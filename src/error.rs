@@ -4,6 +4,8 @@ use std::{fmt, io, process::ExitStatus, sync::Arc, time::Duration};
 
 use serde_json::Value;
 
+use crate::protocol::{elicitation::UrlElicitation, tools::ContentError};
+
 /// Why a request did not produce a result.
 ///
 /// A caller can always tell a local cancel ([`Error::Cancelled`]) from a local timeout
@@ -107,14 +109,13 @@ pub enum Error {
     },
 
     /// `-32042`: the server needs the user to complete these URL-mode elicitations (send them
-    /// to each `url`) before the request can succeed. Typed:
-    /// `UrlElicitation::required_by(&error)`.
+    /// to each `url`) before the request can succeed.
     #[error("the user must first visit {} URL(s): {message}", elicitations.len())]
     UrlElicitationRequired {
         /// The server's error message.
         message: String,
-        /// The elicitations, as sent (each has `mode: "url"`, `url`, `message`).
-        elicitations: Vec<Value>,
+        /// The elicitations.
+        elicitations: Vec<UrlElicitation>,
     },
 
     /// The server wants authorization and it could not be obtained (or it was refused). The
@@ -159,6 +160,12 @@ pub enum AuthErrorKind {
     InsufficientScope,
     /// The flow needs a user (a web service must run `OAuth::begin`/`complete`).
     InteractionRequired,
+}
+
+impl From<ContentError> for Error {
+    fn from(error: ContentError) -> Self {
+        Error::Protocol(error.to_string())
+    }
 }
 
 impl Error {

@@ -559,11 +559,9 @@ async fn url_elicitation_required_is_a_typed_error() {
         "data": {"elicitations": [{"mode": "url", "message": "sign in",
             "url": "https://example.com/sign-in", "elicitationId": "e1"}]}}}));
     let error = call.await.unwrap().unwrap_err();
-    assert!(
-        matches!(error, Error::UrlElicitationRequired { .. }),
-        "{error:?}"
-    );
-    let elicitations = actix_mcp::UrlElicitation::required_by(&error);
+    let Error::UrlElicitationRequired { elicitations, .. } = error else {
+        panic!("not a URL elicitation error: {error:?}");
+    };
     assert_eq!(elicitations.len(), 1);
     assert_eq!(elicitations[0].url, "https://example.com/sign-in");
 

@@ -174,8 +174,14 @@ async fn every_tool_answers(transport: impl Transport) {
         .call_tool("trigger-url-elicitation", arguments.clone())
         .await
         .unwrap_err();
-    let wanted = actix_mcp::UrlElicitation::required_by(&error);
-    assert_eq!(wanted.len(), 1, "{error:?}");
+    let actix_mcp::Error::UrlElicitationRequired {
+        elicitations: wanted,
+        ..
+    } = error
+    else {
+        panic!("not a URL elicitation error: {error:?}");
+    };
+    assert_eq!(wanted.len(), 1);
     assert!(wanted[0].url.starts_with("https://"), "{:?}", wanted[0]);
     let retried = client
         .call_tool("trigger-url-elicitation", arguments)

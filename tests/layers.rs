@@ -3,14 +3,16 @@
 //! and on a use of a crate-root re-export inside the library (which would hide the real module).
 //!
 //! Layers, bottom to top (ARCHITECTURE.md draws them):
-//! error, cancellation, timeout → protocol → auth → transport → connection → client → config → servers,
-//! web
+//! cancellation → protocol → error, timeout → auth → transport → connection → client → config →
+//! servers, web
 
 use std::{collections::BTreeSet, fs, path::Path};
 
 const LAYERS: &[&[&str]] = &[
-    &["error", "cancellation", "timeout"],
+    &["cancellation"],
     &["protocol"],
+    // The error type carries protocol types (the URL elicitations a server asks for).
+    &["error", "timeout"],
     &["auth"],
     &["transport"],
     &["connection"],

@@ -236,7 +236,9 @@ impl Printer {
             match item {
                 ResourceContents::Text { text, .. } => out!("{text}"),
                 ResourceContents::Blob { uri, .. } => {
-                    let bytes = item.bytes().map_err(Failure::from)?;
+                    let bytes = item
+                        .bytes()
+                        .map_err(|e| Failure::from(actix_mcp::Error::from(e)))?;
                     out!("[{} bytes of binary content from {uri}]", bytes.len());
                 }
                 _ => out!("[contents of {}]", item.uri()),

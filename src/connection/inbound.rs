@@ -404,21 +404,16 @@ fn too_many(message: String) -> ErrorObject {
 }
 
 /// The server's error answer; `-32042` (URL elicitation required) becomes a typed error listing
-/// the elicitations the user must complete.
-///
-/// The error keeps them as JSON (`UrlElicitation::required_by` reads them): the base error
-/// type sits below the protocol types.
+/// the elicitations the user must complete (when its `data` lists them as the spec says).
 fn server_error(e: ErrorObject) -> Error {
+    #[derive(serde::Deserialize)]
+    struct Required {
+        elicitations: Vec<UrlElicitation>,
+    }
     if e.code == URL_ELICITATION_REQUIRED {
-        let elicitations = e
-            .data
-            .as_ref()
-            .and_then(|d| d.get("elicitations"))
-            .and_then(Value::as_array)
-            .filter(|list| list.iter().all(|e| UrlElicitation::deserialize(e).is_ok()));
-        if let Some(elicitations) = elicitations {
+        if let Some(Ok(required)) = e.data.as_ref().map(Required::deserialize) {
             return Error::UrlElicitationRequired {
-                elicitations: elicitations.clone(),
+                elicitations: required.elicitations,
                 message: e.message,
             };
         }

@@ -5,7 +5,6 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use super::form_schema::FormSchema;
-use crate::error::Error;
 
 /// The params of `elicitation/create`, by mode (absent means form).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -131,16 +130,3 @@ impl ElicitResult {
 
 /// `-32042`: the server needs the user to complete these URL elicitations first.
 pub const URL_ELICITATION_REQUIRED: i64 = -32042;
-
-impl UrlElicitation {
-    /// The URL elicitations an [`Error::UrlElicitationRequired`] asks the user to complete.
-    pub fn required_by(error: &Error) -> Vec<UrlElicitation> {
-        match error {
-            Error::UrlElicitationRequired { elicitations, .. } => elicitations
-                .iter()
-                .filter_map(|e| serde_json::from_value(e.clone()).ok())
-                .collect(),
-            _ => Vec::new(),
-        }
-    }
-}

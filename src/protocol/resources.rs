@@ -4,12 +4,12 @@ use base64::Engine as _;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
+use super::tools::ContentError;
 use super::{
     content::Annotations,
     results::{CacheScope, ResultType},
     tools::Icon,
 };
-use crate::error::Error;
 
 /// A resource the server offers (`resources/list`), or links to (`resource_link` blocks).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -203,12 +203,16 @@ impl ResourceContents {
     }
 
     /// The bytes: UTF-8 of a text item, or the decoded base64 of a blob.
-    pub fn bytes(&self) -> Result<Vec<u8>, Error> {
+    /// (`?` turns its error into [`Error::Protocol`](crate::Error::Protocol).)
+    pub fn bytes(&self) -> Result<Vec<u8>, ContentError> {
         match self {
             ResourceContents::Text { text, .. } => Ok(text.as_bytes().to_vec()),
             ResourceContents::Blob { blob, uri, .. } => base64::engine::general_purpose::STANDARD
                 .decode(blob)
-                .map_err(|e| Error::Protocol(format!("invalid base64 blob for {uri}: {e}"))),
+                .map_err(|source| ContentError::InvalidBlob {
+                    uri: uri.clone(),
+                    source,
+                }),
         }
     }
 }

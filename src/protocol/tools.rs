@@ -161,13 +161,13 @@ impl CallToolResult {
     }
 
     /// The structured content read as any type (for tools with an `outputSchema`).
-    pub fn structured<T: serde::de::DeserializeOwned>(&self) -> Result<T, crate::error::Error> {
-        let value = self.structured_content.as_ref().ok_or_else(|| {
-            crate::error::Error::Protocol("the result has no structured content".into())
-        })?;
-        T::deserialize(value).map_err(|e| {
-            crate::error::Error::Protocol(format!("unexpected structured content: {e}"))
-        })
+    /// (`?` turns its error into [`Error::Protocol`](crate::Error::Protocol).)
+    pub fn structured<T: serde::de::DeserializeOwned>(&self) -> Result<T, ContentError> {
+        let value = self
+            .structured_content
+            .as_ref()
+            .ok_or(ContentError::NoStructuredContent)?;
+        T::deserialize(value).map_err(ContentError::UnexpectedStructuredContent)
     }
 
     /// The text blocks of the content, joined with newlines.
@@ -187,4 +187,26 @@ pub struct EmptyResult {
     /// Whatever the server sent, as sent.
     #[serde(flatten)]
     pub extra: Map<String, Value>,
+}
+
+/// Why a result's content could not be read as asked.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ContentError {
+    /// [`CallToolResult::structured`]: the result has no `structuredContent`.
+    #[error("the result has no structured content")]
+    NoStructuredContent,
+    /// [`CallToolResult::structured`]: the structured content is not of the type asked for.
+    #[error("unexpected structured content: {0}")]
+    UnexpectedStructuredContent(#[source] serde_json::Error),
+    /// [`ResourceContents::bytes`](super::resources::ResourceContents::bytes): a blob that is
+    /// not base64.
+    #[error("invalid base64 blob for {uri}: {source}")]
+    InvalidBlob {
+        /// The resource's URI.
+        uri: String,
+        /// What is wrong with the base64.
+        #[source]
+        source: base64::DecodeError,
+    },
 }
