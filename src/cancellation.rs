@@ -119,11 +119,20 @@ mod tests {
 
     #[tokio::test]
     async fn cancelled_resolves_for_waiters_before_and_after_the_cancel() {
+        // A bound, so that a regression fails the test instead of hanging the suite.
+        let bound = std::time::Duration::from_secs(10);
         let token = Cancellation::new();
         let before = tokio::spawn(token.cancelled());
+        tokio::task::yield_now().await;
+        assert!(!before.is_finished(), "no wake-up before the cancel");
         token.cancel_with_reason("go");
-        before.await.unwrap();
-        token.cancelled().await; // already cancelled: resolves at once
+        tokio::time::timeout(bound, before)
+            .await
+            .expect("a waiter from before the cancel wakes")
+            .unwrap();
+        tokio::time::timeout(bound, token.cancelled())
+            .await
+            .expect("a waiter after the cancel resolves at once");
     }
 
     #[test]
