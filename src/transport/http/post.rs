@@ -11,37 +11,26 @@
 //! stream as `StreamEnded` (the connection, which has routed every frame before it, decides
 //! whether the request still needs resuming).
 
-use std::{
-    cell::{Cell, RefCell},
-    collections::HashMap,
-    future::Future,
-    io,
-    pin::pin,
-    rc::Rc,
-    task::Poll,
-    time::Duration,
-};
+use std::{cell::Cell, future::Future, io, pin::pin, rc::Rc, task::Poll, time::Duration};
 
 use backon::BackoffBuilder;
 use bytes::Bytes;
 use futures::channel::oneshot;
+#[cfg(feature = "auth")]
+use reqwest::header::WWW_AUTHENTICATE;
 use reqwest::{
-    header::{
-        HeaderMap, HeaderName, HeaderValue, ACCEPT, CONTENT_LENGTH, CONTENT_TYPE, WWW_AUTHENTICATE,
-    },
+    header::{HeaderMap, HeaderName, HeaderValue, ACCEPT, CONTENT_LENGTH, CONTENT_TYPE},
     Method, Response, StatusCode,
 };
-use tokio_util::sync::CancellationToken;
 
 use super::{
-    renew::{self, Renewal},
-    session::Session,
+    driver::Shared,
     sse::{read_events, StreamEnd},
 };
 use crate::{
     error::{CloseReason, Error},
     protocol::jsonrpc::RequestId,
-    transport::{EventSender, ResumePoint, TransportEvent},
+    transport::{ResumePoint, TransportEvent},
 };
 
 /// How many times one request may wait for an authorization flow and be sent again.
@@ -51,41 +40,6 @@ const MAX_AUTH_ROUNDS: u32 = 3;
 const MAX_RESUMES: usize = 5;
 /// The wait before resuming when the server gave no `retry`.
 const DEFAULT_RETRY: Duration = Duration::from_secs(1);
-
-/// What every POST task of one connection shares (all on the actor's thread).
-pub(super) struct Shared {
-    pub client: reqwest::Client,
-    pub url: reqwest::Url,
-    /// The user's own headers (e.g. `Authorization`).
-    pub headers: HeaderMap,
-    pub events: EventSender,
-    pub session: RefCell<Session>,
-    /// Cancelled when the transport closes: every task ends.
-    pub shutdown: CancellationToken,
-    /// The largest frame (JSON body or event) accepted.
-    pub max_frame: usize,
-    /// The POST of each request still running, to abort it.
-    pub posts: RefCell<HashMap<RequestId, tokio::task::JoinHandle<()>>>,
-    /// The `notifications/cancelled` POSTs running and waiting (2025-11-25).
-    pub cancel_lane: RefCell<super::CancelLane>,
-    /// Requests whose POST has its answer's headers: the server has read them.
-    pub heard: RefCell<std::collections::HashSet<RequestId>>,
-    /// Requests refused (`401`/`403`) and reported held while authorization recovers, until
-    /// they are sent again: a cancel may still take them back ([`super::HttpIo`]'s `withdraw`).
-    pub refused: RefCell<std::collections::HashSet<RequestId>>,
-    /// Woken whenever a request's answer headers arrive.
-    pub headers_arrived: tokio::sync::Notify,
-    /// While the GET stream opens, or an expired session is renewed: the messages waiting to be
-    /// POSTed, in order.
-    pub gate: RefCell<Option<Vec<super::Outgoing>>>,
-    /// The GET stream's task, aborted when its session expires.
-    pub event_task: RefCell<Option<tokio::task::JoinHandle<()>>>,
-    /// Renewing an expired session (opt-in; `renew.rs`).
-    pub renewal: RefCell<Renewal>,
-    /// The authorization every request carries (feature `auth`).
-    #[cfg(feature = "auth")]
-    pub auth: Option<crate::auth::OAuth>,
-}
 
 /// What a POST was sent with.
 #[derive(Clone, Copy)]
@@ -97,45 +51,39 @@ pub(super) struct SentOn {
 }
 
 impl Shared {
-    pub(super) fn request(&self, method: Method) -> reqwest::RequestBuilder {
-        self.request_with(method, true)
+    /// A request with the user's headers, the authorization, and the session's id and version
+    /// as they are now.
+    pub(super) fn request_in_session(&self, method: Method) -> reqwest::RequestBuilder {
+        self.session(|session| {
+            self.request(
+                method,
+                session.header_id(),
+                session.protocol_version.as_ref(),
+            )
+        })
     }
 
-    /// A request with the user's headers and the authorization; with `in_session`, also the
-    /// session id and the settled version (without: as the first `initialize` went out).
-    pub(super) fn request_with(&self, method: Method, in_session: bool) -> reqwest::RequestBuilder {
-        let mut builder = self
-            .client
-            .request(method.clone(), self.url.clone())
-            .headers(self.headers.clone());
-        let session = self.session.borrow();
-        if let Some(id) = session
-            .id
-            .as_ref()
-            .filter(|_| !session.modern && in_session)
-        {
+    /// A request with the user's headers and the authorization; with `session` and `version`,
+    /// also those (without: as the first `initialize` went out).
+    pub(super) fn request(
+        &self,
+        method: Method,
+        session: Option<&HeaderValue>,
+        version: Option<&HeaderValue>,
+    ) -> reqwest::RequestBuilder {
+        let mut builder = self.client.request(method.clone(), self.url.clone());
+        if !self.headers.is_empty() {
+            builder = builder.headers(self.headers.clone());
+        }
+        if let Some(id) = session {
             builder = builder.header("mcp-session-id", id.clone());
         }
-        if let Some(version) = session.protocol_version.as_ref().filter(|_| in_session) {
+        if let Some(version) = version {
             builder = builder.header("mcp-protocol-version", version.clone());
         }
         #[cfg(feature = "auth")]
-        if let Some(proof) = self
-            .auth
-            .as_ref()
-            .and_then(|auth| auth.resource_proof(method.as_str(), &self.url))
-        {
-            builder = builder.header("dpop", proof);
-        }
-        #[cfg(feature = "auth")]
-        if let Some(header) = self.auth.as_ref().and_then(|auth| auth.authorization().0) {
-            match HeaderValue::from_str(&header) {
-                Ok(mut value) => {
-                    value.set_sensitive(true);
-                    builder = builder.header(reqwest::header::AUTHORIZATION, value);
-                }
-                Err(_) => tracing::warn!("the access token is not a valid header value"),
-            }
+        if let Some(auth) = &self.auth {
+            builder = authorize(builder, auth, &method, &self.url);
         }
         builder
     }
@@ -185,18 +133,53 @@ impl Shared {
     }
 }
 
-/// POSTs one message (with the era's routing headers) and delivers whatever comes back. With
-/// authorization, a `401` (or `403 insufficient_scope`) holds the request until the one
-/// authorization flow of the connection ends, then sends it again.
+/// The access token (and a DPoP proof) on one request.
+#[cfg(feature = "auth")]
+fn authorize(
+    mut builder: reqwest::RequestBuilder,
+    auth: &crate::auth::OAuth,
+    method: &Method,
+    url: &reqwest::Url,
+) -> reqwest::RequestBuilder {
+    if let Some(proof) = auth.resource_proof(method.as_str(), url) {
+        builder = builder.header("dpop", proof);
+    }
+    if let Some(header) = auth.authorization().0 {
+        match HeaderValue::from_str(&header) {
+            Ok(mut value) => {
+                value.set_sensitive(true);
+                builder = builder.header(reqwest::header::AUTHORIZATION, value);
+            }
+            Err(_) => tracing::warn!("the access token is not a valid header value"),
+        }
+    }
+    builder
+}
+
+/// POSTs one message (with the era's routing headers) and delivers whatever comes back.
 pub(super) async fn post(
-    shared: Rc<Shared>,
+    shared: &Rc<Shared>,
     frame: Bytes,
     request: Option<RequestId>,
-    routing: Vec<(HeaderName, HeaderValue)>,
+    routing: &[(HeaderName, HeaderValue)],
 ) {
+    if let Some((response, sent_on)) = send_authorized(shared, frame, request, routing).await {
+        answer(shared, response, request, sent_on).await;
+    }
+}
+
+/// Sends `frame` until it is not refused for authorization. With authorization, a `401` (or
+/// `403 insufficient_scope`) holds the request until the one authorization flow of the
+/// connection ends, then sends it again. `None`: it failed (the request was failed).
+async fn send_authorized(
+    shared: &Rc<Shared>,
+    frame: Bytes,
+    request: Option<RequestId>,
+    routing: &[(HeaderName, HeaderValue)],
+) -> Option<(Response, SentOn)> {
     #[cfg(feature = "auth")]
     let mut rounds = 0;
-    let (response, sent_on) = loop {
+    loop {
         #[cfg(feature = "auth")]
         let seen = match &shared.auth {
             Some(auth) => {
@@ -204,74 +187,96 @@ pub(super) async fn post(
                 // Boxed: the flows are rare and large, and every POST task would otherwise
                 // carry their state inline (several KiB per request in flight).
                 Box::pin(auth.refresh_if_expiring(seen)).await;
-                Some(auth.authorization().1)
+                Some((auth, auth.authorization().1))
             }
             None => None,
         };
-        let Some((response, sent_on)) = send_once(&shared, frame.clone(), request, &routing).await
-        else {
-            return;
-        };
-        if let Some(id) = request {
-            // The server has read the request: a cancel waiting for that may go (mod.rs).
-            shared.heard.borrow_mut().insert(id);
-            shared.headers_arrived.notify_waiters();
-        }
+        let (response, sent_on) = send_once(shared, frame.clone(), request, routing).await?;
         #[cfg(feature = "auth")]
-        if let (Some(auth), Some(seen)) = (&shared.auth, seen) {
-            let status = response.status().as_u16();
-            let header = |name| {
-                response
-                    .headers()
-                    .get(name)
-                    .and_then(|v| v.to_str().ok())
-                    .map(str::to_owned)
-            };
-            let challenge = header(WWW_AUTHENTICATE);
-            let dpop_nonce = header(HeaderName::from_static("dpop-nonce"));
-            let insufficient = status == 403
-                && challenge
-                    .as_deref()
-                    .is_some_and(|c| c.contains("insufficient_scope"));
-            if (status == 401 || insufficient) && rounds < MAX_AUTH_ROUNDS {
+        if let Some((auth, seen)) = seen.filter(|_| rounds < MAX_AUTH_ROUNDS) {
+            if needs_authorization(&response) {
                 rounds += 1;
-                // Refused before the server read it: nothing of it reached the server.
-                if let Some(id) = request {
-                    shared.refused.borrow_mut().insert(id);
-                    shared.events.send(TransportEvent::RequestHeld(id));
-                }
-                let refusal = crate::auth::Refusal {
-                    status,
-                    challenge: challenge.as_deref(),
-                    dpop_nonce: dpop_nonce.as_deref(),
-                };
-                let recovered = Box::pin(auth.recover(&shared.url, refusal, seen)).await;
-                if let Some(id) = request {
-                    // Let go: from here a cancel must follow it on the wire.
-                    shared.refused.borrow_mut().remove(&id);
-                }
-                match recovered {
+                match reauthorize(shared, auth, &response, request, seen).await {
                     Ok(()) => continue,
-                    Err(e) => return shared.fail(request, e),
+                    Err(e) => {
+                        shared.fail(request, e);
+                        return None;
+                    }
                 }
             }
         }
-        break (response, sent_on);
-    };
+        if let Some(id) = request {
+            // The server has read the request: a cancel waiting for that may go.
+            shared.event(|requests| requests.heard(id));
+        }
+        return Some((response, sent_on));
+    }
+}
 
+/// A `401`, or a `403` whose challenge asks for more scope.
+#[cfg(feature = "auth")]
+fn needs_authorization(response: &Response) -> bool {
+    match response.status() {
+        StatusCode::UNAUTHORIZED => true,
+        StatusCode::FORBIDDEN => response
+            .headers()
+            .get(WWW_AUTHENTICATE)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|c| crate::auth::Challenge::parse(c).is_insufficient_scope()),
+        _ => false,
+    }
+}
+
+/// Runs (or waits for) the connection's authorization flow for a refused request. Refused
+/// before the server read it, nothing of it reached the server: it is held meanwhile.
+#[cfg(feature = "auth")]
+async fn reauthorize(
+    shared: &Rc<Shared>,
+    auth: &crate::auth::OAuth,
+    response: &Response,
+    request: Option<RequestId>,
+    seen: crate::auth::Seen,
+) -> Result<(), Error> {
+    let header = |name: &str| response.headers().get(name).and_then(|v| v.to_str().ok());
+    let refusal = crate::auth::Refusal {
+        status: response.status().as_u16(),
+        challenge: header(WWW_AUTHENTICATE.as_str()),
+        dpop_nonce: header("dpop-nonce"),
+    };
+    if let Some(id) = request {
+        shared.event(|requests| requests.refused(id));
+    }
+    let recovered = Box::pin(auth.recover(&shared.url, refusal, seen)).await;
+    if let Some(id) = request {
+        // Let go: from here a cancel must follow it on the wire.
+        shared.event(|requests| requests.let_go(id));
+    }
+    recovered
+}
+
+/// What the answer to a POST means: the session expired (`404`), an error status, or the
+/// request's answer (JSON or an event stream).
+async fn answer(
+    shared: &Rc<Shared>,
+    response: Response,
+    request: Option<RequestId>,
+    sent_on: SentOn,
+) {
     let status = response.status();
     if status == StatusCode::NOT_FOUND && sent_on.had_session {
         // The session is gone: the connection ends, or (opt-in) renews it.
-        return renew::expired(&shared, request, sent_on.generation);
+        return shared.event(|requests| requests.session_expired(request, sent_on.generation));
     }
-    renew::answered(&shared, sent_on.generation);
-    if status.is_success() && shared.session.borrow().id.is_none() {
-        if let Some(id) = response.headers().get("mcp-session-id") {
-            shared.session.borrow_mut().id = Some(id.clone());
+    shared.event(|requests| {
+        requests.answered(sent_on.generation);
+        if status.is_success() && requests.session().id.is_none() {
+            if let Some(id) = response.headers().get("mcp-session-id") {
+                requests.session_given(id);
+            }
         }
-    }
+    });
     if !status.is_success() {
-        return refused(&shared, response, request).await;
+        return refused(shared, response, request).await;
     }
     match content_type(&response).as_str() {
         "text/event-stream" => {
@@ -306,16 +311,17 @@ async fn send_once(
 ) -> Option<(Response, SentOn)> {
     let (sent_tx, sent_rx) = oneshot::channel::<()>();
     let length = frame.len();
-    // Read with the headers, before anything is awaited.
-    let sent_on = {
-        let session = shared.session.borrow();
-        SentOn {
-            had_session: session.id.is_some() && !session.modern,
+    // The session as the headers carry it, read before anything is awaited.
+    let (builder, sent_on) = shared.session(|session| {
+        let id = session.header_id();
+        let sent_on = SentOn {
+            had_session: id.is_some(),
             generation: session.generation,
-        }
-    };
-    let mut builder = shared
-        .request(Method::POST)
+        };
+        let builder = shared.request(Method::POST, id, session.protocol_version.as_ref());
+        (builder, sent_on)
+    });
+    let mut builder = builder
         .header(CONTENT_TYPE, "application/json")
         .header(ACCEPT, "application/json, text/event-stream")
         .header(CONTENT_LENGTH, length);
@@ -482,7 +488,7 @@ fn backoff(times: Option<usize>) -> backon::ExponentialBackoff {
 /// Resumes a request's event stream that ended before its answer (2025-11-25): after the
 /// server's `retry` or a growing back-off, GET with `Last-Event-ID`, deliver what comes, and
 /// report the end again. At most [`MAX_RESUMES`] times.
-pub(super) async fn resume(shared: Rc<Shared>, id: RequestId, at: ResumePoint) {
+pub(super) async fn resume(shared: &Shared, id: RequestId, at: ResumePoint) {
     let attempts = at.attempts + 1;
     let delay = usize::try_from(at.attempts)
         .ok()
@@ -497,7 +503,7 @@ pub(super) async fn resume(shared: Rc<Shared>, id: RequestId, at: ResumePoint) {
     };
     tokio::time::sleep(at.retry.unwrap_or(delay)).await;
     let response = shared
-        .request(Method::GET)
+        .request_in_session(Method::GET)
         .header(ACCEPT, "text/event-stream")
         .header("last-event-id", at.last_event_id.clone())
         .send()
@@ -529,13 +535,13 @@ pub(super) async fn resume(shared: Rc<Shared>, id: RequestId, at: ResumePoint) {
 /// handshake is done. A server without one answers 405 and is left alone (as after any other
 /// 4xx but 429); a broken stream is resumed after the server's `retry` or a growing back-off, a
 /// refused one (429, 5xx) after its `Retry-After` if it has one.
-pub(super) async fn event_stream(shared: Rc<Shared>, answered: impl Fn()) {
+pub(super) async fn event_stream(shared: &Shared, answered: impl Fn()) {
     let mut last_event_id: Option<String> = None;
     let mut retry: Option<Duration> = None;
     let mut backoff = backoff(None);
     loop {
         let mut request = shared
-            .request(Method::GET)
+            .request_in_session(Method::GET)
             .header(ACCEPT, "text/event-stream");
         if let Some(id) = &last_event_id {
             request = request.header("last-event-id", id.clone());
