@@ -54,7 +54,7 @@ use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 
 use self::{
     driver::{now, Shared},
-    states::{Caps, Handshake, HttpRequests, Outgoing},
+    states::{Caps, Handshake, HttpRequests, Outgoing, CLOSE_LIMIT},
 };
 use super::{
     CancelStyle, EventSender, Outbound, ResumePoint, Sent, Transport, TransportEvent, TransportIo,
@@ -306,7 +306,11 @@ impl TransportIo for HttpIo {
         Box::pin(async move {
             // However this future ends (dropped too), every task ends with it.
             let _shutdown = shared.shutdown.clone().drop_guard();
-            let session = ended.await.ok().flatten();
+            // The machine ends closing within CLOSE_LIMIT; the bound here only guards that.
+            let session = match tokio::time::timeout(2 * CLOSE_LIMIT, ended).await {
+                Ok(Ok(session)) => session,
+                _ => shared.session(|session| session.header_id().cloned()),
+            };
             shared.shutdown.cancel();
             if let Some(id) = session {
                 let delete = shared

@@ -116,11 +116,16 @@ impl Shared {
         let error = end.error.map(|error| {
             Error::transport("the request's event stream broke", io::Error::other(error))
         });
-        if resume.is_none() && error.is_none() {
-            // Ended cleanly and cannot be resumed: nothing for the connection to decide (the
-            // answer came, or may still come on another stream). One message less per request.
-            return;
-        }
+        // Ended cleanly and cannot be resumed: no answer can come any more (a server may end
+        // a request's stream early only after an event with an id, to be resumed). The
+        // connection, which routed every frame of the stream before this, fails the request
+        // if it still waits.
+        let error = match (&resume, error) {
+            (None, None) => Some(Error::Protocol(
+                "the request's event stream ended without its answer".into(),
+            )),
+            (_, error) => error,
+        };
         self.events.send(TransportEvent::StreamEnded {
             request,
             resume,
@@ -292,8 +297,14 @@ async fn answer(
             (Ok(body), None) => shared.deliver(body),
             (Err(e), _) => shared.fail(request, e),
         },
-        // 202 Accepted (a notification or a response of ours), or an empty answer.
-        _ if status == StatusCode::ACCEPTED || response.content_length() == Some(0) => {}
+        // 202 Accepted (a notification or a response of ours), or an empty answer: a request
+        // must be answered with JSON or an event stream.
+        _ if status == StatusCode::ACCEPTED || response.content_length() == Some(0) => {
+            if request.is_some() {
+                let error = "the server accepted the request without answering it";
+                shared.fail(request, Error::Protocol(error.into()));
+            }
+        }
         other => shared.fail(
             request,
             Error::Protocol(format!("unexpected HTTP content type {other:?}")),
