@@ -169,7 +169,7 @@ impl Shared {
         }
     }
 
-    /// Keeps a request's task, to abort it; returns its number.
+    /// Starts a request's task (given its number) and keeps it, to abort it.
     fn keep_task(&self, id: RequestId, task: impl FnOnce(u64) -> JoinHandle<()>) {
         let mut state = self.state.borrow_mut();
         let number = state.next_task;
@@ -292,8 +292,7 @@ async fn run_post(shared: Rc<Shared>, outgoing: Outgoing, generation: u64, numbe
     }
 }
 
-/// Ticks the machine at its next deadline. Weak between ticks would not help: the transport
-/// ends this task with the others (`shutdown`).
+/// Ticks the machine at its next deadline, until the transport is done (`shutdown`).
 async fn run_timer(shared: Rc<Shared>) {
     loop {
         let deadline = shared.state.borrow().requests.next_deadline();

@@ -32,11 +32,17 @@
 //! - 2026-07-28: no session; `Mcp-Method`, `Mcp-Name` and `Mcp-Param-*` headers from what each
 //!   frame carries ([`Frame`](crate::transport::Frame)); a cancel aborts the request's POST.
 //! - After the handshake a GET stream takes what the server sends on its own (405: none).
-//! - Closing aborts every POST and sends `DELETE` with the session id.
+//! - Closing first sends the cancels still owed (within a few seconds), then aborts every POST
+//!   and sends `DELETE` with the session id.
+//!
+//! The request states (each POST's phase, the gate, the cancel lane, the session and its
+//! renewal, closing) are one plain state machine, `states.rs`; `driver.rs` owns it, and the
+//! tasks only do I/O and report events.
 //!
 //! Failures of one POST fail that request only ([`TransportEvent::RequestFailed`]): an HTTP error
 //! status without a JSON-RPC error becomes [`Error::Http`], a network error
-//! [`Error::Transport`].
+//! [`Error::Transport`], a `202` or an event stream ending without the answer (and without an
+//! event id to resume from) [`Error::Protocol`].
 
 mod driver;
 pub(crate) mod post;

@@ -18,9 +18,10 @@
 //!    opens at once: the waiting messages go out, in order, on the new session.
 //!
 //! A renewal that fails (or takes longer than [`RENEWAL_LIMIT`]) ends the connection with
-//! [`CloseReason::SessionExpired`](crate::error::CloseReason::SessionExpired); nothing is sent after that. A `404` of an older generation, or
-//! one that comes while the renewal runs, only loses its request. A renewed session that expires
-//! before any of its POSTs was answered is not renewed again: the connection ends.
+//! [`CloseReason::SessionExpired`](crate::error::CloseReason::SessionExpired); nothing is sent
+//! after that. A `404` of an older generation, or one that comes while the renewal runs, only
+//! loses its request. A renewed session that expires before any of its POSTs was answered is
+//! not renewed again: the connection ends.
 
 use std::{rc::Rc, time::Duration};
 

@@ -562,7 +562,10 @@ fn request_event(machine: &mut HttpRequests, net: &mut Net, op: &Op) -> bool {
         }
         Op::Resume(n) => {
             let candidates = net.written.iter().copied().filter(|id| {
-                !net.posting.contains_key(id) && !net.lost.contains(id) && !net.failed.contains(id)
+                !net.posting.contains_key(id)
+                    && !net.lost.contains(id)
+                    && !net.failed.contains(id)
+                    && !net.withdrawn.contains(id)
             });
             if let Some(id) = pick(candidates, n) {
                 if machine.resume(id) {
