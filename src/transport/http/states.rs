@@ -406,6 +406,7 @@ impl HttpRequests {
 
     /// Event: `id`'s POST was refused (`401`/`403`) before the server read it, and waits for
     /// authorization.
+    #[cfg(any(feature = "auth", test))]
     pub fn refused(&mut self, id: RequestId) {
         if let Some(phase) = self.posts.get_mut(&id) {
             *phase = Phase::Refused;
@@ -414,6 +415,7 @@ impl HttpRequests {
     }
 
     /// Event: `id`, refused, is sent again: from here a cancel must follow it on the wire.
+    #[cfg(any(feature = "auth", test))]
     pub fn let_go(&mut self, id: RequestId) {
         if let Some(phase) = self.posts.get_mut(&id) {
             *phase = Phase::Posting;
