@@ -462,6 +462,36 @@ async fn closing_deletes_the_session() {
     assert_eq!(deletes[0].headers["mcp-session-id"], "session-1");
 }
 
+/// Issue 20: a call given up just before the client closes (Ctrl-C) still has its cancel
+/// reach the server: closing sends the cancels still owed before it ends the session.
+#[actix::test]
+async fn closing_right_after_a_cancel_sends_the_cancel_before_ending_the_session() {
+    let (client, script) = connected().await;
+    let token = Cancellation::new();
+    let (call, mut progress) = client
+        .call_tool("slow", json!({}))
+        .cancellation(&token)
+        .progress_stream();
+    let call = actix_rt::spawn(async move { call.await });
+    tokio::time::timeout(Duration::from_secs(10), progress.next())
+        .await
+        .expect("progress within 10 s")
+        .expect("progress");
+    token.cancel();
+    assert!(call.await.unwrap().unwrap_err().is_cancelled());
+    client.shutdown().await;
+    let seen = script.seen();
+    let cancel_at = seen
+        .iter()
+        .position(|s| s.body["method"] == "notifications/cancelled")
+        .expect("the cancel reached the server");
+    let delete_at = seen
+        .iter()
+        .position(|s| s.method == "DELETE")
+        .expect("the session was ended");
+    assert!(cancel_at < delete_at, "the cancel came after DELETE");
+}
+
 async fn connected_modern() -> (Client, Arc<Script>) {
     let (url, script) = scripted_server();
     let client = Client::builder()
@@ -718,23 +748,40 @@ async fn input_required_is_fulfilled_by_the_handler_and_a_cancel_meanwhile_sends
 
 /// Regression guard: whatever a server answers over HTTP (broken JSON or events, answers for other
 /// ids, wrong types, random bytes, odd statuses and content types), the client never panics, each
-/// call ends (with its result, an error, or its timeout), and the connection goes on working.
+/// call ends with its result or an error (none waits for its timeout), the same answer always
+/// ends its call the same way, and the connection goes on working.
 #[actix::test]
 async fn hostile_http_answers_never_break_the_connection() {
     let (client, _script) = connected().await;
-    let calls = (0..600u64).map(|seed| {
+    // Every seed twice, all at once.
+    let calls = (0..1200u64).map(|n| {
         client
-            .call_tool("hostile", json!({"seed": seed}))
+            .call_tool("hostile", json!({"seed": n % 600}))
             .timeout(Duration::from_secs(3))
             .into_future()
     });
     let outcomes = futures::future::join_all(calls).await;
-    assert_eq!(outcomes.len(), 600);
+    let class = |outcome: &Result<_, Error>| match outcome {
+        Ok(_) => "answered".to_owned(),
+        Err(error) => format!("{:?}", std::mem::discriminant(error)),
+    };
+    let timed_out: Vec<usize> = (0..600)
+        .filter(|&seed| matches!(outcomes[seed], Err(Error::Timeout { .. })))
+        .collect();
+    assert!(timed_out.is_empty(), "seeds that timed out: {timed_out:?}");
+    for seed in 0..600 {
+        assert_eq!(
+            class(&outcomes[seed]),
+            class(&outcomes[seed + 600]),
+            "seed {seed} ended two ways: {:?} and {:?}",
+            outcomes[seed],
+            outcomes[seed + 600]
+        );
+    }
     assert!(
         outcomes.iter().any(|o| o.is_ok()),
         "some hostile answers are still answers"
     );
-    assert!(outcomes.iter().any(|o| o.is_err()));
     assert!(!client.is_closed());
     assert_eq!(
         client.call_tool("json", json!({})).await.unwrap().text(),

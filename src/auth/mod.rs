@@ -45,7 +45,7 @@ mod web;
 
 use std::sync::{Arc, Mutex};
 
-pub(crate) use self::flow::Refusal;
+pub(crate) use self::flow::{Refusal, Seen};
 pub use self::{
     agent::{AgentFuture, Application, Callback, Headless, Loopback, UserAgent},
     challenge::Challenge,

@@ -32,34 +32,35 @@
 //! - 2026-07-28: no session; `Mcp-Method`, `Mcp-Name` and `Mcp-Param-*` headers from what each
 //!   frame carries ([`Frame`](crate::transport::Frame)); a cancel aborts the request's POST.
 //! - After the handshake a GET stream takes what the server sends on its own (405: none).
-//! - Closing aborts every POST and sends `DELETE` with the session id.
+//! - Closing first sends the cancels still owed (within a few seconds), then aborts every POST
+//!   and sends `DELETE` with the session id.
+//!
+//! The request states (each POST's phase, the gate, the cancel lane, the session and its
+//! renewal, closing) are one plain state machine, `states.rs`; `driver.rs` owns it, and the
+//! tasks only do I/O and report events.
 //!
 //! Failures of one POST fail that request only ([`TransportEvent::RequestFailed`]): an HTTP error
 //! status without a JSON-RPC error becomes [`Error::Http`], a network error
-//! [`Error::Transport`].
+//! [`Error::Transport`], a `202` or an event stream ending without the answer (and without an
+//! event id to resume from) [`Error::Protocol`].
 
+mod driver;
 pub(crate) mod post;
 mod renew;
 mod session;
 pub(crate) mod sse;
+mod states;
+#[cfg(test)]
+mod states_model;
 
-use std::{
-    cell::RefCell,
-    collections::{HashMap, VecDeque},
-    future::Future,
-    pin::Pin,
-    rc::Rc,
-    time::Duration,
-};
+use std::{future::Future, pin::Pin, rc::Rc, time::Duration};
 
 use bytes::Bytes;
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
-use tokio_util::sync::CancellationToken;
 
 use self::{
-    post::Shared,
-    renew::{Renewal, State},
-    session::Session,
+    driver::{now, Shared},
+    states::{Caps, Handshake, HttpRequests, Outgoing, CLOSE_LIMIT},
 };
 use super::{
     CancelStyle, EventSender, Outbound, ResumePoint, Sent, Transport, TransportEvent, TransportIo,
@@ -69,9 +70,6 @@ use crate::{
     error::{CloseReason, Error},
     protocol::{discover::MODERN_PROTOCOL_VERSIONS, jsonrpc::RequestId},
 };
-
-/// The longest later requests wait for the GET stream to open after the handshake.
-const GATE_LIMIT: Duration = Duration::from_secs(5);
 
 /// How long closing waits for the server to acknowledge `DELETE`.
 const DELETE_LIMIT: Duration = Duration::from_secs(2);
@@ -235,42 +233,36 @@ impl Transport for HttpTransport {
             return Err(invalid_input(format!("URL {url}: not http or https")));
         }
         let headers = self.header_map()?;
-        let client = match self.client {
-            Some(client) => client,
+        let (client, headers) = match self.client {
+            Some(client) => (client, headers),
             None => {
-                let builder = reqwest::Client::builder();
+                // Our own client carries the user's headers itself, not every request.
+                let builder = reqwest::Client::builder().default_headers(headers);
                 let builder = if self.http2_prior_knowledge {
                     builder.http2_prior_knowledge()
                 } else {
                     builder
                 };
-                builder
+                let client = builder
                     .build()
-                    .map_err(|e| invalid_input(format!("HTTP client: {e}")))?
+                    .map_err(|e| invalid_input(format!("HTTP client: {e}")))?;
+                (client, HeaderMap::new())
             }
         };
-        let shared = Rc::new(Shared {
+        let requests = HttpRequests::new(self.event_stream, self.renew_sessions, Caps::default());
+        let shared = Shared::new(
             client,
             url,
             headers,
             events,
-            session: RefCell::new(Session::default()),
-            shutdown: CancellationToken::new(),
-            max_frame: self.max_frame,
-            posts: RefCell::new(HashMap::new()),
-            cancel_lane: RefCell::new(CancelLane::default()),
-            heard: RefCell::new(std::collections::HashSet::new()),
-            refused: RefCell::new(std::collections::HashSet::new()),
-            headers_arrived: tokio::sync::Notify::new(),
-            gate: RefCell::new(None),
-            event_task: RefCell::new(None),
-            renewal: RefCell::new(Renewal::new(self.renew_sessions)),
+            self.max_frame,
+            requests,
             #[cfg(feature = "auth")]
-            auth: self.auth,
-        });
+            self.auth,
+        );
         Ok(Box::new(HttpIo {
             shared,
-            event_stream: self.event_stream,
+            closing: false,
         }))
     }
 }
@@ -278,342 +270,54 @@ impl Transport for HttpTransport {
 /// The open transport, owned by the connection actor.
 struct HttpIo {
     shared: Rc<Shared>,
-    event_stream: bool,
+    /// `close` was called: its future ends every task once closing is done.
+    closing: bool,
 }
 
-/// One message waiting to be POSTed.
-pub(super) struct Outgoing {
-    frame: Bytes,
-    request: Option<RequestId>,
-    routing: Vec<(HeaderName, HeaderValue)>,
-    /// `notifications/initialized`: once it is accepted, the GET stream opens.
-    opens_event_stream: bool,
-    /// A `notifications/cancelled` (2025-11-25): the cancelled request's own POST is closed as
-    /// the cancel goes out. The spec allows it, and a server that never ends that stream would
-    /// otherwise keep it, and its task, for ever.
-    cancels: Option<RequestId>,
-    /// A cancel that already waited for the server to have its request (see [`spawn_post`]).
-    cancel_ready: bool,
-}
-
-/// Starts the POST of one message, unless the gate is closed (the GET stream is opening, or an
-/// expired session is being renewed): then it waits there, in order.
-fn post_or_hold(shared: &Rc<Shared>, outgoing: Outgoing) {
-    let state = shared.renewal.borrow().state;
-    match state {
-        // The connection is ending with the expired session: the request fails with it.
-        State::Failed => return,
-        State::Running => {
-            if let Some(id) = outgoing.request {
-                // Nothing of it is at the server until the new session exists.
-                shared.events.send(TransportEvent::RequestHeld(id));
-            }
-        }
-        State::Idle => {}
-    }
-    if let Some(held) = shared.gate.borrow_mut().as_mut() {
-        held.push(outgoing);
-        return;
-    }
-    if outgoing.request.is_some() && outgoing.cancels.is_none() {
-        let mut lane = shared.cancel_lane.borrow_mut();
-        if lane.backlog() >= CANCEL_BACKLOG || !lane.behind_cancels.is_empty() {
-            // Not reported held: the lane may let it go before the connection could take it
-            // back, and a cancel must then follow it. Cancelled while it waits here, it is
-            // cancelled once it is written, as any request being written.
-            lane.behind_cancels.push_back(outgoing);
-            return;
-        }
-    }
-    spawn_post(shared, outgoing);
-}
-
-fn spawn_post(shared: &Rc<Shared>, mut outgoing: Outgoing) {
-    if let Some(id) = outgoing.cancels {
-        if shared.renewal.borrow().lost.contains(&id) {
-            return; // its request was lost with an expired session: the new one never saw it
-        }
-        if !outgoing.cancel_ready && !server_has(shared, id) {
-            // The request's body went out, but on its own connection (or stream): the cancel,
-            // on another, could reach the server first and be ignored, leaving the request to
-            // run. It waits until the answer's headers show the server read the request (or its
-            // POST ended), at most CANCEL_WAIT: a response the network holds back must not
-            // keep the cancel from a request the server does run.
-            outgoing.cancel_ready = true;
-            shared.cancel_lane.borrow_mut().until_heard += 1;
-            let shared = shared.clone();
-            actix_rt::spawn(async move {
-                let shutdown = shared.shutdown.clone();
-                let heard = async {
-                    while !server_has(&shared, id) {
-                        shared.headers_arrived.notified().await;
-                    }
-                };
-                tokio::select! {
-                    _ = shutdown.cancelled() => {}
-                    _ = tokio::time::timeout(CANCEL_WAIT, heard) => {
-                        shared.cancel_lane.borrow_mut().until_heard -= 1;
-                        spawn_post(&shared, outgoing);
-                    }
-                }
-            });
-            return;
-        }
-        // The request's own POST goes first: its connection (HTTP/1.1) is freed before the
-        // cancel needs one, so a storm of cancels does not hold two connections per request.
-        if let Some(post) = shared.posts.borrow_mut().remove(&id) {
-            post.abort();
-        }
-        let mut lane = shared.cancel_lane.borrow_mut();
-        if lane.running >= CANCEL_LANE_WIDTH {
-            lane.waiting.push_back(outgoing);
-            return;
-        }
-        lane.running += 1;
-    }
-    let Outgoing {
-        frame,
-        request,
-        routing,
-        opens_event_stream,
-        cancels,
-        cancel_ready: _,
-    } = outgoing;
-    let generation = shared.session.borrow().generation;
-    let task_shared = shared.clone();
-    let handle = actix_rt::spawn(async move {
-        let shared = task_shared;
-        // However the task ends (aborted too), the request is no longer "heard".
-        let _heard = request.map(|id| ForgetHeard {
-            shared: shared.clone(),
-            id,
-        });
-        let shutdown = shared.shutdown.clone();
-        // A cancel gives up its place in the lane after CANCEL_LIMIT: a server that never
-        // answers one must not hold back every later cancel.
-        // Likewise our answers and notifications: a server that never answers their POSTs
-        // must not hold a task (and an HTTP/1.1 connection) for each for ever.
-        // A request's own POST has no limit (the caller's timeout cancels it), and so no timer.
-        let limit = match (cancels, request) {
-            (Some(_), _) => Some(CANCEL_LIMIT),
-            (None, None) => Some(MESSAGE_LIMIT),
-            (None, Some(_)) => None,
-        };
-        let post = post::post(shared.clone(), frame, request, routing);
-        let posted = async {
-            match limit {
-                Some(limit) => {
-                    let _ = tokio::time::timeout(limit, post).await;
-                }
-                None => post.await,
-            }
-        };
-        tokio::select! {
-            _ = shutdown.cancelled() => {}
-            _ = posted => {
-                // Not if the session expired meanwhile: the renewal opens the GET stream then.
-                if opens_event_stream && renew::is_current(&shared, generation) {
-                    spawn_event_stream(shared.clone());
-                }
-                if cancels.is_some() {
-                    cancel_lane_done(&shared);
-                }
-            }
-        }
-        if let Some(id) = request {
-            shared.posts.borrow_mut().remove(&id);
-        }
-    });
-    if let Some(id) = request {
-        shared.posts.borrow_mut().insert(id, handle);
-    }
-}
-
-/// At most this many `notifications/cancelled` POSTs at once; the rest wait in order. Each is a
-/// small POST answered at once, and over HTTP/1.1 each needs a connection of its own: ten
-/// thousand cancels at once would otherwise open ten thousand connections together.
-const CANCEL_LANE_WIDTH: usize = 16;
-
-/// The longest a `notifications/cancelled` POST may take before it is abandoned.
-const CANCEL_LIMIT: Duration = Duration::from_secs(3);
-
-/// The longest the POST of one of our answers or notifications may take before it is
-/// abandoned (the server answers them `202 Accepted` at once).
-const MESSAGE_LIMIT: Duration = Duration::from_secs(30);
-
-/// The longest a cancel waits for the server to show it read the request (its answer's
-/// headers) before it is sent anyway.
-const CANCEL_WAIT: Duration = Duration::from_secs(1);
-
-/// Drops a request from [`Shared::heard`] when its POST task ends, however it ends, and wakes
-/// the cancels waiting for it.
-struct ForgetHeard {
-    shared: Rc<Shared>,
-    id: RequestId,
-}
-
-impl Drop for ForgetHeard {
-    fn drop(&mut self) {
-        self.shared.heard.borrow_mut().remove(&self.id);
-        // Empty unless authorization is recovering: skip hashing then (every POST ends here).
-        let mut refused = self.shared.refused.borrow_mut();
-        if !refused.is_empty() {
-            refused.remove(&self.id);
-        }
-        drop(refused);
-        self.shared.headers_arrived.notify_waiters();
-    }
-}
-
-/// Whether the server has read `id` (its answer's headers came) or its POST is over.
-fn server_has(shared: &Shared, id: RequestId) -> bool {
-    shared.heard.borrow().contains(&id) || !shared.posts.borrow().contains_key(&id)
-}
-
-/// The cancels being POSTed, and those waiting for a place (2025-11-25).
-#[derive(Default)]
-pub(super) struct CancelLane {
-    running: usize,
-    waiting: VecDeque<Outgoing>,
-    /// Cancels waiting for the server to show it read their request, before the lane.
-    until_heard: usize,
-    /// New requests held while [`CANCEL_BACKLOG`] cancels wait (see there).
-    behind_cancels: VecDeque<Outgoing>,
-}
-
-impl CancelLane {
-    /// Cancels not yet on their way.
-    fn backlog(&self) -> usize {
-        self.waiting.len() + self.until_heard
-    }
-}
-
-/// Cancels waiting for a place in the lane beyond which new requests wait too, until half of
-/// them went out. A cancelled caller is free at once and sends its next request; each request
-/// gets its share of a busy server, and the lane's sixteen only theirs: the soak over HTTP/1.1
-/// (256 in flight, 30 % cancelled) had queued cancels by the ten thousand (12 MB, and seconds
-/// of delay for each cancel). Cancels first keeps the queue, and the delay, bounded.
-const CANCEL_BACKLOG: usize = 256;
-
-/// A cancel's POST ended: the next waiting one goes, and the requests held behind the cancels
-/// once few enough wait.
-fn cancel_lane_done(shared: &Rc<Shared>) {
-    let (next, released) = {
-        let mut lane = shared.cancel_lane.borrow_mut();
-        lane.running = lane.running.saturating_sub(1);
-        let next = lane.waiting.pop_front();
-        let released = if lane.backlog() <= CANCEL_BACKLOG / 2 {
-            std::mem::take(&mut lane.behind_cancels)
-        } else {
-            VecDeque::new()
-        };
-        (next, released)
-    };
-    if let Some(next) = next {
-        spawn_post(shared, next);
-    }
-    for request in released {
-        post_or_hold(shared, request);
-    }
-}
-
-/// The GET stream for what the server sends on its own. Until the server has answered the GET
-/// (or [`GATE_LIMIT`] passed), later POSTs wait at the gate: a server that sends a request on
-/// that stream while handling one of ours (e.g. an elicitation) would otherwise send it before
-/// the stream exists, and it would be lost.
-fn spawn_event_stream(shared: Rc<Shared>) {
-    let generation = shared.session.borrow().generation;
-    // Weak: the timer must not keep the transport (and its pooled connections) alive for
-    // GATE_LIMIT after the client closed.
-    let gate_shared = Rc::downgrade(&shared);
-    actix_rt::spawn(async move {
-        tokio::time::sleep(GATE_LIMIT).await;
-        if let Some(shared) = gate_shared.upgrade() {
-            open_gate(&shared, generation);
-        }
-    });
-    let task_shared = shared.clone();
-    let task = actix_rt::spawn(async move {
-        let shared = task_shared;
-        let shutdown = shared.shutdown.clone();
-        tokio::select! {
-            _ = shutdown.cancelled() => {}
-            _ = post::event_stream(shared.clone(), || open_gate(&shared, generation)) => {}
-        }
-    });
-    if let Some(previous) = shared.event_task.borrow_mut().replace(task) {
-        previous.abort();
-    }
-}
-
-/// Lets what waits at the gate go, unless the gate was closed for another session than
-/// `generation` (a renewal holds it now).
-fn open_gate(shared: &Rc<Shared>, generation: u64) {
-    if !renew::is_current(shared, generation) {
-        return;
-    }
-    let held = shared.gate.borrow_mut().take();
-    for outgoing in held.into_iter().flatten() {
-        spawn_post(shared, outgoing);
+/// Which of the handshake's frames `frame` is (told by the method it carries).
+fn handshake(frame: &super::Frame<'_>) -> Option<Handshake> {
+    match frame.method {
+        Some("initialize") if frame.request().is_some() => Some(Handshake::Initialize),
+        Some("notifications/initialized") => Some(Handshake::Initialized),
+        _ => None,
     }
 }
 
 impl TransportIo for HttpIo {
     fn send(&mut self, batch: Outbound) -> Sent {
+        let modern = self.shared.session(|session| session.modern);
+        let now = now();
         for frame in batch.frames() {
             let bytes = frame.bytes.strip_suffix(b"\n").unwrap_or(frame.bytes);
             let bytes = Bytes::copy_from_slice(bytes);
-            let (routing, opens_event_stream) = {
-                let mut session = self.shared.session.borrow_mut();
-                if session.modern {
-                    (session::routing_headers(frame.method, frame.routing), false)
-                } else {
-                    // Kept for a renewal (opt-in): the handshake's frames, as they were sent.
-                    self.shared.renewal.borrow_mut().remember(&frame, &bytes);
-                    // The handshake is done once `notifications/initialized` goes out.
-                    let opens = self.event_stream
-                        && !session.event_stream_opened
-                        && frame.method == Some("notifications/initialized");
-                    session.event_stream_opened |= opens;
-                    (Vec::new(), opens)
-                }
+            let routing = if modern {
+                session::routing_headers(frame.method, frame.routing)
+            } else {
+                Vec::new()
             };
-            post_or_hold(
-                &self.shared,
-                Outgoing {
-                    frame: bytes,
-                    request: frame.request(),
-                    routing,
-                    opens_event_stream,
-                    cancels: frame.cancels(),
-                    cancel_ready: false,
-                },
-            );
-            if opens_event_stream {
-                // What follows the handshake waits until the GET stream is open.
-                self.shared.gate.borrow_mut().get_or_insert_with(Vec::new);
-            }
+            let outgoing = Outgoing::new(bytes, frame.kind, routing);
+            let handshake = handshake(&frame);
+            self.shared
+                .event(|requests| requests.send(outgoing, handshake, now));
         }
         Sent::Taken(batch)
     }
 
+    /// The cancels still owed go out first (within a few seconds); then every POST is aborted
+    /// and `DELETE` ends the session.
     fn close(&mut self) -> Pin<Box<dyn Future<Output = ()>>> {
-        self.shared.shutdown.cancel();
-        self.shared.gate.borrow_mut().take();
-        {
-            let mut lane = self.shared.cancel_lane.borrow_mut();
-            lane.waiting.clear();
-            lane.behind_cancels.clear();
-        }
-        for (_, post) in self.shared.posts.borrow_mut().drain() {
-            post.abort();
-        }
-        if let Some(task) = self.shared.event_task.borrow_mut().take() {
-            task.abort();
-        }
+        self.closing = true;
+        let ended = self.shared.close();
         let shared = self.shared.clone();
         Box::pin(async move {
-            let session = shared.session.borrow().id.clone();
+            // However this future ends (dropped too), every task ends with it.
+            let _shutdown = shared.shutdown.clone().drop_guard();
+            // The machine ends closing within CLOSE_LIMIT; the bound here only guards that.
+            let session = match tokio::time::timeout(2 * CLOSE_LIMIT, ended).await {
+                Ok(Ok(session)) => session,
+                _ => shared.session(|session| session.header_id().cloned()),
+            };
+            shared.shutdown.cancel();
             if let Some(id) = session {
                 let delete = shared
                     .client
@@ -631,7 +335,7 @@ impl TransportIo for HttpIo {
     }
 
     fn cancel_style(&self) -> CancelStyle {
-        if self.shared.session.borrow().modern {
+        if self.shared.session(|session| session.modern) {
             CancelStyle::Abort
         } else {
             CancelStyle::Notification
@@ -641,34 +345,18 @@ impl TransportIo for HttpIo {
     /// The version header on every later POST. 2026-07-28: no session, routing headers, and a
     /// cancel is the abort of the request's POST. An older version keeps the 2025-11-25 shape.
     fn use_protocol_version(&mut self, version: Option<&str>) {
-        let mut session = self.shared.session.borrow_mut();
-        session.modern = version.is_some_and(|v| MODERN_PROTOCOL_VERSIONS.contains(&v));
-        session.protocol_version = version.and_then(|v| HeaderValue::from_str(v).ok());
-        if session.modern {
-            session.id = None;
-        }
+        let modern = version.is_some_and(|v| MODERN_PROTOCOL_VERSIONS.contains(&v));
+        let version = version.and_then(|v| HeaderValue::from_str(v).ok());
+        self.shared
+            .event(|requests| requests.use_protocol_version(version, modern));
     }
 
     fn resume(&mut self, request: RequestId, at: ResumePoint) {
-        let shared = self.shared.clone();
-        let handle = actix_rt::spawn(async move {
-            let shutdown = shared.shutdown.clone();
-            tokio::select! {
-                _ = shutdown.cancelled() => {}
-                _ = post::resume(shared.clone(), request, at) => {}
-            }
-            shared.posts.borrow_mut().remove(&request);
-        });
-        // Aborted with the request, like its POST.
-        if let Some(previous) = self.shared.posts.borrow_mut().insert(request, handle) {
-            previous.abort();
-        }
+        self.shared.resume(request, at);
     }
 
     fn abort(&mut self, request: RequestId) {
-        if let Some(post) = self.shared.posts.borrow_mut().remove(&request) {
-            post.abort();
-        }
+        self.shared.event(|requests| requests.abort(request));
     }
 
     /// At the gate: taken out, never POSTed. Refused and waiting for authorization: its task
@@ -676,24 +364,15 @@ impl TransportIo for HttpIo {
     /// it after its write (a notification, or in the 2026-07-28 era the abort of its POST), or,
     /// withdrawn without a cancel, lets its answer come.
     fn withdraw(&mut self, request: RequestId) -> bool {
-        let at_gate = self.shared.gate.borrow_mut().as_mut().and_then(|held| {
-            let at = held.iter().position(|o| o.request == Some(request))?;
-            Some(held.remove(at))
-        });
-        if at_gate.is_some() {
-            return true;
-        }
-        if self.shared.refused.borrow_mut().remove(&request) {
-            self.abort(request);
-            return true;
-        }
-        false
+        self.shared.event(|requests| requests.withdraw(request))
     }
 }
 
 impl Drop for HttpIo {
     fn drop(&mut self) {
-        self.shared.shutdown.cancel();
+        if !self.closing {
+            self.shared.shutdown.cancel();
+        }
     }
 }
 

@@ -11,16 +11,7 @@
 //! stream as `StreamEnded` (the connection, which has routed every frame before it, decides
 //! whether the request still needs resuming).
 
-use std::{
-    cell::{Cell, RefCell},
-    collections::HashMap,
-    future::Future,
-    io,
-    pin::pin,
-    rc::Rc,
-    task::Poll,
-    time::Duration,
-};
+use std::{cell::Cell, future::Future, io, pin::pin, rc::Rc, task::Poll, time::Duration};
 
 use backon::BackoffBuilder;
 use bytes::Bytes;
@@ -29,17 +20,15 @@ use reqwest::{
     header::{HeaderMap, HeaderName, HeaderValue, ACCEPT, CONTENT_LENGTH, CONTENT_TYPE},
     Method, Response, StatusCode,
 };
-use tokio_util::sync::CancellationToken;
 
 use super::{
-    renew::{self, Renewal},
-    session::Session,
+    driver::Shared,
     sse::{read_events, StreamEnd},
 };
 use crate::{
     error::{CloseReason, Error},
     protocol::jsonrpc::RequestId,
-    transport::{EventSender, ResumePoint, TransportEvent},
+    transport::{ResumePoint, TransportEvent},
 };
 
 /// How many times one request may wait for an authorization flow and be sent again.
@@ -49,41 +38,6 @@ const MAX_AUTH_ROUNDS: u32 = 3;
 const MAX_RESUMES: usize = 5;
 /// The wait before resuming when the server gave no `retry`.
 const DEFAULT_RETRY: Duration = Duration::from_secs(1);
-
-/// What every POST task of one connection shares (all on the actor's thread).
-pub(super) struct Shared {
-    pub client: reqwest::Client,
-    pub url: reqwest::Url,
-    /// The user's own headers (e.g. `Authorization`).
-    pub headers: HeaderMap,
-    pub events: EventSender,
-    pub session: RefCell<Session>,
-    /// Cancelled when the transport closes: every task ends.
-    pub shutdown: CancellationToken,
-    /// The largest frame (JSON body or event) accepted.
-    pub max_frame: usize,
-    /// The POST of each request still running, to abort it.
-    pub posts: RefCell<HashMap<RequestId, tokio::task::JoinHandle<()>>>,
-    /// The `notifications/cancelled` POSTs running and waiting (2025-11-25).
-    pub cancel_lane: RefCell<super::CancelLane>,
-    /// Requests whose POST has its answer's headers: the server has read them.
-    pub heard: RefCell<std::collections::HashSet<RequestId>>,
-    /// Requests refused (`401`/`403`) and reported held while authorization recovers, until
-    /// they are sent again: a cancel may still take them back ([`super::HttpIo`]'s `withdraw`).
-    pub refused: RefCell<std::collections::HashSet<RequestId>>,
-    /// Woken whenever a request's answer headers arrive.
-    pub headers_arrived: tokio::sync::Notify,
-    /// While the GET stream opens, or an expired session is renewed: the messages waiting to be
-    /// POSTed, in order.
-    pub gate: RefCell<Option<Vec<super::Outgoing>>>,
-    /// The GET stream's task, aborted when its session expires.
-    pub event_task: RefCell<Option<tokio::task::JoinHandle<()>>>,
-    /// Renewing an expired session (opt-in; `renew.rs`).
-    pub renewal: RefCell<Renewal>,
-    /// The authorization every request carries (feature `auth`).
-    #[cfg(feature = "auth")]
-    pub auth: Option<crate::auth::OAuth>,
-}
 
 /// What a POST was sent with.
 #[derive(Clone, Copy)]
@@ -95,45 +49,39 @@ pub(super) struct SentOn {
 }
 
 impl Shared {
-    pub(super) fn request(&self, method: Method) -> reqwest::RequestBuilder {
-        self.request_with(method, true)
+    /// A request with the user's headers, the authorization, and the session's id and version
+    /// as they are now.
+    pub(super) fn request_in_session(&self, method: Method) -> reqwest::RequestBuilder {
+        self.session(|session| {
+            self.request(
+                method,
+                session.header_id(),
+                session.protocol_version.as_ref(),
+            )
+        })
     }
 
-    /// A request with the user's headers and the authorization; with `in_session`, also the
-    /// session id and the settled version (without: as the first `initialize` went out).
-    pub(super) fn request_with(&self, method: Method, in_session: bool) -> reqwest::RequestBuilder {
-        let mut builder = self
-            .client
-            .request(method.clone(), self.url.clone())
-            .headers(self.headers.clone());
-        let session = self.session.borrow();
-        if let Some(id) = session
-            .id
-            .as_ref()
-            .filter(|_| !session.modern && in_session)
-        {
+    /// A request with the user's headers and the authorization; with `session` and `version`,
+    /// also those (without: as the first `initialize` went out).
+    pub(super) fn request(
+        &self,
+        method: Method,
+        session: Option<&HeaderValue>,
+        version: Option<&HeaderValue>,
+    ) -> reqwest::RequestBuilder {
+        let mut builder = self.client.request(method.clone(), self.url.clone());
+        if !self.headers.is_empty() {
+            builder = builder.headers(self.headers.clone());
+        }
+        if let Some(id) = session {
             builder = builder.header("mcp-session-id", id.clone());
         }
-        if let Some(version) = session.protocol_version.as_ref().filter(|_| in_session) {
+        if let Some(version) = version {
             builder = builder.header("mcp-protocol-version", version.clone());
         }
         #[cfg(feature = "auth")]
-        if let Some(proof) = self
-            .auth
-            .as_ref()
-            .and_then(|auth| auth.resource_proof(method.as_str(), &self.url))
-        {
-            builder = builder.header("dpop", proof);
-        }
-        #[cfg(feature = "auth")]
-        if let Some(header) = self.auth.as_ref().and_then(|auth| auth.authorization().0) {
-            match HeaderValue::from_str(&header) {
-                Ok(mut value) => {
-                    value.set_sensitive(true);
-                    builder = builder.header(reqwest::header::AUTHORIZATION, value);
-                }
-                Err(_) => tracing::warn!("the access token is not a valid header value"),
-            }
+        if let Some(auth) = &self.auth {
+            builder = authorize(builder, auth, &method, &self.url);
         }
         builder
     }
@@ -166,11 +114,16 @@ impl Shared {
         let error = end.error.map(|error| {
             Error::transport("the request's event stream broke", io::Error::other(error))
         });
-        if resume.is_none() && error.is_none() {
-            // Ended cleanly and cannot be resumed: nothing for the connection to decide (the
-            // answer came, or may still come on another stream). One message less per request.
-            return;
-        }
+        // Ended cleanly and cannot be resumed: no answer can come any more (a server may end
+        // a request's stream early only after an event with an id, to be resumed). The
+        // connection, which routed every frame of the stream before this, fails the request
+        // if it still waits.
+        let error = match (&resume, error) {
+            (None, None) => Some(Error::Protocol(
+                "the request's event stream ended without its answer".into(),
+            )),
+            (_, error) => error,
+        };
         self.events.send(TransportEvent::StreamEnded {
             request,
             resume,
@@ -183,76 +136,147 @@ impl Shared {
     }
 }
 
-/// POSTs one message (with the era's routing headers) and delivers whatever comes back. With
-/// authorization, a `401` (or `403 insufficient_scope`) holds the request until the one
-/// authorization flow of the connection ends, then sends it again.
+/// The access token (and a DPoP proof) on one request.
+#[cfg(feature = "auth")]
+fn authorize(
+    mut builder: reqwest::RequestBuilder,
+    auth: &crate::auth::OAuth,
+    method: &Method,
+    url: &reqwest::Url,
+) -> reqwest::RequestBuilder {
+    if let Some(proof) = auth.resource_proof(method.as_str(), url) {
+        builder = builder.header("dpop", proof);
+    }
+    if let Some(header) = auth.authorization().0 {
+        match HeaderValue::from_str(&header) {
+            Ok(mut value) => {
+                value.set_sensitive(true);
+                builder = builder.header(reqwest::header::AUTHORIZATION, value);
+            }
+            Err(_) => tracing::warn!("the access token is not a valid header value"),
+        }
+    }
+    builder
+}
+
+/// POSTs one message (with the era's routing headers) and delivers whatever comes back.
 pub(super) async fn post(
-    shared: Rc<Shared>,
+    shared: &Rc<Shared>,
     frame: Bytes,
     request: Option<RequestId>,
-    routing: Vec<(HeaderName, HeaderValue)>,
+    routing: &[(HeaderName, HeaderValue)],
 ) {
-    #[cfg(feature = "auth")]
+    if let Some((response, sent_on)) = send_authorized(shared, frame, request, routing).await {
+        answer(shared, response, request, sent_on).await;
+    }
+}
+
+/// Sends `frame` until it is not refused for authorization. With authorization, a `401` (or
+/// `403 insufficient_scope`) holds the request until the one authorization flow of the
+/// connection ends, then sends it again. `None`: it failed (the request was failed).
+#[cfg(feature = "auth")]
+async fn send_authorized(
+    shared: &Rc<Shared>,
+    frame: Bytes,
+    request: Option<RequestId>,
+    routing: &[(HeaderName, HeaderValue)],
+) -> Option<(Response, SentOn)> {
     let mut rounds = 0;
-    let (response, sent_on) = loop {
-        #[cfg(feature = "auth")]
+    loop {
         let seen = match &shared.auth {
             Some(auth) => {
                 let (_, seen) = auth.authorization();
                 // Boxed: the flows are rare and large, and every POST task would otherwise
                 // carry their state inline (several KiB per request in flight).
                 Box::pin(auth.refresh_if_expiring(seen)).await;
-                Some(auth.authorization().1)
+                Some((auth, auth.authorization().1))
             }
             None => None,
         };
-        let Some((response, sent_on)) = send_once(&shared, frame.clone(), request, &routing).await
-        else {
-            return;
-        };
-        if let Some(id) = request {
-            // The server has read the request: a cancel waiting for that may go (mod.rs).
-            shared.heard.borrow_mut().insert(id);
-            shared.headers_arrived.notify_waiters();
-        }
-        #[cfg(feature = "auth")]
-        if let (Some(auth), Some(seen)) = (&shared.auth, seen) {
-            let refusal =
-                crate::auth::Refusal::from_response(response.status().as_u16(), response.headers());
-            if let Some(refusal) = refusal.filter(|_| rounds < MAX_AUTH_ROUNDS) {
+        let (response, sent_on) = send_once(shared, frame.clone(), request, routing).await?;
+        if let Some((auth, seen)) = seen.filter(|_| rounds < MAX_AUTH_ROUNDS) {
+            let status = response.status().as_u16();
+            if let Some(refusal) = crate::auth::Refusal::from_response(status, response.headers()) {
                 rounds += 1;
-                // Refused before the server read it: nothing of it reached the server.
-                if let Some(id) = request {
-                    shared.refused.borrow_mut().insert(id);
-                    shared.events.send(TransportEvent::RequestHeld(id));
-                }
-                let recovered = Box::pin(auth.recover(&shared.url, refusal, seen)).await;
-                if let Some(id) = request {
-                    // Let go: from here a cancel must follow it on the wire.
-                    shared.refused.borrow_mut().remove(&id);
-                }
-                match recovered {
+                match reauthorize(shared, auth, refusal, request, seen).await {
                     Ok(()) => continue,
-                    Err(e) => return shared.fail(request, e),
+                    Err(e) => {
+                        shared.fail(request, e);
+                        return None;
+                    }
                 }
             }
         }
-        break (response, sent_on);
-    };
+        heard(shared, request);
+        return Some((response, sent_on));
+    }
+}
 
+/// Sends `frame` once (no authorization in this build). `None`: it failed.
+#[cfg(not(feature = "auth"))]
+async fn send_authorized(
+    shared: &Rc<Shared>,
+    frame: Bytes,
+    request: Option<RequestId>,
+    routing: &[(HeaderName, HeaderValue)],
+) -> Option<(Response, SentOn)> {
+    let sent = send_once(shared, frame, request, routing).await?;
+    heard(shared, request);
+    Some(sent)
+}
+
+/// The server has read the request (its answer's headers came): a cancel waiting for that may
+/// go.
+fn heard(shared: &Rc<Shared>, request: Option<RequestId>) {
+    if let Some(id) = request {
+        shared.event(|requests| requests.heard(id));
+    }
+}
+
+/// Runs (or waits for) the connection's authorization flow for a refused request. Refused
+/// before the server read it, nothing of it reached the server: it is held meanwhile.
+#[cfg(feature = "auth")]
+async fn reauthorize(
+    shared: &Rc<Shared>,
+    auth: &crate::auth::OAuth,
+    refusal: crate::auth::Refusal,
+    request: Option<RequestId>,
+    seen: crate::auth::Seen,
+) -> Result<(), Error> {
+    if let Some(id) = request {
+        shared.event(|requests| requests.refused(id));
+    }
+    let recovered = Box::pin(auth.recover(&shared.url, refusal, seen)).await;
+    if let Some(id) = request {
+        // Let go: from here a cancel must follow it on the wire.
+        shared.event(|requests| requests.let_go(id));
+    }
+    recovered
+}
+
+/// What the answer to a POST means: the session expired (`404`), an error status, or the
+/// request's answer (JSON or an event stream).
+async fn answer(
+    shared: &Rc<Shared>,
+    response: Response,
+    request: Option<RequestId>,
+    sent_on: SentOn,
+) {
     let status = response.status();
     if status == StatusCode::NOT_FOUND && sent_on.had_session {
         // The session is gone: the connection ends, or (opt-in) renews it.
-        return renew::expired(&shared, request, sent_on.generation);
+        return shared.event(|requests| requests.session_expired(request, sent_on.generation));
     }
-    renew::answered(&shared, sent_on.generation);
-    if status.is_success() && shared.session.borrow().id.is_none() {
-        if let Some(id) = response.headers().get("mcp-session-id") {
-            shared.session.borrow_mut().id = Some(id.clone());
+    shared.event(|requests| {
+        requests.answered(sent_on.generation);
+        if status.is_success() && requests.session().id.is_none() {
+            if let Some(id) = response.headers().get("mcp-session-id") {
+                requests.session_given(id);
+            }
         }
-    }
+    });
     if !status.is_success() {
-        return refused(&shared, response, request).await;
+        return refused(shared, response, request).await;
     }
     match content_type(&response).as_str() {
         "text/event-stream" => {
@@ -268,8 +292,14 @@ pub(super) async fn post(
             (Ok(body), None) => shared.deliver(body),
             (Err(e), _) => shared.fail(request, e),
         },
-        // 202 Accepted (a notification or a response of ours), or an empty answer.
-        _ if status == StatusCode::ACCEPTED || response.content_length() == Some(0) => {}
+        // 202 Accepted (a notification or a response of ours), or an empty answer: a request
+        // must be answered with JSON or an event stream.
+        _ if status == StatusCode::ACCEPTED || response.content_length() == Some(0) => {
+            if request.is_some() {
+                let error = "the server accepted the request without answering it";
+                shared.fail(request, Error::Protocol(error.into()));
+            }
+        }
         other => shared.fail(
             request,
             Error::Protocol(format!("unexpected HTTP content type {other:?}")),
@@ -287,16 +317,17 @@ async fn send_once(
 ) -> Option<(Response, SentOn)> {
     let (sent_tx, sent_rx) = oneshot::channel::<()>();
     let length = frame.len();
-    // Read with the headers, before anything is awaited.
-    let sent_on = {
-        let session = shared.session.borrow();
-        SentOn {
-            had_session: session.id.is_some() && !session.modern,
+    // The session as the headers carry it, read before anything is awaited.
+    let (builder, sent_on) = shared.session(|session| {
+        let id = session.header_id();
+        let sent_on = SentOn {
+            had_session: id.is_some(),
             generation: session.generation,
-        }
-    };
-    let mut builder = shared
-        .request(Method::POST)
+        };
+        let builder = shared.request(Method::POST, id, session.protocol_version.as_ref());
+        (builder, sent_on)
+    });
+    let mut builder = builder
         .header(CONTENT_TYPE, "application/json")
         .header(ACCEPT, "application/json, text/event-stream")
         .header(CONTENT_LENGTH, length);
@@ -463,7 +494,7 @@ fn backoff(times: Option<usize>) -> backon::ExponentialBackoff {
 /// Resumes a request's event stream that ended before its answer (2025-11-25): after the
 /// server's `retry` or a growing back-off, GET with `Last-Event-ID`, deliver what comes, and
 /// report the end again. At most [`MAX_RESUMES`] times.
-pub(super) async fn resume(shared: Rc<Shared>, id: RequestId, at: ResumePoint) {
+pub(super) async fn resume(shared: &Shared, id: RequestId, at: ResumePoint) {
     let attempts = at.attempts + 1;
     let delay = usize::try_from(at.attempts)
         .ok()
@@ -478,7 +509,7 @@ pub(super) async fn resume(shared: Rc<Shared>, id: RequestId, at: ResumePoint) {
     };
     tokio::time::sleep(at.retry.unwrap_or(delay)).await;
     let response = shared
-        .request(Method::GET)
+        .request_in_session(Method::GET)
         .header(ACCEPT, "text/event-stream")
         .header("last-event-id", at.last_event_id.clone())
         .send()
@@ -510,13 +541,13 @@ pub(super) async fn resume(shared: Rc<Shared>, id: RequestId, at: ResumePoint) {
 /// handshake is done. A server without one answers 405 and is left alone (as after any other
 /// 4xx but 429); a broken stream is resumed after the server's `retry` or a growing back-off, a
 /// refused one (429, 5xx) after its `Retry-After` if it has one.
-pub(super) async fn event_stream(shared: Rc<Shared>, answered: impl Fn()) {
+pub(super) async fn event_stream(shared: &Shared, answered: impl Fn()) {
     let mut last_event_id: Option<String> = None;
     let mut retry: Option<Duration> = None;
     let mut backoff = backoff(None);
     loop {
         let mut request = shared
-            .request(Method::GET)
+            .request_in_session(Method::GET)
             .header(ACCEPT, "text/event-stream");
         if let Some(id) = &last_event_id {
             request = request.header("last-event-id", id.clone());

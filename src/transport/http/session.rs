@@ -6,7 +6,7 @@ use reqwest::header::{HeaderName, HeaderValue};
 
 use crate::protocol::routing::Routing;
 
-#[derive(Default)]
+#[derive(Debug, Default)]
 pub(super) struct Session {
     /// `Mcp-Session-Id`, echoed on every later request once the server gave one.
     pub id: Option<HeaderValue>,
@@ -21,6 +21,13 @@ pub(super) struct Session {
     /// remembers the generation it was sent on, so a late `404` of an older session is told from
     /// the expiry of the current one.
     pub generation: u64,
+}
+
+impl Session {
+    /// The session id a request carries (2025-11-25 only).
+    pub fn header_id(&self) -> Option<&HeaderValue> {
+        self.id.as_ref().filter(|_| !self.modern)
+    }
 }
 
 /// The 2026-07-28 routing headers of one outgoing message: `Mcp-Method`, `Mcp-Name` for the
