@@ -494,23 +494,12 @@ mod tests {
     // frame allows recursed once per level and overflowed the actor's stack.
     #[actix::test]
     async fn a_deeply_nested_batch_is_one_invalid_message_regression() {
-        let (transport, mut peer) = memory::pair();
-        let server = async move {
-            peer.accept_handshake("2025-11-25")
-                .await
-                .expect("handshake");
-            peer
-        };
-        let (client, mut peer) = futures::join!(Client::connect(transport), server);
-        let client = client.expect("connect");
+        let (client, mut peer) = connected(Client::builder()).await;
         let depth = 200_000;
         peer.send_raw(format!("{}{}", "[".repeat(depth), "]".repeat(depth)));
         let call = client.request::<serde_json::Value>("still/alive", ());
         let call = actix_rt::spawn(async move { call.await });
-        let request = tokio::time::timeout(Duration::from_secs(10), peer.recv())
-            .await
-            .expect("a frame within 10 s")
-            .expect("transport open");
+        let request = next_frame(&mut peer).await;
         assert_eq!(request["method"], "still/alive");
         peer.send(&json!({"jsonrpc": "2.0", "id": request["id"], "result": {"ok": true}}));
         assert_eq!(call.await.unwrap().unwrap(), json!({"ok": true}));
