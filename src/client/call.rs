@@ -442,15 +442,14 @@ pin_project_lite::pin_project! {
 
 pin_project_lite::pin_project! {
     /// A timeout that restarts on progress, and a total cap: these run here, beside the progress
-    /// clock, not in the actor.
+    /// clock, not in the actor. The timers are boxed when armed: few calls have them, and the
+    /// extras of every call with a token stay small.
     #[derive(Default)]
     struct Timers {
         timeout: Option<Duration>,
-        #[pin]
-        deadline: Option<Sleep>,
+        deadline: Option<Pin<Box<Sleep>>>,
         max_total: Option<Duration>,
-        #[pin]
-        total_deadline: Option<Sleep>,
+        total_deadline: Option<Pin<Box<Sleep>>>,
         clock: Option<Arc<ProgressClock>>,
     }
 }
@@ -535,25 +534,24 @@ impl GiveUp {
 
 impl Timers {
     fn arm(self: Pin<&mut Self>) {
-        let mut this = self.project();
+        let this = self.project();
         if let Some(d) = *this.timeout {
-            this.deadline.set(Some(tokio::time::sleep(d)));
+            *this.deadline = Some(Box::pin(tokio::time::sleep(d)));
         }
         if let Some(d) = *this.max_total {
-            this.total_deadline.set(Some(tokio::time::sleep(d)));
+            *this.total_deadline = Some(Box::pin(tokio::time::sleep(d)));
         }
     }
 
     /// `Some(after)` once a timeout fired.
     fn poll_expired(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Option<Duration> {
         let this = self.project();
-        if let (Some(max), Some(total)) = (*this.max_total, this.total_deadline.as_pin_mut()) {
-            if total.poll(cx).is_ready() {
+        if let (Some(max), Some(total)) = (*this.max_total, this.total_deadline.as_mut()) {
+            if total.as_mut().poll(cx).is_ready() {
                 return Some(max);
             }
         }
-        let (Some(timeout), Some(mut deadline)) = (*this.timeout, this.deadline.as_pin_mut())
-        else {
+        let (Some(timeout), Some(deadline)) = (*this.timeout, this.deadline.as_mut()) else {
             return None;
         };
         loop {
