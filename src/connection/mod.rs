@@ -47,7 +47,10 @@ use self::{
 };
 use crate::{
     error::{CloseReason, Error},
-    protocol::{jsonrpc::notification_frame, notifications::ServerNotification},
+    protocol::{
+        discover::MODERN_PROTOCOL_VERSIONS, jsonrpc::notification_frame,
+        notifications::ServerNotification,
+    },
     transport::{EventSender, EventSink, FrameKind, Sent, Transport, TransportEvent},
 };
 
@@ -503,7 +506,9 @@ impl Handler<UseProtocol> for Connection {
         let requests = self.requests.get();
         requests.set_request_meta(protocol.request_meta);
         if let Some(wire) = self.lifecycle.wire() {
-            wire.io.use_protocol_version(protocol.version.as_deref());
+            let version = protocol.version.as_deref();
+            let stateless = version.is_some_and(|v| MODERN_PROTOCOL_VERSIONS.contains(&v));
+            wire.io.use_protocol_version(version, stateless);
             requests.set_cancel_style(wire.io.cancel_style());
         }
         self.settle(ctx);

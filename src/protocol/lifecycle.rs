@@ -249,3 +249,27 @@ pub struct InitializeResult {
     #[serde(flatten)]
     pub extra: Map<String, Value>,
 }
+
+/// The 2025-11-25 handshake's two frames, as a transport that keeps sessions needs to know them
+/// (HTTP takes the session id from the first's answer, opens its GET stream after the second,
+/// and keeps both to renew an expired session). Told by the connection, which knows the methods.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum HandshakeStep {
+    /// The `initialize` request.
+    Initialize,
+    /// The `notifications/initialized` notification.
+    Initialized,
+}
+
+impl HandshakeStep {
+    /// The step a request of `method` is.
+    pub(crate) fn of_request(method: &str) -> Option<Self> {
+        (method == "initialize").then_some(HandshakeStep::Initialize)
+    }
+
+    /// The step a notification of `method` is.
+    pub(crate) fn of_notification(method: &str) -> Option<Self> {
+        (method == "notifications/initialized").then_some(HandshakeStep::Initialized)
+    }
+}

@@ -3,7 +3,7 @@
 
 use std::borrow::Cow;
 
-use crate::protocol::{jsonrpc::RequestId, routing::Routing};
+use crate::protocol::{jsonrpc::RequestId, lifecycle::HandshakeStep, routing::Routing};
 
 /// Newline-terminated frames stored back to back in one buffer, so a stream transport can write
 /// the whole batch with one call, and a message transport can still take it apart frame by frame.
@@ -17,6 +17,7 @@ pub struct Outbound {
 struct FrameEnd {
     end: usize,
     kind: FrameKind,
+    handshake: Option<HandshakeStep>,
     method: Option<Cow<'static, str>>,
     routing: Option<Box<Routing>>,
 }
@@ -47,6 +48,8 @@ pub struct Frame<'a> {
     /// What the 2026-07-28 HTTP transport routes this request on (`Mcp-Name`, `Mcp-Param-*`);
     /// `None` if the frame has none.
     pub routing: Option<&'a Routing>,
+    /// Which frame of the 2025-11-25 handshake this is, if it is one.
+    pub handshake: Option<HandshakeStep>,
 }
 
 impl Frame<'_> {
@@ -92,6 +95,7 @@ impl Outbound {
                 kind: f.kind,
                 method: f.method.as_deref(),
                 routing: f.routing.as_deref(),
+                handshake: f.handshake,
             };
             start = f.end;
             frame
@@ -119,14 +123,15 @@ impl Outbound {
             self.bytes.truncate(start);
             return Err(e);
         }
-        self.end_frame(FrameKind::Request(id), Some(method), routing);
+        let handshake = HandshakeStep::of_request(&method);
+        self.end_frame(FrameKind::Request(id), Some(method), routing, handshake);
         Ok(())
     }
 
     /// Appends our `notifications/cancelled` for `request`, written by `write`.
     pub(crate) fn push_cancel(&mut self, request: RequestId, write: impl FnOnce(&mut Vec<u8>)) {
         write(&mut self.bytes);
-        self.end_frame(FrameKind::Cancel(request), None, None);
+        self.end_frame(FrameKind::Cancel(request), None, None, None);
     }
 
     /// Appends a serialized notification or response.
@@ -137,7 +142,11 @@ impl Outbound {
         frame: &[u8],
     ) {
         self.bytes.extend_from_slice(frame);
-        self.end_frame(kind, method, None);
+        let handshake = match (kind, &method) {
+            (FrameKind::Notification, Some(method)) => HandshakeStep::of_notification(method),
+            _ => None,
+        };
+        self.end_frame(kind, method, None, handshake);
     }
 
     fn end_frame(
@@ -145,10 +154,12 @@ impl Outbound {
         kind: FrameKind,
         method: Option<Cow<'static, str>>,
         routing: Option<Box<Routing>>,
+        handshake: Option<HandshakeStep>,
     ) {
         self.frames.push(FrameEnd {
             end: self.bytes.len(),
             kind,
+            handshake,
             method,
             routing,
         });

@@ -90,9 +90,10 @@ pub trait TransportIo {
     }
 
     /// The protocol version the connection settled on (`None`: not settled, e.g. going back to
-    /// the handshake after a failed 2026-07-28 probe). Called before the first frame of that
+    /// the handshake after a failed 2026-07-28 probe), and whether it is a stateless one (the
+    /// 2026-07-28 era: no session, cancels by abort). Called before the first frame of that
     /// version is sent: HTTP changes its headers and its cancel style with it.
-    fn use_protocol_version(&mut self, _version: Option<&str>) {}
+    fn use_protocol_version(&mut self, _version: Option<&str>, _stateless: bool) {}
 
     /// A request whose answer stream ended early is still unanswered: pick it up from `at`
     /// (see [`TransportEvent::StreamEnded`]).

@@ -60,7 +60,7 @@ use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 
 use self::{
     driver::{now, Shared},
-    states::{Caps, Handshake, HttpRequests, Outgoing, CLOSE_LIMIT},
+    states::{Caps, HttpRequests, Outgoing, CLOSE_LIMIT},
 };
 use super::{
     CancelStyle, EventSender, Outbound, ResumePoint, Sent, Transport, TransportEvent, TransportIo,
@@ -68,7 +68,7 @@ use super::{
 };
 use crate::{
     error::{CloseReason, Error},
-    protocol::{discover::MODERN_PROTOCOL_VERSIONS, jsonrpc::RequestId},
+    protocol::jsonrpc::RequestId,
 };
 
 /// How long closing waits for the server to acknowledge `DELETE`.
@@ -274,15 +274,6 @@ struct HttpIo {
     closing: bool,
 }
 
-/// Which of the handshake's frames `frame` is (told by the method it carries).
-fn handshake(frame: &super::Frame<'_>) -> Option<Handshake> {
-    match frame.method {
-        Some("initialize") if frame.request().is_some() => Some(Handshake::Initialize),
-        Some("notifications/initialized") => Some(Handshake::Initialized),
-        _ => None,
-    }
-}
-
 impl TransportIo for HttpIo {
     fn send(&mut self, batch: Outbound) -> Sent {
         let modern = self.shared.session(|session| session.modern);
@@ -296,7 +287,7 @@ impl TransportIo for HttpIo {
                 Vec::new()
             };
             let outgoing = Outgoing::new(bytes, frame.kind, routing);
-            let handshake = handshake(&frame);
+            let handshake = frame.handshake;
             self.shared
                 .event(|requests| requests.send(outgoing, handshake, now));
         }
@@ -344,8 +335,8 @@ impl TransportIo for HttpIo {
 
     /// The version header on every later POST. 2026-07-28: no session, routing headers, and a
     /// cancel is the abort of the request's POST. An older version keeps the 2025-11-25 shape.
-    fn use_protocol_version(&mut self, version: Option<&str>) {
-        let modern = version.is_some_and(|v| MODERN_PROTOCOL_VERSIONS.contains(&v));
+    fn use_protocol_version(&mut self, version: Option<&str>, stateless: bool) {
+        let modern = stateless;
         let version = version.and_then(|v| HeaderValue::from_str(v).ok());
         self.shared
             .event(|requests| requests.use_protocol_version(version, modern));

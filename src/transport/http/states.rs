@@ -86,12 +86,8 @@ impl Outgoing {
     }
 }
 
-/// One of the handshake's frames, kept for a renewal.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Handshake {
-    Initialize,
-    Initialized,
-}
+/// One of the handshake's frames, kept for a renewal (the connection marks them).
+pub(super) use crate::protocol::lifecycle::HandshakeStep as Handshake;
 
 /// Where a request's POST (or the resumption of its stream) is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
