@@ -664,9 +664,13 @@ async fn new_requests_wait_behind_a_backlog_of_cancels(wire: Wire) {
         .iter()
         .take_while(|m| *m != "tools/call")
         .count();
-    // 16 stalled, then the backlog down to 128 waiting: 272. Without the hold, about 16.
+    // The next request goes once at most 128 cancels wait: every other cancel's POST ended
+    // (reached the server) but for the 16 in the lane, which may still be on their way, each on
+    // its own connection, when the request overtakes them: at least 400 - 128 - 16 = 256
+    // arrive first. Without the hold, about 16. (Counting the lane's 16 as arrived raced: 267
+    // were seen once.)
     assert!(
-        cancels_before_next >= CALLS - 128,
+        cancels_before_next >= CALLS - 128 - 16,
         "{wire:?}: only {cancels_before_next} cancels reached the server before the next request"
     );
     eventually("every cancel to reach the proxy", || {
