@@ -331,6 +331,28 @@ async fn posts_after_the_handshake_carry_the_session_and_the_version() {
     .await;
 }
 
+/// Starts the script's `slow` call under `token` and returns once the server has it (its first
+/// progress arrived on the request's stream): the call's id and its task.
+async fn slow_call_at_the_server(
+    client: &Client,
+    token: &Cancellation,
+) -> (
+    actix_mcp::RequestId,
+    tokio::task::JoinHandle<Result<actix_mcp::CallToolResult, Error>>,
+) {
+    let (call, mut progress) = client
+        .call_tool("slow", json!({}))
+        .cancellation(token)
+        .progress_stream();
+    let id = call.id();
+    let call = actix_rt::spawn(async move { call.await });
+    tokio::time::timeout(Duration::from_secs(10), progress.next())
+        .await
+        .expect("progress within 10 s")
+        .expect("progress");
+    (id, call)
+}
+
 /// A cancel of a request whose POST went out is its own POST of `notifications/cancelled`,
 /// after the request; the caller is woken at once. Once the server accepted the cancel, the client
 /// closes its copy of the request's event stream (the server may never end it).
@@ -338,17 +360,7 @@ async fn posts_after_the_handshake_carry_the_session_and_the_version() {
 async fn a_cancel_is_posted_after_its_request_then_its_stream_is_closed() {
     let (client, script) = connected().await;
     let token = Cancellation::new();
-    let (call, mut progress) = client
-        .call_tool("slow", json!({}))
-        .cancellation(&token)
-        .progress_stream();
-    let id = call.id();
-    let call = actix_rt::spawn(async move { call.await });
-    // Progress on the request's stream means the server has the request.
-    tokio::time::timeout(Duration::from_secs(10), progress.next())
-        .await
-        .expect("progress within 10 s")
-        .expect("progress");
+    let (id, call) = slow_call_at_the_server(&client, &token).await;
     token.cancel_with_reason("user left");
     assert!(call.await.unwrap().unwrap_err().is_cancelled());
 
@@ -468,15 +480,7 @@ async fn closing_deletes_the_session() {
 async fn closing_right_after_a_cancel_sends_the_cancel_before_ending_the_session() {
     let (client, script) = connected().await;
     let token = Cancellation::new();
-    let (call, mut progress) = client
-        .call_tool("slow", json!({}))
-        .cancellation(&token)
-        .progress_stream();
-    let call = actix_rt::spawn(async move { call.await });
-    tokio::time::timeout(Duration::from_secs(10), progress.next())
-        .await
-        .expect("progress within 10 s")
-        .expect("progress");
+    let (_, call) = slow_call_at_the_server(&client, &token).await;
     token.cancel();
     assert!(call.await.unwrap().unwrap_err().is_cancelled());
     client.shutdown().await;
@@ -555,15 +559,7 @@ async fn modern_posts_carry_meta_and_routing_headers_and_no_session() {
 async fn a_modern_cancel_aborts_the_post_and_sends_no_notification() {
     let (client, script) = connected_modern().await;
     let token = Cancellation::new();
-    let (call, mut progress) = client
-        .call_tool("slow", json!({}))
-        .cancellation(&token)
-        .progress_stream();
-    let call = actix_rt::spawn(async move { call.await });
-    tokio::time::timeout(Duration::from_secs(10), progress.next())
-        .await
-        .expect("progress within 10 s")
-        .expect("progress");
+    let (_, call) = slow_call_at_the_server(&client, &token).await;
     assert!(!script
         .slow_abandoned
         .load(std::sync::atomic::Ordering::SeqCst));

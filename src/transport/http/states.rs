@@ -768,10 +768,9 @@ mod tests {
         Outgoing::new(Bytes::new(), kind, Vec::new())
     }
 
-    /// A 2025-11-25 connection past its handshake (session `s1`, no GET stream), with the
-    /// request `id` POSTed.
-    fn session_with_request(renews: bool, now: Instant) -> (HttpRequests, RequestId) {
-        let mut machine = HttpRequests::new(false, renews, Caps::default());
+    /// The 2025-11-25 handshake through `machine`: session `s1`, `initialize` answered,
+    /// `notifications/initialized` sent.
+    fn past_the_handshake(machine: &mut HttpRequests, now: Instant) {
         let initialize = RequestId::next();
         machine.send(
             outgoing(FrameKind::Request(initialize)),
@@ -782,6 +781,13 @@ mod tests {
         machine.ended(initialize);
         let initialized = outgoing(FrameKind::Notification);
         machine.send(initialized, Some(Handshake::Initialized), now);
+    }
+
+    /// A 2025-11-25 connection past its handshake (session `s1`, no GET stream), with the
+    /// request `id` POSTed.
+    fn session_with_request(renews: bool, now: Instant) -> (HttpRequests, RequestId) {
+        let mut machine = HttpRequests::new(false, renews, Caps::default());
+        past_the_handshake(&mut machine, now);
         let id = RequestId::next();
         machine.send(outgoing(FrameKind::Request(id)), None, now);
         actions(&mut machine);
@@ -851,19 +857,7 @@ mod tests {
                 backlog: 4,
             },
         );
-        let initialize = RequestId::next();
-        machine.send(
-            outgoing(FrameKind::Request(initialize)),
-            Some(Handshake::Initialize),
-            now,
-        );
-        machine.session_given(&HeaderValue::from_static("s1"));
-        machine.ended(initialize);
-        machine.send(
-            outgoing(FrameKind::Notification),
-            Some(Handshake::Initialized),
-            now,
-        );
+        past_the_handshake(&mut machine, now);
         let (a, b, c) = (RequestId::next(), RequestId::next(), RequestId::next());
         for id in [a, b, c] {
             machine.send(outgoing(FrameKind::Request(id)), None, now);
