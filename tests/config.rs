@@ -225,7 +225,7 @@ fn the_transport_is_inferred_from_command_or_url_and_type_is_checked() {
         ),
         (
             r#""x": {"type": "ws", "url": "wss://x"}"#,
-            "inline.json:1:31: server \"x\": type: unknown transport \"ws\" (expected \"stdio\", \"http\" or \"sse\")",
+            "inline.json:1:31: server \"x\": type: unknown variant `ws`, expected one of `stdio`, `http`, `streamable-http`, `streamableHttp`, `sse`",
         ),
     ] {
         let error = parse_text(&format!(r#"{{"mcpServers": {{{server}}}}}"#)).unwrap_err();
@@ -336,8 +336,8 @@ fn unknown_fields_are_warnings_not_errors() {
         [
             "inline.json:2:55: server \"x\": unknown field \"autoApprove\" (ignored)",
             "inline.json:3:9: server \"x\": auth: ignored for a stdio server",
-            "inline.json:3:74: server \"h\": cwd: ignored for an HTTP server",
             "inline.json:3:61: server \"h\": unknown field \"auth.audience\" (ignored)",
+            "inline.json:3:74: server \"h\": cwd: ignored for an HTTP server",
             "inline.json:4:10: unknown field \"theme\" (ignored)",
         ]
     );
@@ -350,7 +350,7 @@ fn a_known_field_of_the_wrong_type_is_an_error_at_its_line() {
     assert_eq!((error.line(), error.column()), (Some(9), Some(15)));
     assert_eq!(
         error.message(),
-        "server \"filesystem\": args: expected an array, found a string"
+        "server \"filesystem\": args: invalid type: string \"-y @modelcontextprotocol/server-filesystem /tmp\", expected a sequence"
     );
     assert!(error
         .to_string()
@@ -359,43 +359,43 @@ fn a_known_field_of_the_wrong_type_is_an_error_at_its_line() {
     for (server, expected) in [
         (
             r#""x": {"command": "srv", "args": ["a", 2]}"#,
-            "1:55: server \"x\": args[1]: expected a string, found a number",
+            "1:55: server \"x\": args[1]: invalid type: integer `2`, expected a string",
         ),
         (
             r#""x": {"command": "srv", "env": {"A": true}}"#,
-            "1:54: server \"x\": env.A: expected a string, found a boolean",
+            "1:54: server \"x\": env.A: invalid type: boolean `true`, expected a string",
         ),
         (
             r#""x": {"url": "https://x", "headers": ["a"]}"#,
-            "1:54: server \"x\": headers: expected an object, found an array",
+            "1:54: server \"x\": headers: invalid type: sequence, expected an object",
         ),
         (
             r#""x": {"command": "srv", "enabled": "no"}"#,
-            "1:52: server \"x\": enabled: expected true or false, found a string",
+            "1:52: server \"x\": enabled: invalid type: string \"no\", expected a boolean",
         ),
         (
             r#""x": {"command": "srv", "timeout": "30s"}"#,
-            "1:52: server \"x\": timeout: expected a whole number of milliseconds, found a string",
+            "1:52: server \"x\": timeout: invalid type: string \"30s\", expected a whole number of milliseconds",
         ),
         (
             r#""x": {"command": "srv", "connectTimeoutMs": -1}"#,
-            "1:61: server \"x\": connectTimeoutMs: expected a whole number of milliseconds, found -1",
+            "1:61: server \"x\": connectTimeoutMs: invalid value: integer `-1`, expected a whole number of milliseconds",
         ),
         (
             r#""x": {"command": "srv", "era": "2026"}"#,
-            "1:48: server \"x\": era: unknown era \"2026\" (expected \"auto\", \"legacy\", \"modern\" or \"prefer-modern\")",
+            "1:48: server \"x\": era: unknown variant `2026`, expected one of `auto`, `prefer-modern`, `legacy`, `modern`",
         ),
         (
             r#""x": {"url": "https://x", "auth": {"callbackPort": 70000}}"#,
-            "1:68: server \"x\": auth.callbackPort: expected a port number from 1 to 65535, found 70000",
+            "1:68: server \"x\": auth.callbackPort: invalid value: integer `70000`, expected a port number from 1 to 65535",
         ),
         (
             r#""x": {"command": 5}"#,
-            "1:34: server \"x\": command: expected a string, found a number",
+            "1:34: server \"x\": command: invalid type: integer `5`, expected a string",
         ),
         (
             r#""x": ["srv"]"#,
-            "1:22: server \"x\": expected an object, found an array",
+            "1:22: server \"x\": invalid type: sequence, expected an object",
         ),
     ] {
         let error = parse_text(&format!(r#"{{"mcpServers": {{{server}}}}}"#)).unwrap_err();
@@ -404,7 +404,7 @@ fn a_known_field_of_the_wrong_type_is_an_error_at_its_line() {
     let error = parse_text(r#"{"mcpServers": ["a"]}"#).unwrap_err();
     assert_eq!(
         error.to_string(),
-        "inline.json:1:16: mcpServers: expected an object, found an array"
+        "inline.json:1:16: mcpServers: invalid type: sequence, expected an object"
     );
     let error = parse_text("[]").unwrap_err();
     assert_eq!(

@@ -32,8 +32,10 @@ use crate::{
 /// `initialize`.
 pub const DISCOVER_PROBE_TIMEOUT: Duration = Duration::from_secs(5);
 
-/// Which protocol era a connection speaks.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+/// Which protocol era a connection speaks. Read from text (an `mcp.json`'s `era`) as `"auto"`,
+/// `"prefer-modern"`, `"legacy"` or `"modern"`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
 #[non_exhaustive]
 pub enum ProtocolEra {
     /// The 2025-11-25 handshake first; if the server refuses `initialize` the way a

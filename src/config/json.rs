@@ -1,12 +1,11 @@
 //! The JSON layer of the reader: the text (JSON with comments and trailing commas, as VS Code
-//! writes it) parsed by `jsonc-parser` into a tree whose every value knows its byte range, and
-//! the type-checked reads of that tree, each refusal a [`ConfigError`] at the value's line and
-//! column.
+//! writes it) parsed by `jsonc-parser` into a tree whose every value knows its byte range, so
+//! that whatever is refused or warned about is reported at its line and column.
 
-use std::{fmt, time::Duration};
+use std::fmt;
 
 use jsonc_parser::{
-    ast::{ObjectPropName, Value},
+    ast::{ObjectProp, ObjectPropName, Value},
     common::Ranged,
     errors::{ParseError, ParseErrorKind},
     parse_to_ast,
@@ -259,141 +258,85 @@ pub(super) fn kind(node: &Node<'_>) -> &'static str {
     }
 }
 
-/// What a field holds, as its refusal says it.
-#[derive(Debug, Clone, Copy)]
-enum Expected {
-    String,
-    Object,
-    Array,
-    Boolean,
-    Millis,
-    Port,
+/// One step down the file's tree: a member of an object or an element of an array.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) enum Step {
+    Key(String),
+    Index(usize),
 }
 
-impl fmt::Display for Expected {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            Expected::String => "a string",
-            Expected::Object => "an object",
-            Expected::Array => "an array",
-            Expected::Boolean => "true or false",
-            Expected::Millis => "a whole number of milliseconds",
-            Expected::Port => "a port number from 1 to 65535",
+/// The value at `path` below `node`, or the deepest one on the way that exists (a path from
+/// serde always exists; this keeps a wrong one from failing).
+pub(super) fn locate<'n, 't>(node: &'n Node<'t>, path: &[Step]) -> &'n Node<'t> {
+    let Some((step, rest)) = path.split_first() else {
+        return node;
+    };
+    let child = match (node, step) {
+        (Value::Object(object), Step::Key(key)) => object
+            .properties
+            .iter()
+            .rev()
+            .find(|property| key_of(&property.name) == key)
+            .map(|property| &property.value),
+        (Value::Array(array), Step::Index(index)) => array.elements.get(*index),
+        _ => None,
+    };
+    child.map_or(node, |child| locate(child, rest))
+}
+
+/// The members of `node` (if it is an object), in file order.
+pub(super) fn members<'n, 't>(node: &'n Node<'t>) -> Vec<(&'n str, &'n Node<'t>)> {
+    node.as_object()
+        .map(|object| {
+            let member = |property: &'n ObjectProp<'t>| (key_of(&property.name), &property.value);
+            object.properties.iter().map(member).collect()
         })
+        .unwrap_or_default()
+}
+
+fn key_of<'n>(name: &'n ObjectPropName<'_>) -> &'n str {
+    match name {
+        ObjectPropName::String(string) => string.value.as_ref(),
+        ObjectPropName::Word(word) => word.value,
     }
 }
 
-/// The members of an object, in order.
-pub(super) type Members<'n, 't> = Vec<(&'n str, &'n Node<'t>)>;
+/// The first key that appears twice in one object, in file order: the path of its object and
+/// its second value (JSON leaves a repeated key's meaning open; a config must not).
+pub(super) fn repeated_key<'n, 't>(node: &'n Node<'t>) -> Option<(Vec<Step>, &'n Node<'t>)> {
+    let mut path = Vec::new();
+    repeated_below(node, &mut path).map(|second| (path, second))
+}
 
-impl<'t> Text<'t> {
-    /// `read(node)`, or an error saying `what` expects `expected` and found something else (a
-    /// number as written when a number was expected).
-    fn expect<'n, T>(
-        &self,
-        node: &'n Node<'t>,
-        what: &str,
-        expected: Expected,
-        read: impl FnOnce(&'n Node<'t>) -> Option<T>,
-    ) -> Result<T, ConfigError> {
-        read(node).ok_or_else(|| {
-            let found = match (node, expected) {
-                (Value::NumberLit(number), Expected::Millis | Expected::Port) => number.value,
-                _ => kind(node),
-            };
-            self.error(
-                self.pos(node),
-                format!("{what}: expected {expected}, found {found}"),
-            )
-        })
-    }
-
-    pub(super) fn string<'n>(
-        &self,
-        node: &'n Node<'t>,
-        what: &str,
-    ) -> Result<&'n str, ConfigError> {
-        self.expect(node, what, Expected::String, |node| {
-            node.as_string_lit().map(|string| string.value.as_ref())
-        })
-    }
-
-    pub(super) fn boolean(&self, node: &Node<'t>, what: &str) -> Result<bool, ConfigError> {
-        self.expect(node, what, Expected::Boolean, |node| {
-            node.as_boolean_lit().map(|boolean| boolean.value)
-        })
-    }
-
-    pub(super) fn millis(&self, node: &Node<'t>, what: &str) -> Result<Duration, ConfigError> {
-        self.expect(node, what, Expected::Millis, |node| {
-            number::<u64>(node).map(Duration::from_millis)
-        })
-    }
-
-    pub(super) fn port(&self, node: &Node<'t>, what: &str) -> Result<u16, ConfigError> {
-        self.expect(node, what, Expected::Port, |node| {
-            number::<u16>(node).filter(|port| *port != 0)
-        })
-    }
-
-    pub(super) fn array<'n>(
-        &self,
-        node: &'n Node<'t>,
-        what: &str,
-    ) -> Result<&'n [Node<'t>], ConfigError> {
-        self.expect(node, what, Expected::Array, |node| {
-            node.as_array().map(|array| array.elements.as_slice())
-        })
-    }
-
-    /// An object's members; an error if a key appears twice (at its second value).
-    pub(super) fn object<'n>(
-        &self,
-        node: &'n Node<'t>,
-        what: &str,
-    ) -> Result<Members<'n, 't>, ConfigError> {
-        let object = self.expect(node, what, Expected::Object, Value::as_object)?;
-        let mut members: Members<'n, 't> = Vec::with_capacity(object.properties.len());
-        for property in &object.properties {
-            let key = match &property.name {
-                ObjectPropName::String(string) => string.value.as_ref(),
-                ObjectPropName::Word(word) => word.value,
-            };
-            if members.iter().any(|(earlier, _)| *earlier == key) {
-                return Err(self.error(
-                    self.pos(&property.value),
-                    format!("{what}: {key:?} appears twice"),
-                ));
+fn repeated_below<'n, 't>(node: &'n Node<'t>, path: &mut Vec<Step>) -> Option<&'n Node<'t>> {
+    let children: Vec<(Step, &'n Node<'t>)> = match node {
+        Value::Object(_) => {
+            let members = members(node);
+            for (at, (key, value)) in members.iter().enumerate() {
+                if members[..at].iter().any(|(earlier, _)| earlier == key) {
+                    path.push(Step::Key((*key).to_owned()));
+                    return Some(value);
+                }
             }
-            members.push((key, &property.value));
+            let step = |(key, value): (&str, _)| (Step::Key(key.to_owned()), value);
+            members.into_iter().map(step).collect()
         }
-        Ok(members)
+        Value::Array(array) => array
+            .elements
+            .iter()
+            .enumerate()
+            .map(|(i, value)| (Step::Index(i), value))
+            .collect(),
+        _ => return None,
+    };
+    for (step, child) in children {
+        path.push(step);
+        if let Some(found) = repeated_below(child, path) {
+            return Some(found);
+        }
+        path.pop();
     }
-
-    /// A string that must be one of `choices`; else an error naming the `noun` and what it may
-    /// be (`listed`).
-    pub(super) fn one_of<T: Copy>(
-        &self,
-        node: &Node<'t>,
-        what: &str,
-        (noun, listed): (&str, &str),
-        choices: &[(&str, T)],
-    ) -> Result<T, ConfigError> {
-        let text = self.string(node, what)?;
-        let chosen = choices.iter().find(|(name, _)| *name == text);
-        chosen.map(|(_, value)| *value).ok_or_else(|| {
-            self.error(
-                self.pos(node),
-                format!("{what}: unknown {noun} {text:?} (expected {listed})"),
-            )
-        })
-    }
-}
-
-/// A number as JSON reads it into `T` (`None`: not a number, or not one `T` holds).
-fn number<T: serde::de::DeserializeOwned>(node: &Node<'_>) -> Option<T> {
-    node.as_number_lit()
-        .and_then(|number| serde_json::from_str(number.value).ok())
+    None
 }
 
 pub(super) fn is_null(node: &Node<'_>) -> bool {

@@ -80,6 +80,7 @@
 mod expand;
 mod json;
 mod parse;
+mod shape;
 
 use std::{collections::BTreeMap, fmt, io, path::Path, path::PathBuf, sync::Arc, time::Duration};
 

@@ -1,119 +1,21 @@
-//! Reading `mcp.json` into [`Config`]: the file's shape (its sections, each server's fields),
-//! `${VAR}` expansion, and what is only a warning (unknown fields, fields for the other kind of
-//! server). The JSON itself, positions and type checks are `json.rs`'s.
+//! Reading `mcp.json` into [`Config`]: serde reads the shapes (`shape.rs`); this file adds what
+//! they cannot say: which fields go together and what contradicts what, `${VAR}` expansion, and
+//! what is only a warning (unknown fields, fields for the other kind of server). Every refusal
+//! and warning is placed at its value's line and column through the tree of `json.rs`.
 
-use std::{collections::BTreeMap, fmt, path::PathBuf};
+use std::{collections::BTreeMap, fmt, path::PathBuf, time::Duration};
 
 use jsonc_parser::common::Ranged;
 
 use super::{
     expand::expand,
-    json::{is_null, kind, Members, Node, Text},
+    json::{is_null, kind, locate, members, repeated_key, Node, Step, Text},
+    shape::{AuthShape, FileShape, Kind, Object, ServerShape},
     AuthConfig, Config, ConfigError, ServerConfig, TransportConfig, DEFAULT_CALLBACK_PORT,
 };
-use crate::client::ProtocolEra;
 
 /// The two keys that hold servers: Claude Desktop, Claude Code, Cursor; VS Code.
 const SECTIONS: [&str; 2] = ["mcpServers", "servers"];
-
-/// A server's fields; any other is warned about and ignored.
-const SERVER_FIELDS: &[&str] = &[
-    "type",
-    "command",
-    "args",
-    "env",
-    "cwd",
-    "url",
-    "headers",
-    "enabled",
-    "disabled",
-    "timeout",
-    "requestTimeoutMs",
-    "connectTimeoutMs",
-    "era",
-    "auth",
-];
-
-/// The two spellings of the request timeout; a server may use one.
-const REQUEST_TIMEOUT: [&str; 2] = ["timeout", "requestTimeoutMs"];
-
-/// The fields of a server's `auth`.
-const AUTH_FIELDS: &[&str] = &[
-    "clientId",
-    "clientSecret",
-    "clientMetadataUrl",
-    "scopes",
-    "callbackPort",
-];
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Kind {
-    Stdio,
-    Http,
-    Sse,
-}
-
-impl Kind {
-    fn name(self) -> &'static str {
-        match self {
-            Kind::Stdio => "stdio",
-            Kind::Http => "http",
-            Kind::Sse => "sse",
-        }
-    }
-}
-
-/// `type`'s values (Claude Code writes `streamable-http`).
-const KINDS: &[(&str, Kind)] = &[
-    ("stdio", Kind::Stdio),
-    ("http", Kind::Http),
-    ("streamable-http", Kind::Http),
-    ("streamableHttp", Kind::Http),
-    ("sse", Kind::Sse),
-];
-const KINDS_NAMED: (&str, &str) = ("transport", "\"stdio\", \"http\" or \"sse\"");
-
-const ERAS: &[(&str, ProtocolEra)] = &[
-    ("auto", ProtocolEra::Auto),
-    ("legacy", ProtocolEra::Legacy),
-    ("modern", ProtocolEra::Modern),
-    ("prefer-modern", ProtocolEra::PreferModern),
-];
-const ERAS_NAMED: (&str, &str) = (
-    "era",
-    "\"auto\", \"legacy\", \"modern\" or \"prefer-modern\"",
-);
-
-/// The known fields of one object (a server, its `auth`) that are not `null`, in file order.
-struct Fields<'n, 't> {
-    /// Who they belong to in messages: `server "name"`.
-    scope: String,
-    /// Their names' prefix in messages: `auth.` for the fields of `auth`.
-    path: &'static str,
-    found: Members<'n, 't>,
-}
-
-impl<'n, 't> Fields<'n, 't> {
-    fn get(&self, name: &str) -> Option<&'n Node<'t>> {
-        self.found
-            .iter()
-            .find(|(key, _)| *key == name)
-            .map(|(_, node)| *node)
-    }
-
-    /// A field as messages name it: `server "name": auth.scopes`.
-    fn what(&self, name: &str) -> String {
-        format!("{}: {}{name}", self.scope, self.path)
-    }
-}
-
-/// The reading of one file: its text, the variables, the warnings so far (each with the byte
-/// offset it is at).
-struct Reader<'t> {
-    text: Text<'t>,
-    vars: &'t dyn Fn(&str) -> Option<String>,
-    warnings: Vec<(usize, String)>,
-}
 
 /// Reads `text` (named `origin` in messages).
 pub(super) fn parse(
@@ -125,91 +27,234 @@ pub(super) fn parse(
     let root = text.parse()?;
     let mut reader = Reader {
         text,
+        root: &root,
         vars,
         warnings: Vec::new(),
     };
-    let servers = reader.file(&root)?;
+    let shape = reader.shape()?;
+    let servers = reader.servers(shape)?;
+    let mut warnings = reader.warnings;
+    warnings.sort_by_key(|(offset, _)| *offset);
+    for (_, warning) in &warnings {
+        tracing::warn!("{warning}");
+    }
     Ok(Config {
         servers,
-        warnings: reader
-            .warnings
-            .into_iter()
-            .map(|(_, warning)| warning)
-            .collect(),
+        warnings: warnings.into_iter().map(|(_, warning)| warning).collect(),
         origin: origin.to_owned(),
     })
 }
 
-impl<'t> Reader<'t> {
-    fn warn(&mut self, node: &Node<'t>, message: impl fmt::Display) {
+/// The reading of one file: its text and tree, the variables, the warnings so far (each with
+/// the byte offset it is at, to be listed in file order).
+struct Reader<'t, 'n> {
+    text: Text<'t>,
+    root: &'n Node<'t>,
+    vars: &'t dyn Fn(&str) -> Option<String>,
+    warnings: Vec<(usize, String)>,
+}
+
+/// A place in the file as messages name it: `mcpServers`, `server "name"`,
+/// `server "name": auth.scopes[1]`.
+fn describe(path: &[Step]) -> String {
+    match in_server(path) {
+        Some((name, [])) => format!("server {name:?}"),
+        Some((name, rest)) => format!("server {name:?}: {}", dotted(rest)),
+        None if path.is_empty() => "the file".to_owned(),
+        None => dotted(path),
+    }
+}
+
+/// The server a path is in, and the path within it.
+fn in_server(path: &[Step]) -> Option<(&str, &[Step])> {
+    match path {
+        [Step::Key(section), Step::Key(name), rest @ ..]
+            if SECTIONS.contains(&section.as_str()) =>
+        {
+            Some((name, rest))
+        }
+        _ => None,
+    }
+}
+
+/// `auth.scopes[1]`.
+fn dotted(path: &[Step]) -> String {
+    let mut text = String::new();
+    for step in path {
+        match step {
+            Step::Key(key) if text.is_empty() => text.push_str(key),
+            Step::Key(key) => {
+                text.push('.');
+                text.push_str(key);
+            }
+            Step::Index(index) => text.push_str(&format!("[{index}]")),
+        }
+    }
+    text
+}
+
+/// `path` with `more` appended.
+fn join(path: &[Step], more: &[&str]) -> Vec<Step> {
+    let mut joined = path.to_vec();
+    joined.extend(more.iter().map(|key| Step::Key((*key).to_owned())));
+    joined
+}
+
+/// The path of a value serde refused.
+fn refused_at(path: &serde_path_to_error::Path) -> Vec<Step> {
+    use serde_path_to_error::Segment;
+    let step = |segment: &Segment| match segment {
+        Segment::Seq { index } => Some(Step::Index(*index)),
+        Segment::Map { key } => Some(Step::Key(key.clone())),
+        Segment::Enum { .. } | Segment::Unknown => None,
+    };
+    path.iter().filter_map(step).collect()
+}
+
+/// The path of a field serde skipped (it is not in the shapes).
+fn skipped_at(path: &serde_ignored::Path<'_>, steps: &mut Vec<Step>) {
+    use serde_ignored::Path;
+    match path {
+        Path::Root => {}
+        Path::Seq { parent, index } => {
+            skipped_at(parent, steps);
+            steps.push(Step::Index(*index));
+        }
+        Path::Map { parent, key } => {
+            skipped_at(parent, steps);
+            steps.push(Step::Key(key.clone()));
+        }
+        Path::Some { parent }
+        | Path::NewtypeStruct { parent }
+        | Path::NewtypeVariant { parent } => skipped_at(parent, steps),
+    }
+}
+
+impl<'t, 'n> Reader<'t, 'n> {
+    fn node(&self, path: &[Step]) -> &'n Node<'t> {
+        locate(self.root, path)
+    }
+
+    /// Where the value at `path` starts.
+    fn offset(&self, path: &[Step]) -> usize {
+        self.node(path).start()
+    }
+
+    fn warn(&mut self, path: &[Step], message: impl fmt::Display) {
+        let node = self.node(path);
         let warning = self.text.located(self.text.pos(node), message);
-        tracing::warn!("{warning}");
         self.warnings.push((node.start(), warning));
     }
 
-    fn error(&self, node: &Node<'t>, message: impl Into<String>) -> ConfigError {
-        self.text.error(self.text.pos(node), message)
+    fn error(&self, path: &[Step], message: impl Into<String>) -> ConfigError {
+        self.text.error(self.text.pos(self.node(path)), message)
     }
 
-    /// The servers of the file, section by section in file order.
-    fn file(&mut self, root: &Node<'t>) -> Result<Vec<ServerConfig>, ConfigError> {
+    /// The file read into its shapes, or the first refusal at its value; a warning for each field
+    /// the shapes do not have.
+    fn shape(&mut self) -> Result<FileShape, ConfigError> {
+        let root = self.root;
         if root.as_object().is_none() {
-            return Err(self.error(
-                root,
-                format!(
-                    "expected an object with \"mcpServers\" or \"servers\", found {}",
-                    kind(root)
-                ),
-            ));
+            let found = kind(root);
+            let message =
+                format!("expected an object with \"mcpServers\" or \"servers\", found {found}");
+            return Err(self.error(&[], message));
         }
-        let mut servers = Vec::new();
-        let mut first_section = None;
-        for (key, value) in self.text.object(root, "the file")? {
-            if let Some(section) = SECTIONS.into_iter().find(|section| *section == key) {
-                if !is_null(value) {
-                    self.section(section, value, first_section, &mut servers)?;
-                    first_section.get_or_insert(section);
-                }
-            } else if key == "inputs" {
-                // VS Code's prompted inputs: not supported; a `${input:..}` that uses one is an
-                // error for its field. Only its shape is checked.
-                if !is_null(value) {
-                    self.text.array(value, "inputs")?;
-                }
-            } else {
-                self.warn(value, format_args!("unknown field {key:?} (ignored)"));
+        if let Some((mut path, _)) = repeated_key(root) {
+            let key = match path.pop() {
+                Some(Step::Key(key)) => key,
+                _ => String::new(),
+            };
+            let at = join(&path, &[&key]);
+            return Err(self.error(&at, format!("{}: {key:?} appears twice", describe(&path))));
+        }
+        let value = serde_json::Value::from(root.clone());
+        let mut skipped = Vec::new();
+        let mut note = |path: serde_ignored::Path<'_>| {
+            let mut steps = Vec::new();
+            skipped_at(&path, &mut steps);
+            skipped.push(steps);
+        };
+        let shape =
+            serde_path_to_error::deserialize(serde_ignored::Deserializer::new(&value, &mut note));
+        let shape: FileShape = shape.map_err(|error| {
+            let path = refused_at(error.path());
+            self.error(&path, format!("{}: {}", describe(&path), error.inner()))
+        })?;
+        for path in skipped {
+            self.unknown(&path);
+        }
+        Ok(shape)
+    }
+
+    /// The warning for a field the shapes do not have (`null` ones are as good as absent).
+    fn unknown(&mut self, path: &[Step]) {
+        if !matches!(path.last(), Some(Step::Key(_))) || is_null(self.node(path)) {
+            return;
+        }
+        let message = match in_server(path) {
+            Some((name, rest)) => format!(
+                "server {name:?}: unknown field {:?} (ignored)",
+                dotted(rest)
+            ),
+            None => format!("unknown field {:?} (ignored)", dotted(path)),
+        };
+        self.warn(path, message);
+    }
+
+    /// The servers of the file, section by section, each in file order.
+    fn servers(&mut self, shape: FileShape) -> Result<Vec<ServerConfig>, ConfigError> {
+        let mut sections = [shape.mcp_servers, shape.servers].map(|section| section.map(|o| o.0));
+        let mut order: Vec<(usize, &str)> = Vec::new();
+        for (at, section) in SECTIONS.into_iter().enumerate() {
+            if sections[at].is_some() {
+                order.push((self.offset(&join(&[], &[section])), section));
             }
         }
-        if first_section.is_none() {
+        order.sort_unstable();
+        if order.is_empty() {
             self.warn(
-                root,
+                &[],
                 "no \"mcpServers\" or \"servers\": no servers are configured",
             );
+        }
+        let mut servers = Vec::new();
+        for (_, section) in &order {
+            let at = SECTIONS
+                .iter()
+                .position(|name| name == section)
+                .unwrap_or(0);
+            let shapes = sections[at].take().unwrap_or_default();
+            let first = order.first().map(|(_, first)| *first);
+            self.section(section, shapes, first, &mut servers)?;
         }
         Ok(servers)
     }
 
-    /// The servers of `section`, added to those of an earlier section (`first`).
+    /// The servers of `section`, added to those of the section before it (`first`).
     fn section(
         &mut self,
         section: &str,
-        node: &Node<'t>,
+        mut shapes: BTreeMap<String, Object<ServerShape>>,
         first: Option<&str>,
         servers: &mut Vec<ServerConfig>,
     ) -> Result<(), ConfigError> {
-        for (name, node) in self.text.object(node, section)? {
+        let node = self.node(&join(&[], &[section]));
+        for (name, _) in members(node) {
+            let path = join(&[], &[section, name]);
             if let Some(first) = first.filter(|first| *first != section) {
                 if servers.iter().any(|server| server.name == name) {
-                    return Err(self.error(
-                        node,
-                        format!(
-                            "server {name:?} is defined in both \"{first}\" and \"{section}\"; \
-                             rename or remove one"
-                        ),
-                    ));
+                    let message = format!(
+                        "server {name:?} is defined in both \"{first}\" and \"{section}\"; \
+                         rename or remove one"
+                    );
+                    return Err(self.error(&path, message));
                 }
             }
-            let server = self.server(name, node)?;
+            let Some(Object(shape)) = shapes.remove(name) else {
+                continue;
+            };
+            let server = self.server(&path, name, shape)?;
             if !server.enabled {
                 let (origin, name) = (self.text.origin(), &server.name);
                 tracing::info!(
@@ -221,201 +266,168 @@ impl<'t> Reader<'t> {
         Ok(())
     }
 
-    /// The members of object `node` (named `what` if it is not one) that are `known` and not
-    /// `null`; a warning for each other one that is not `null`.
-    fn fields<'n>(
+    fn server(
         &mut self,
-        node: &'n Node<'t>,
-        what: &str,
-        (scope, path): (&str, &'static str),
-        known: &[&str],
-    ) -> Result<Fields<'n, 't>, ConfigError> {
-        let mut found = self.text.object(node, what)?;
-        found.retain(|(_, value)| !is_null(value));
-        for (key, value) in &found {
-            if !known.contains(key) {
-                self.warn(
-                    value,
-                    format_args!(
-                        "{scope}: unknown field {:?} (ignored)",
-                        format!("{path}{key}")
-                    ),
-                );
-            }
-        }
-        found.retain(|(key, _)| known.contains(key));
-        Ok(Fields {
-            scope: scope.to_owned(),
-            path,
-            found,
-        })
-    }
-
-    /// Field `name` read by `read` (given the field's node and its name for messages), if set.
-    fn read<'n, T>(
-        &mut self,
-        fields: &Fields<'n, 't>,
+        at: &[Step],
         name: &str,
-        read: impl FnOnce(&mut Self, &'n Node<'t>, &str) -> Result<T, ConfigError>,
-    ) -> Result<Option<T>, ConfigError> {
-        fields
-            .get(name)
-            .map(|node| read(self, node, &fields.what(name)))
-            .transpose()
-    }
-
-    fn server(&mut self, name: &str, node: &Node<'t>) -> Result<ServerConfig, ConfigError> {
+        shape: ServerShape,
+    ) -> Result<ServerConfig, ConfigError> {
         if name.trim().is_empty() {
-            return Err(self.error(node, "a server has an empty name"));
+            return Err(self.error(at, "a server has an empty name"));
         }
-        let scope = format!("server {name:?}");
-        let fields = self.fields(node, &scope, (&scope, ""), SERVER_FIELDS)?;
-        let request_timeout = self.request_timeout_field(&fields)?;
-        let enabled = self.enabled(&fields)?;
-        let kind = self.kind(&fields, node)?;
+        let request_timeout = self.request_timeout(at, &shape)?;
+        let enabled = self.enabled(at, &shape)?;
+        let kind = self.kind(at, &shape)?;
+        let auth = self.auth(at, shape.auth.map(|o| o.0), kind, enabled)?;
+        let (connect_timeout, era) = (shape.connect_timeout_ms, shape.era);
         let transport = match kind {
-            Kind::Stdio => self.stdio(&fields, node, enabled)?,
-            Kind::Http | Kind::Sse => self.http(&fields, node, kind, enabled)?,
-        };
-        let millis = |reader: &mut Self, node, what: &str| reader.text.millis(node, what);
-        let request_timeout = match request_timeout {
-            Some(key) => self.read(&fields, key, millis)?,
-            None => None,
+            Kind::Stdio => {
+                self.ignored(
+                    at,
+                    &[("headers", shape.headers.is_some())],
+                    "a stdio server",
+                );
+                let env = shape.env.map(|o| o.0);
+                self.stdio(at, shape.command, shape.args, env, shape.cwd, enabled)?
+            }
+            Kind::Http | Kind::Sse => {
+                let set = [
+                    ("args", shape.args.is_some()),
+                    ("env", shape.env.is_some()),
+                    ("cwd", shape.cwd.is_some()),
+                ];
+                self.ignored(at, &set, "an HTTP server");
+                self.http(at, shape.url, shape.headers.map(|o| o.0), kind, enabled)?
+            }
         };
         Ok(ServerConfig {
             name: name.to_owned(),
             transport,
             enabled,
             request_timeout,
-            connect_timeout: self.read(&fields, "connectTimeoutMs", millis)?,
-            era: self.read(&fields, "era", |reader, node, what| {
-                reader.text.one_of(node, what, ERAS_NAMED, ERAS)
-            })?,
-            auth: self.auth(&fields, kind, enabled)?,
+            connect_timeout: connect_timeout.map(|millis| millis.0),
+            era,
+            auth,
         })
     }
 
-    /// Which spelling of the request timeout the server uses; an error if it uses both.
-    fn request_timeout_field<'n>(
+    /// `timeout` or `requestTimeoutMs`; an error (at the later) if both are set.
+    fn request_timeout(
         &self,
-        fields: &Fields<'n, 't>,
-    ) -> Result<Option<&'n str>, ConfigError> {
-        let mut set = fields
-            .found
-            .iter()
-            .filter(|(key, _)| REQUEST_TIMEOUT.contains(key));
-        match (set.next(), set.next()) {
-            (Some((first, _)), Some((second, node))) => Err(self.error(
-                node,
-                format!(
+        at: &[Step],
+        shape: &ServerShape,
+    ) -> Result<Option<Duration>, ConfigError> {
+        match (shape.timeout, shape.request_timeout_ms) {
+            (Some(_), Some(_)) => {
+                let mut both = ["timeout", "requestTimeoutMs"];
+                both.sort_by_key(|key| self.offset(&join(at, &[key])));
+                let [first, second] = both;
+                let message = format!(
                     "{}: {second} and {first} both set the request timeout; keep one",
-                    fields.scope
-                ),
-            )),
-            (first, _) => Ok(first.map(|(key, _)| *key)),
+                    describe(at)
+                );
+                Err(self.error(&join(at, &[second]), message))
+            }
+            (timeout, request_timeout) => Ok(timeout.or(request_timeout).map(|millis| millis.0)),
         }
     }
 
     /// `enabled`, or the opposite of Cline's `disabled`; `true` when neither is set.
-    fn enabled(&mut self, fields: &Fields<'_, 't>) -> Result<bool, ConfigError> {
-        let boolean = |reader: &mut Self, node, what: &str| reader.text.boolean(node, what);
-        let enabled = self.read(fields, "enabled", boolean)?;
-        let disabled = self.read(fields, "disabled", boolean)?;
-        match (enabled, disabled, fields.get("disabled")) {
-            (Some(enabled), Some(disabled), Some(node)) if enabled == disabled => Err(self.error(
-                node,
-                format!(
+    fn enabled(&self, at: &[Step], shape: &ServerShape) -> Result<bool, ConfigError> {
+        match (shape.enabled, shape.disabled) {
+            (Some(enabled), Some(disabled)) if enabled == disabled => {
+                let message = format!(
                     "{}: enabled: {enabled} and disabled: {disabled} contradict each other",
-                    fields.scope
-                ),
-            )),
-            (Some(enabled), _, _) => Ok(enabled),
-            (None, disabled, _) => Ok(!disabled.unwrap_or(false)),
+                    describe(at)
+                );
+                Err(self.error(&join(at, &["disabled"]), message))
+            }
+            (Some(enabled), _) => Ok(enabled),
+            (None, disabled) => Ok(!disabled.unwrap_or(false)),
         }
     }
 
     /// The transport: as `type` says, else stdio with a `command`, http with a `url`.
-    fn kind(&mut self, fields: &Fields<'_, 't>, server: &Node<'t>) -> Result<Kind, ConfigError> {
-        let declared = fields.get("type");
-        let declared = declared
-            .map(|node| {
-                let kind = self
-                    .text
-                    .one_of(node, &fields.what("type"), KINDS_NAMED, KINDS)?;
-                Ok::<_, ConfigError>((kind, node))
-            })
-            .transpose()?;
-        let (at, problem) = match (declared, fields.get("command"), fields.get("url")) {
-            (Some((Kind::Stdio, _)), _, Some(url)) => (
-                url,
+    fn kind(&self, at: &[Step], shape: &ServerShape) -> Result<Kind, ConfigError> {
+        let (command, url) = (shape.command.is_some(), shape.url.is_some());
+        let (field, problem) = match (shape.kind, command, url) {
+            (Some(Kind::Stdio), _, true) => (
+                "url",
                 "type \"stdio\" with a url (a stdio server is started with a command)".to_owned(),
             ),
-            (Some((Kind::Stdio, node)), None, None) => {
-                (node, "type \"stdio\" without a command".to_owned())
+            (Some(Kind::Stdio), false, false) => {
+                ("type", "type \"stdio\" without a command".to_owned())
             }
-            (Some((kind, _)), Some(command), _) if kind != Kind::Stdio => (
-                command,
+            (Some(kind), true, _) if kind != Kind::Stdio => (
+                "command",
                 format!(
                     "type \"{}\" with a command (an HTTP server is reached at its url)",
                     kind.name()
                 ),
             ),
-            (Some((kind, node)), None, None) => {
-                (node, format!("type \"{}\" without a url", kind.name()))
+            (Some(kind), false, false) => {
+                ("type", format!("type \"{}\" without a url", kind.name()))
             }
-            (Some((kind, _)), _, _) => return Ok(kind),
-            (None, Some(_), Some(url)) => {
-                (url, "has both a command and a url; keep one".to_owned())
-            }
-            (None, Some(_), None) => return Ok(Kind::Stdio),
-            (None, None, Some(_)) => return Ok(Kind::Http),
-            (None, None, None) => (
-                server,
+            (Some(kind), _, _) => return Ok(kind),
+            (None, true, true) => ("url", "has both a command and a url; keep one".to_owned()),
+            (None, true, false) => return Ok(Kind::Stdio),
+            (None, false, true) => return Ok(Kind::Http),
+            (None, false, false) => (
+                "",
                 "has neither a command (stdio) nor a url (http)".to_owned(),
             ),
         };
-        Err(self.error(at, format!("{}: {problem}", fields.scope)))
+        let place = if field.is_empty() {
+            at.to_vec()
+        } else {
+            join(at, &[field])
+        };
+        Err(self.error(&place, format!("{}: {problem}", describe(at))))
     }
 
     fn stdio(
         &mut self,
-        fields: &Fields<'_, 't>,
-        server: &Node<'t>,
+        at: &[Step],
+        command: Option<String>,
+        args: Option<Vec<String>>,
+        env: Option<BTreeMap<String, String>>,
+        cwd: Option<String>,
         strict: bool,
     ) -> Result<TransportConfig, ConfigError> {
-        self.ignored(fields, &["headers"], "a stdio server");
-        let command = self.not_empty(fields, "command", server, strict)?;
-        let args = self.read(fields, "args", |reader, node, what| {
-            reader.expanded_list(node, what, strict)
-        })?;
-        let env = self.read(fields, "env", |reader, node, what| {
-            reader.expanded_map(node, what, strict)
-        })?;
-        let cwd = self.read(fields, "cwd", |reader, node, what| {
-            reader.expanded(node, what, strict)
-        })?;
+        let command = self.not_empty(at, "command", command, strict)?;
+        let args = args.unwrap_or_default();
+        let args = args
+            .iter()
+            .enumerate()
+            .map(|(index, arg)| {
+                let mut path = join(at, &["args"]);
+                path.push(Step::Index(index));
+                self.expanded(&path, arg, strict)
+            })
+            .collect::<Result<_, _>>()?;
+        let env = self.expanded_map(&join(at, &["env"]), env.unwrap_or_default(), strict)?;
+        let cwd = cwd
+            .map(|cwd| self.expanded(&join(at, &["cwd"]), &cwd, strict))
+            .transpose()?;
         Ok(TransportConfig::Stdio {
             command,
-            args: args.unwrap_or_default(),
-            env: env.unwrap_or_default(),
+            args,
+            env,
             cwd: cwd.map(PathBuf::from),
         })
     }
 
     fn http(
         &mut self,
-        fields: &Fields<'_, 't>,
-        server: &Node<'t>,
+        at: &[Step],
+        url: Option<String>,
+        headers: Option<BTreeMap<String, String>>,
         kind: Kind,
         strict: bool,
     ) -> Result<TransportConfig, ConfigError> {
-        self.ignored(fields, &["args", "env", "cwd"], "an HTTP server");
-        let url = self.not_empty(fields, "url", server, strict)?;
-        let headers = self
-            .read(fields, "headers", |reader, node, what| {
-                reader.expanded_map(node, what, strict)
-            })?
-            .unwrap_or_default();
+        let url = self.not_empty(at, "url", url, strict)?;
+        let headers = headers.unwrap_or_default();
+        let headers = self.expanded_map(&join(at, &["headers"]), headers, strict)?;
         Ok(if kind == Kind::Sse {
             TransportConfig::Sse { url, headers }
         } else {
@@ -423,12 +435,13 @@ impl<'t> Reader<'t> {
         })
     }
 
-    /// A warning for each of the fields `names` that is set: they mean nothing for `server`.
-    fn ignored(&mut self, fields: &Fields<'_, 't>, names: &[&str], server: &str) {
-        for name in names {
-            if let Some(node) = fields.get(name) {
-                let what = fields.what(name);
-                self.warn(node, format_args!("{what}: ignored for {server}"));
+    /// A warning for each of the fields that is set: they mean nothing for `server`.
+    fn ignored(&mut self, at: &[Step], fields: &[(&str, bool)], server: &str) {
+        for (name, set) in fields {
+            if *set {
+                let path = join(at, &[name]);
+                let what = describe(&path);
+                self.warn(&path, format_args!("{what}: ignored for {server}"));
             }
         }
     }
@@ -436,39 +449,32 @@ impl<'t> Reader<'t> {
     /// String field `name`, expanded; an error (at the server if it is missing) if it is empty.
     fn not_empty(
         &mut self,
-        fields: &Fields<'_, 't>,
+        at: &[Step],
         name: &str,
-        server: &Node<'t>,
+        value: Option<String>,
         strict: bool,
     ) -> Result<String, ConfigError> {
-        let value = self.read(fields, name, |reader, node, what| {
-            reader.expanded(node, what, strict)
-        })?;
+        let path = join(at, &[name]);
+        let value = value
+            .map(|value| self.expanded(&path, &value, strict))
+            .transpose()?;
         match value {
             Some(value) if !value.trim().is_empty() => Ok(value),
-            _ => Err(self.error(
-                fields.get(name).unwrap_or(server),
-                format!("{}: {name} is empty", fields.scope),
-            )),
+            _ => Err(self.error(&path, format!("{}: {name} is empty", describe(at)))),
         }
     }
 
     /// A string with its `${...}` references expanded. When not `strict` (the server is
     /// disabled), a reference that cannot be expanded is a warning and the value is kept as
     /// written.
-    fn expanded(
-        &mut self,
-        node: &Node<'t>,
-        what: &str,
-        strict: bool,
-    ) -> Result<String, ConfigError> {
-        let text = self.text.string(node, what)?;
+    fn expanded(&mut self, path: &[Step], text: &str, strict: bool) -> Result<String, ConfigError> {
         match expand(text, self.vars) {
             Ok(value) => Ok(value),
-            Err(e) if strict => Err(self.error(node, format!("{what}: {e}"))),
+            Err(e) if strict => Err(self.error(path, format!("{}: {e}", describe(path)))),
             Err(e) => {
+                let what = describe(path);
                 self.warn(
-                    node,
+                    path,
                     format_args!("{what}: {e} (the server is disabled; kept as written)"),
                 );
                 Ok(text.to_owned())
@@ -476,34 +482,21 @@ impl<'t> Reader<'t> {
         }
     }
 
-    /// An array of strings, each expanded.
-    fn expanded_list(
-        &mut self,
-        node: &Node<'t>,
-        what: &str,
-        strict: bool,
-    ) -> Result<Vec<String>, ConfigError> {
-        let items = self.text.array(node, what)?;
-        items
-            .iter()
-            .enumerate()
-            .map(|(i, item)| self.expanded(item, &format!("{what}[{i}]"), strict))
-            .collect()
-    }
-
-    /// An object of strings, each value expanded.
+    /// An object of strings, each value expanded, in file order (so the first error is the
+    /// first in the file).
     fn expanded_map(
         &mut self,
-        node: &Node<'t>,
-        what: &str,
+        at: &[Step],
+        map: BTreeMap<String, String>,
         strict: bool,
     ) -> Result<BTreeMap<String, String>, ConfigError> {
-        let members = self.text.object(node, what)?;
-        members
+        let mut entries: Vec<_> = map.into_iter().collect();
+        entries.sort_by_key(|(key, _)| self.offset(&join(at, &[key])));
+        entries
             .into_iter()
             .map(|(key, value)| {
-                let value = self.expanded(value, &format!("{what}.{key}"), strict)?;
-                Ok((key.to_owned(), value))
+                let value = self.expanded(&join(at, &[&key]), &value, strict)?;
+                Ok((key, value))
             })
             .collect()
     }
@@ -511,66 +504,48 @@ impl<'t> Reader<'t> {
     /// The server's `auth`, for an HTTP server (for a stdio one it is ignored with a warning).
     fn auth(
         &mut self,
-        fields: &Fields<'_, 't>,
+        at: &[Step],
+        auth: Option<AuthShape>,
         kind: Kind,
         strict: bool,
     ) -> Result<Option<AuthConfig>, ConfigError> {
-        let Some(node) = fields.get("auth") else {
+        let Some(auth) = auth else {
             return Ok(None);
         };
         if kind == Kind::Stdio {
-            self.ignored(fields, &["auth"], "a stdio server");
+            self.ignored(at, &[("auth", true)], "a stdio server");
             return Ok(None);
         }
-        let what = fields.what("auth");
-        let warned = self.warnings.len();
-        let auth = self.fields(node, &what, (&fields.scope, "auth."), AUTH_FIELDS)?;
-        let expanded = |reader: &mut Self, node, what: &str| reader.expanded(node, what, strict);
-        let auth = AuthConfig {
-            client_id: self.read(&auth, "clientId", expanded)?,
-            client_secret: self.read(&auth, "clientSecret", expanded)?,
-            client_metadata_url: self.read(&auth, "clientMetadataUrl", expanded)?,
-            scopes: self
-                .read(&auth, "scopes", Self::scopes)?
-                .unwrap_or_default(),
-            callback_port: self
-                .read(&auth, "callbackPort", |reader, node, what| {
-                    reader.text.port(node, what)
-                })?
-                .unwrap_or(DEFAULT_CALLBACK_PORT),
+        let expanded = |reader: &mut Self, field: &str, value: Option<String>| {
+            let path = join(at, &["auth", field]);
+            value
+                .map(|value| reader.expanded(&path, &value, strict))
+                .transpose()
         };
-        // Its warnings in file order, wherever its fields are read.
-        if let Some(new) = self.warnings.get_mut(warned..) {
-            new.sort_by_key(|(offset, _)| *offset);
-        }
-        Ok(Some(auth))
-    }
-
-    /// `auth.scopes`: an array of strings or one space-separated string. Kept, with a warning
-    /// that they are not requested.
-    fn scopes(&mut self, node: &Node<'t>, what: &str) -> Result<Vec<String>, ConfigError> {
-        let scopes = match node.as_string_lit() {
-            Some(scopes) => scopes.value.split_whitespace().map(str::to_owned).collect(),
-            None => {
-                let items = self.text.array(node, what)?;
-                let item = |(i, item)| self.text.string(item, &format!("{what}[{i}]"));
-                items
-                    .iter()
-                    .enumerate()
-                    .map(|entry| item(entry).map(str::to_owned))
-                    .collect::<Result<Vec<_>, _>>()?
-            }
-        };
+        let client_id = expanded(self, "clientId", auth.client_id)?;
+        let client_secret = expanded(self, "clientSecret", auth.client_secret)?;
+        let client_metadata_url = expanded(self, "clientMetadataUrl", auth.client_metadata_url)?;
+        let scopes = auth.scopes.unwrap_or_default().0;
         if !scopes.is_empty() {
+            let path = join(at, &["auth", "scopes"]);
+            let what = describe(&path);
             self.warn(
-                node,
+                &path,
                 format_args!(
                     "{what}: kept but not requested: the OAuth flow asks for the scopes the \
                      server's challenge or metadata names"
                 ),
             );
         }
-        Ok(scopes)
+        Ok(Some(AuthConfig {
+            client_id,
+            client_secret,
+            client_metadata_url,
+            scopes,
+            callback_port: auth
+                .callback_port
+                .map_or(DEFAULT_CALLBACK_PORT, |port| port.0),
+        }))
     }
 }
 
@@ -615,7 +590,7 @@ mod tests {
         let text = "{\"mcpServers\": {/* é\n é */ \"a\": {\"command\": /* x */ 5}}}";
         assert_eq!(
             error(text),
-            "2:32: server \"a\": command: expected a string, found a number"
+            "2:32: server \"a\": command: invalid type: integer `5`, expected a string"
         );
     }
 
@@ -670,7 +645,7 @@ mod tests {
                     \"auth\": {\"scopes\": [\"a\",\n        7]}\n    }\n  }\n}";
         assert_eq!(
             error(text),
-            "6:9: server \"docs\": auth.scopes[1]: expected a string, found a number"
+            "6:9: server \"docs\": auth.scopes[1]: invalid type: integer `7`, expected a string"
         );
     }
 
@@ -714,7 +689,7 @@ mod tests {
         // "é" is 2 bytes, "😀" 4, "ｘ" 3: each one column.
         assert_eq!(
             error("{\"mcpServers\": {\"é😀ｘ\": {\"command\": \"x\", \"cwd\": 1}}}"),
-            "1:48: server \"é😀ｘ\": cwd: expected a string, found a number"
+            "1:48: server \"é😀ｘ\": cwd: invalid type: integer `1`, expected a string"
         );
         let err = read("{\"mcpServers\": {\n  \"é\": {\"command\": \"x\",\n   \"args\": 5}}}")
             .unwrap_err();
