@@ -553,7 +553,7 @@ fn an_http_server_has_a_transport() {
             std::sync::Arc::new(actix_mcp::auth::MemoryStore::default());
         let crm = config.server("crm").unwrap();
         assert!(crm.transport_with_store(store.clone()).is_ok());
-        assert!(!crm.oauth(Some(store)).is_authorized());
+        assert!(!crm.oauth(Some(store)).unwrap().is_authorized());
     }
 }
 

@@ -55,7 +55,7 @@ struct Cli {
     /// OAuth: the https URL of this client's metadata document (CIMD), used as its client id
     /// where the authorization server supports it.
     #[arg(long, value_name = "URL", requires = "url")]
-    client_metadata_url: Option<String>,
+    client_metadata_url: Option<url::Url>,
     /// OAuth: the loopback port the browser is sent back to (http://127.0.0.1:PORT/callback).
     #[arg(long, value_name = "PORT", default_value_t = 8976, requires = "url")]
     callback_port: u16,
@@ -367,7 +367,7 @@ fn transport(cli: &Cli) -> Result<Box<dyn Transport>, Failure> {
             config = config.client_secret(secret);
         }
         if let Some(url) = &cli.client_metadata_url {
-            config = config.client_metadata_url(url);
+            config = config.client_metadata_url(url.clone());
         }
         let oauth = OAuth::new(Loopback::new(cli.callback_port), config);
         return Ok(Box::new(http.auth(oauth)));

@@ -53,8 +53,8 @@ async fn run(scenario: &str, url: &str) -> Result<(), Error> {
     // themselves, so the headless agent reads the code from the redirect. The client is
     // pre-registered when the context says so, else known by its metadata document URL (CIMD)
     // where supported, else registered.
-    let mut config = OAuthConfig::default()
-        .client_metadata_url("https://conformance-test.local/client-metadata.json");
+    let cimd = "https://conformance-test.local/client-metadata.json";
+    let mut config = OAuthConfig::default().client_metadata_url(parsed(cimd)?);
     if let Some(id) = context["client_id"].as_str() {
         config = config.client_id(id);
     }
@@ -72,7 +72,7 @@ async fn run(scenario: &str, url: &str) -> Result<(), Error> {
         context["idp_id_token"].as_str(),
     ) {
         config = config.identity_assertion(IdentityAssertion {
-            token_endpoint: endpoint.to_owned(),
+            token_endpoint: parsed(endpoint)?,
             id_token: id_token.to_owned(),
             client_id: context["idp_client_id"].as_str().map(str::to_owned),
         });
@@ -119,4 +119,9 @@ async fn run(scenario: &str, url: &str) -> Result<(), Error> {
     }
     client.shutdown().await;
     Ok(())
+}
+
+/// A URL the suite hands over.
+fn parsed(url: &str) -> Result<url::Url, Error> {
+    url::Url::parse(url).map_err(|e| Error::Misuse(format!("{url:?}: {e}")))
 }

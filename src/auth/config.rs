@@ -3,6 +3,7 @@
 use std::sync::Arc;
 
 use serde::Serialize;
+use url::Url;
 
 use super::{store::MemoryStore, CredentialStore, IdentityAssertion};
 
@@ -24,7 +25,7 @@ pub enum ApplicationType {
 pub struct OAuthConfig {
     pub(super) client_id: Option<String>,
     pub(super) client_secret: Option<String>,
-    pub(super) client_metadata_url: Option<String>,
+    pub(super) client_metadata_url: Option<Url>,
     pub(super) client_name: String,
     pub(super) application_type: ApplicationType,
     pub(super) store: Arc<dyn CredentialStore>,
@@ -91,8 +92,8 @@ impl OAuthConfig {
 
     /// The https URL of this client's Client ID Metadata Document, used as its client id by
     /// authorization servers that support CIMD.
-    pub fn client_metadata_url(mut self, url: impl Into<String>) -> Self {
-        self.client_metadata_url = Some(url.into());
+    pub fn client_metadata_url(mut self, url: Url) -> Self {
+        self.client_metadata_url = Some(url);
         self
     }
 

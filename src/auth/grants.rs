@@ -11,7 +11,7 @@ use serde::Deserialize;
 use url::Url;
 
 use super::{
-    discovery::check_secure,
+    discovery::require_secure,
     failure,
     fetch::Fetcher,
     flow::{apply_answer, Found},
@@ -30,8 +30,8 @@ const CLIENT_ASSERTION_TYPE: &str = "urn:ietf:params:oauth:client-assertion-type
 /// An identity assertion from the enterprise's IdP, to be exchanged for an ID-JAG.
 #[derive(Clone)]
 pub struct IdentityAssertion {
-    /// The IdP's token endpoint (RFC 8693 token exchange).
-    pub token_endpoint: String,
+    /// The IdP's token endpoint (RFC 8693 token exchange); https, or http on a loopback host.
+    pub token_endpoint: Url,
     /// The user's ID token from the IdP.
     pub id_token: String,
     /// This client's id at the IdP.
@@ -235,7 +235,8 @@ pub(crate) async fn identity_assertion_grant(
     audience: &str,
     resource: &str,
 ) -> Result<String, Error> {
-    let endpoint = check_secure("IdP token endpoint", &assertion.token_endpoint)?;
+    require_secure("IdP token endpoint", &assertion.token_endpoint)?;
+    let endpoint = assertion.token_endpoint.clone();
     let mut form = vec![
         ("grant_type", TOKEN_EXCHANGE.to_owned()),
         ("subject_token", assertion.id_token.clone()),

@@ -106,7 +106,7 @@ fn choose_identity(
     if let Some(url) = &config.client_metadata_url {
         if metadata.client_id_metadata_document_supported == Some(true) {
             return Ok(Identity::Known(Credentials {
-                client_id: url.clone(),
+                client_id: url.as_str().to_owned(),
                 auth_method: TokenAuthMethod::None,
                 ..Credentials::default()
             }));
@@ -226,6 +226,10 @@ mod tests {
 
     const REDIRECT: &str = "http://127.0.0.1:8976/callback";
 
+    fn cimd() -> Url {
+        Url::parse("https://app.example.com/c.json").unwrap()
+    }
+
     fn choose(config: &OAuthConfig, metadata: &AuthorizationServerMetadata) -> Identity {
         choose_identity(config, REDIRECT.into(), metadata, || None).unwrap()
     }
@@ -262,7 +266,7 @@ mod tests {
             client_id: "held".into(),
             ..Credentials::default()
         };
-        let config = OAuthConfig::default().client_metadata_url("https://app.example.com/c.json");
+        let config = OAuthConfig::default().client_metadata_url(cimd());
         let cimd = metadata(serde_json::json!({"client_id_metadata_document_supported": true}));
         let chosen =
             choose_identity(&config, REDIRECT.into(), &cimd, || Some(held.clone())).unwrap();
@@ -271,7 +275,7 @@ mod tests {
 
     #[test]
     fn a_metadata_document_url_is_the_client_id_only_where_supported() {
-        let config = OAuthConfig::default().client_metadata_url("https://app.example.com/c.json");
+        let config = OAuthConfig::default().client_metadata_url(cimd());
         let cimd = metadata(serde_json::json!({"client_id_metadata_document_supported": true}));
         let Identity::Known(credentials) = choose(&config, &cimd) else {
             panic!("not registered")

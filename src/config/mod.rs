@@ -332,9 +332,10 @@ impl ServerConfig {
     /// The OAuth of this server: its `auth` settings (or none: dynamic registration), the browser
     /// sent back to the loopback `callbackPort` ([`Loopback`]), credentials kept in `store`
     /// (`None`: in memory). For HTTP servers without an `auth` object too, to attach yourself with
-    /// `HttpTransport::auth`.
+    /// `HttpTransport::auth`. [`Error::Misuse`] if `clientMetadataUrl` is not a URL (a file
+    /// read by [`Config::load`] cannot have one).
     #[cfg(feature = "auth")]
-    pub fn oauth(&self, store: Option<Arc<dyn CredentialStore>>) -> OAuth {
+    pub fn oauth(&self, store: Option<Arc<dyn CredentialStore>>) -> Result<OAuth, Error> {
         let mut config = OAuthConfig::default();
         if let Some(store) = store {
             config = config.store(SharedStore(store));
@@ -348,11 +349,17 @@ impl ServerConfig {
                 config = config.client_secret(secret);
             }
             if let Some(url) = &auth.client_metadata_url {
+                let url = url::Url::parse(url).map_err(|e| {
+                    Error::Misuse(format!(
+                        "server {:?}: clientMetadataUrl {url:?}: {e}",
+                        self.name
+                    ))
+                })?;
                 config = config.client_metadata_url(url);
             }
             port = auth.callback_port;
         }
-        OAuth::new(Loopback::new(port), config)
+        Ok(OAuth::new(Loopback::new(port), config))
     }
 
     fn build(
@@ -383,7 +390,7 @@ impl ServerConfig {
                 }
                 #[cfg(feature = "auth")]
                 if self.auth.is_some() {
-                    http = http.auth(self.oauth(store));
+                    http = http.auth(self.oauth(store)?);
                 }
                 Ok(Box::new(http))
             }

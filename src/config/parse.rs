@@ -482,6 +482,20 @@ impl<'t, 'n> Reader<'t, 'n> {
         }
     }
 
+    /// A check that `text` is an absolute URL (a warning only for a disabled server).
+    #[cfg(feature = "auth")]
+    fn url(&mut self, path: &[Step], text: &str, strict: bool) -> Result<(), ConfigError> {
+        let Err(e) = url::Url::parse(text) else {
+            return Ok(());
+        };
+        let message = format!("{}: {text:?} is not a URL: {e}", describe(path));
+        if strict {
+            return Err(self.error(path, message));
+        }
+        self.warn(path, format_args!("{message} (the server is disabled)"));
+        Ok(())
+    }
+
     /// An object of strings, each value expanded, in file order (so the first error is the
     /// first in the file).
     fn expanded_map(
@@ -525,6 +539,10 @@ impl<'t, 'n> Reader<'t, 'n> {
         let client_id = expanded(self, "clientId", auth.client_id)?;
         let client_secret = expanded(self, "clientSecret", auth.client_secret)?;
         let client_metadata_url = expanded(self, "clientMetadataUrl", auth.client_metadata_url)?;
+        #[cfg(feature = "auth")]
+        if let Some(url) = &client_metadata_url {
+            self.url(&join(at, &["auth", "clientMetadataUrl"]), url, strict)?;
+        }
         let scopes = auth.scopes.unwrap_or_default().0;
         if !scopes.is_empty() {
             let path = join(at, &["auth", "scopes"]);
@@ -716,6 +734,23 @@ mod tests {
         // A stray quote: the error is on its line, not at the end of the file.
         let message = error("{\"mcpServers\": {\"a\": {\"command\": \"x\"\"}}}\n\n\n");
         assert!(message.starts_with("1:"), "{message}");
+    }
+
+    #[cfg(feature = "auth")]
+    #[test]
+    fn a_client_metadata_url_that_is_not_a_url_is_refused_where_it_is() {
+        let server = "{\"servers\": {\"h\": {\"url\": \"https://h\",\n \"auth\": {\"clientMetadataUrl\": \"c.json\"}}}}";
+        assert_eq!(
+            error(server),
+            "2:32: server \"h\": auth.clientMetadataUrl: \"c.json\" is not a URL: relative URL without a base"
+        );
+        let disabled = server.replace("\"url\"", "\"enabled\": false, \"url\"");
+        let config = read(&disabled).unwrap();
+        assert!(
+            config.warnings[0].contains("is not a URL"),
+            "{:?}",
+            config.warnings
+        );
     }
 
     #[test]
