@@ -71,7 +71,8 @@ pub enum Error {
     },
 
     /// The HTTP server ended the session (`404` to its `Mcp-Session-Id`) while this request was
-    /// at it, and the transport renews expired sessions (`HttpTransport::renew_expired_sessions`):
+    /// at it, and the transport renewed the session (the default; not with
+    /// `HttpTransport::no_session_renewal`):
     /// the request was lost with the old session and was **not** sent again (it may have had
     /// effects there). The connection goes on with a new session; sending the request again is
     /// the caller's decision.

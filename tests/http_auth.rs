@@ -51,6 +51,8 @@ struct Servers {
     /// The protected resource metadata is only where the `Bearer` challenge says, after a
     /// `DPoP` challenge in another `WWW-Authenticate` value.
     hidden_metadata: AtomicBool,
+    /// Every `DELETE`: the token it carried, whether it was accepted, its `MCP-Protocol-Version`.
+    deletes: Mutex<Vec<(Option<String>, bool, Option<String>)>>,
 }
 
 impl Servers {
@@ -95,6 +97,20 @@ async fn mcp(req: HttpRequest, body: web::Bytes, servers: web::Data<Servers>) ->
         .and_then(|v| v.strip_prefix("Bearer "))
         .map(str::to_owned);
     let valid = token.is_some() && *servers.valid.lock().unwrap() == token;
+    if req.method() == actix_web::http::Method::DELETE {
+        let version = req.headers().get("mcp-protocol-version");
+        let version = version.and_then(|v| v.to_str().ok()).map(str::to_owned);
+        servers
+            .deletes
+            .lock()
+            .unwrap()
+            .push((token, valid, version));
+        return if valid {
+            HttpResponse::Ok().finish()
+        } else {
+            HttpResponse::Unauthorized().finish()
+        };
+    }
     let body: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
     let method = body["method"].as_str().unwrap_or("").to_owned();
     let id = body["id"].clone();
@@ -128,8 +144,13 @@ async fn mcp(req: HttpRequest, body: web::Bytes, servers: web::Data<Servers>) ->
         return HttpResponse::Accepted().finish();
     }
     let result = match method.as_str() {
-        "initialize" => json!({"protocolVersion": "2025-11-25", "capabilities": {"tools": {}},
-            "serverInfo": {"name": "scripted-protected", "version": "1"}}),
+        "initialize" => {
+            let result = json!({"protocolVersion": "2025-11-25", "capabilities": {"tools": {}},
+                "serverInfo": {"name": "scripted-protected", "version": "1"}});
+            return HttpResponse::Ok()
+                .insert_header(("mcp-session-id", "protected-session"))
+                .json(json!({"jsonrpc": "2.0", "id": id, "result": result}));
+        }
         "tools/call" if body["params"]["name"] == "slow" => {
             servers.slow.notified().await;
             json!({"content": [{"type": "text", "text": "slow done"}]})
@@ -222,6 +243,7 @@ fn start() -> (String, Arc<Servers>) {
         App::new()
             .app_data(data.clone())
             .route("/mcp", web::post().to(mcp))
+            .route("/mcp", web::delete().to(mcp))
             .default_service(web::to(authorization_server))
     })
     .workers(2)
@@ -280,6 +302,19 @@ fn echo(client: &Client, text: &str) -> actix_mcp::CallFuture<actix_mcp::CallToo
     client
         .call_tool("echo", json!({"text": text}))
         .into_future()
+}
+
+/// Issue 20: closing ends the session with a `DELETE` through the authorized path: the token and
+/// the protocol version on it, so the server accepts it (it was sent bare and refused `401`).
+#[actix::test]
+async fn the_closing_delete_carries_the_token_and_the_version() {
+    let (url, servers) = start();
+    let client = connect(&url, &oauth(), &servers).await;
+    assert_eq!(echo(&client, "hi").await.unwrap().text(), "hi");
+    client.shutdown().await;
+    let deletes = servers.deletes.lock().unwrap().clone();
+    let held = servers.valid.lock().unwrap().clone();
+    assert_eq!(deletes, [(held, true, Some("2025-11-25".to_owned()))]);
 }
 
 /// A thousand requests meet `401` at once (the token was revoked): one authorization and one

@@ -522,7 +522,7 @@ async fn a_server_restart_fails_the_call_in_flight_and_later_calls_reach_the_new
 }
 
 async fn a_session_server_restart_renews_the_session_and_later_calls_succeed(wire: Wire) {
-    let mut rig = rig_with(wire, &["--sessions"], HttpTransport::renew_expired_sessions).await;
+    let mut rig = rig_with(wire, &["--sessions"], |t| t).await;
     let in_flight = tokio::spawn(
         rig.client
             .call_tool("sleep", json!({"ms": 60_000}))

@@ -100,7 +100,9 @@ async fn handle(req: HttpRequest, body: web::Bytes, script: web::Data<Script>) -
     });
     match req.method().as_str() {
         "GET" => return HttpResponse::MethodNotAllowed().finish(),
-        "DELETE" => return HttpResponse::Ok().finish(),
+        // Allowed by the spec: the server does not end sessions on request, so only a cancel
+        // stops a call when the client goes.
+        "DELETE" => return HttpResponse::MethodNotAllowed().finish(),
         _ => {}
     }
     let id = body["id"].clone();
@@ -432,11 +434,13 @@ async fn http_errors_fail_only_their_own_request() {
     );
 }
 
-/// A 404 to a request carrying the session id means the server ended the session: that request
-/// and every later one fail with `SessionExpired`.
+/// With renewal turned off, a 404 to a request carrying the session id means the server ended
+/// the session: that request and every later one fail with `SessionExpired`.
 #[actix::test]
-async fn a_404_with_the_session_id_ends_the_connection() {
-    let (client, _script) = connected().await;
+async fn without_renewal_a_404_with_the_session_id_ends_the_connection() {
+    let (url, _script) = scripted_server();
+    let transport = HttpTransport::new(url).no_session_renewal();
+    let client = Client::connect(transport).await.expect("connect");
     let expired = client.call_tool("expire", json!({})).await;
     assert!(
         matches!(
@@ -472,10 +476,13 @@ async fn closing_deletes_the_session() {
         .collect();
     assert_eq!(deletes.len(), 1, "{deletes:?}");
     assert_eq!(deletes[0].headers["mcp-session-id"], "session-1");
+    // Issue 20: the version the session speaks, like every other request of the session.
+    assert_eq!(deletes[0].headers["mcp-protocol-version"], "2025-11-25");
 }
 
 /// Issue 20: a call given up just before the client closes (Ctrl-C) still has its cancel
-/// reach the server: closing sends the cancels still owed before it ends the session.
+/// reach the server: closing sends the cancels still owed before it ends the session. This
+/// server answers `DELETE` with 405, so without the cancel the call would run to its end.
 #[actix::test]
 async fn closing_right_after_a_cancel_sends_the_cancel_before_ending_the_session() {
     let (client, script) = connected().await;
@@ -786,7 +793,7 @@ async fn hostile_http_answers_never_break_the_connection() {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Renewing an expired session (`HttpTransport::renew_expired_sessions`, 2025-11-25).
+// Renewing an expired session (the default; 2025-11-25).
 
 /// A server whose sessions expire: it forgets `session-1` when the `forget_after + 1`-th
 /// `tools/call` arrives on it (and answers that call 404, as every later use of the old id).
@@ -934,7 +941,8 @@ fn start_expiring(script: Expiring) -> (String, Arc<Expiring>) {
 
 async fn connected_renewing(script: Expiring) -> (Client, Arc<Expiring>) {
     let (url, script) = start_expiring(script);
-    let transport = HttpTransport::new(url).renew_expired_sessions();
+    // Renewal is the default.
+    let transport = HttpTransport::new(url);
     let client = Client::connect(transport).await.expect("connect");
     (client, script)
 }
@@ -1181,12 +1189,13 @@ async fn a_renewal_answered_404_is_final() {
     a_failed_renewal_ends_the_connection(404).await;
 }
 
-/// Without `renew_expired_sessions`, an expired session still ends the connection: no second
-/// `initialize` is sent.
+/// With `no_session_renewal`, an expired session ends the connection: no second `initialize`
+/// is sent.
 #[actix::test]
-async fn without_the_opt_in_an_expired_session_ends_the_connection() {
+async fn with_renewal_turned_off_an_expired_session_ends_the_connection() {
     let (url, script) = start_expiring(Expiring::default());
-    let client = Client::connect(HttpTransport::new(url)).await.unwrap();
+    let transport = HttpTransport::new(url).no_session_renewal();
+    let client = Client::connect(transport).await.unwrap();
     let expired = client.call_tool("json", json!({})).await;
     assert!(is_session_expired(&expired), "{expired:?}");
     eventually("the connection is closed", || client.is_closed()).await;

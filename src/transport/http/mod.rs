@@ -9,10 +9,9 @@
 //!   is not a cancel), queued by the actor only after the request's `Written`.
 //! - The session id from the `initialize` answer and the protocol version the connection settled
 //!   on ([`TransportIo::use_protocol_version`]) go on every later request; a 404 to a request
-//!   carrying the session id ends the connection ([`CloseReason::SessionExpired`]), unless the
-//!   transport renews expired sessions (below).
-//! - **Renewing an expired session** (opt-in, [`HttpTransport::renew_expired_sessions`];
-//!   2025-11-25 only, `renew.rs`): the frames of `initialize` and `notifications/initialized` are
+//!   carrying the session id starts a new session (below), or ends the connection
+//!   ([`CloseReason::SessionExpired`]) with [`HttpTransport::no_session_renewal`].
+//! - **Renewing an expired session** (the default; 2025-11-25 only, `renew.rs`): the frames of `initialize` and `notifications/initialized` are
 //!   kept, byte for byte, as they pass through `send` (recognized by the method each frame
 //!   carries, never by reading the JSON). At the first 404 of a session, every request still at
 //!   that session (its POST or its resumption running) fails with [`Error::SessionLost`] and is
@@ -26,7 +25,7 @@
 //!   the old session meanwhile are part of the same expiry: their requests are lost, no second
 //!   renewal starts. If the renewal fails (an error status, a 404, no session id, a network
 //!   error, or no end within 30 s), or a renewed session expires before any of its POSTs was
-//!   answered, the connection ends with [`CloseReason::SessionExpired`] as without the opt-in,
+//!   answered, the connection ends with [`CloseReason::SessionExpired`] as without renewal,
 //!   and every waiting request fails with it. At most one renewal runs per expiry; a 404 on the
 //!   renewal is final.
 //! - 2026-07-28: no session; `Mcp-Method`, `Mcp-Name` and `Mcp-Param-*` headers from what each
@@ -56,7 +55,10 @@ mod states_model;
 use std::{future::Future, pin::Pin, rc::Rc, time::Duration};
 
 use bytes::Bytes;
-use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
+use reqwest::{
+    header::{HeaderMap, HeaderName, HeaderValue},
+    Method,
+};
 
 use self::{
     driver::{now, Shared},
@@ -108,17 +110,18 @@ impl HttpTransport {
             event_stream: true,
             max_frame: DEFAULT_MAX_FRAME_BYTES,
             http2_prior_knowledge: false,
-            renew_sessions: false,
+            renew_sessions: true,
             #[cfg(feature = "auth")]
             auth: None,
         }
     }
 
-    /// Renew an expired session in place instead of ending the connection (2025-11-25 era only;
-    /// the 2026-07-28 era has no sessions).
+    /// End the connection when the session expires, instead of starting a new one (the default,
+    /// as the 2025-11-25 spec requires: "the client MUST start a new session").
     ///
-    /// Without it, a `404` to a request carrying `Mcp-Session-Id` ends the connection with
-    /// [`CloseReason::SessionExpired`]. With it:
+    /// With this, a `404` to a request carrying `Mcp-Session-Id` ends the connection with
+    /// [`CloseReason::SessionExpired`]. Without it (2025-11-25 era only; the 2026-07-28 era has
+    /// no sessions):
     ///
     /// - the requests that were at the expired session (their answer not yet read) fail with
     ///   [`Error::SessionLost`]: they are **never** sent again, since the server may have acted
@@ -136,8 +139,8 @@ impl HttpTransport {
     ///
     /// The server sees a new session: state it kept for the old one (subscriptions, log level,
     /// anything the tools remember) is gone.
-    pub fn renew_expired_sessions(mut self) -> Self {
-        self.renew_sessions = true;
+    pub fn no_session_renewal(mut self) -> Self {
+        self.renew_sessions = false;
         self
     }
 
@@ -310,11 +313,10 @@ impl TransportIo for HttpIo {
             };
             shared.shutdown.cancel();
             if let Some(id) = session {
+                // Through the one authorized path: the token, a DPoP proof and the version too.
+                let version = shared.session(|session| session.protocol_version.clone());
                 let delete = shared
-                    .client
-                    .delete(shared.url.clone())
-                    .headers(shared.headers.clone())
-                    .header("mcp-session-id", id)
+                    .request(Method::DELETE, Some(&id), version.as_ref())
                     .send();
                 // The server may answer 405 (it does not end sessions on request): that is fine.
                 let _ = tokio::time::timeout(DELETE_LIMIT, delete).await;

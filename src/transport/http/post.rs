@@ -264,7 +264,7 @@ async fn answer(
 ) {
     let status = response.status();
     if status == StatusCode::NOT_FOUND && sent_on.had_session {
-        // The session is gone: the connection ends, or (opt-in) renews it.
+        // The session is gone: it is renewed (the default), or the connection ends.
         return shared.event(|requests| requests.session_expired(request, sent_on.generation));
     }
     shared.event(|requests| {

@@ -1,5 +1,5 @@
-//! Renewing an expired 2025-11-25 session in place (opt-in:
-//! [`HttpTransport::renew_expired_sessions`](super::HttpTransport::renew_expired_sessions)).
+//! Renewing an expired 2025-11-25 session in place (the default; [`HttpTransport::no_session_renewal`](super::HttpTransport::no_session_renewal)
+//! turns it off).
 //!
 //! The handshake's two frames are kept as they pass through `send` (told by the method each
 //! frame carries; nothing here reads JSON). At the first `404` of a session (the request states

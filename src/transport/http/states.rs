@@ -13,7 +13,7 @@
 //!   read its request (the answer's headers, or the POST's end; at most [`CANCEL_WAIT`]), then
 //!   takes one of [`Caps::lane`] places; the request's own POST is aborted as its cancel goes.
 //!   While [`Caps::backlog`] cancels wait, new requests wait behind them, until half went out;
-//! - the **session** and its **renewal** (opt-in): at the first `404` of a session, every request
+//! - the **session** and its **renewal** (on by default): at the first `404` of a session, every request
 //!   at it fails with [`Error::SessionLost`] (a cancel of one is never sent) and the kept
 //!   handshake runs again while later messages wait at the gate;
 //! - **closing**: every cancel still owed goes out (within [`CLOSE_LIMIT`]) before the POSTs are
@@ -509,7 +509,7 @@ impl HttpRequests {
     }
 
     /// Event: a POST sent with the id of session `generation` was answered `404`: the session
-    /// is gone. The connection ends, or (opt-in) the session is renewed.
+    /// is gone. The session is renewed (the default), or the connection ends.
     pub fn session_expired(&mut self, request: Option<RequestId>, generation: u64) {
         let lost = |error: Error| request.map(|id| Action::Fail(id, error));
         if !self.renews {
