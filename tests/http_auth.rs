@@ -52,8 +52,11 @@ struct Servers {
     /// `DPoP` challenge in another `WWW-Authenticate` value.
     hidden_metadata: AtomicBool,
     /// Every `DELETE`: the token it carried, whether it was accepted, its `MCP-Protocol-Version`.
-    deletes: Mutex<Vec<(Option<String>, bool, Option<String>)>>,
+    deletes: Mutex<Vec<Delete>>,
 }
+
+/// A `DELETE` as the server saw it: its token, whether it was accepted, its version header.
+type Delete = (Option<String>, bool, Option<String>);
 
 impl Servers {
     fn accepted_calls(&self, id: &Value) -> usize {
