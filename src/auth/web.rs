@@ -209,8 +209,8 @@ impl OAuth {
         })
     }
 
-    /// The authorization URL (PKCE S256, `state`, `resource`, scopes), its `state`, and what
-    /// completing it needs.
+    /// The authorization URL (PKCE S256, `state`, `resource`, scopes, `prompt=consent` with
+    /// `offline_access`), its `state`, and what completing it needs.
     fn authorization_request(
         &self,
         server: &Url,
@@ -226,6 +226,11 @@ impl OAuth {
             .add_extra_param("resource", found.resource.clone());
         for scope in &scopes {
             request = request.add_scope(Scope::new(scope.clone()));
+        }
+        // OpenID Connect Core §11: without `prompt=consent` a provider must ignore
+        // `offline_access`, and no refresh token comes.
+        if scopes.iter().any(|scope| scope == "offline_access") {
+            request = request.add_extra_param("prompt", "consent");
         }
         let (url, state) = request.url();
         let pending = Pending {
@@ -338,13 +343,18 @@ mod tests {
         assert_eq!(query["state"], state);
         assert_eq!(query["resource"], "https://mcp.example.com/mcp");
         assert_eq!(query["scope"], "read offline_access");
+        assert_eq!(query["prompt"], "consent", "offline_access needs consent");
         assert_eq!(query["code_challenge_method"], "S256");
         let challenge = sha2::Sha256::digest(pending.verifier.secret().as_bytes());
         assert_eq!(query["code_challenge"], URL_SAFE_NO_PAD.encode(challenge));
-        let (_, other_state, _) = oauth
+        let (other, other_state, _) = oauth
             .authorization_request(&server, found(false), Credentials::default(), Vec::new())
             .unwrap();
         assert_ne!(state, other_state, "a fresh state per request");
+        assert!(
+            !other.query_pairs().any(|(key, _)| key == "prompt"),
+            "no prompt without offline_access: {other}"
+        );
     }
 
     #[test]
