@@ -236,7 +236,11 @@ impl fmt::Display for CloseReason {
             CloseReason::ProcessExited { status } => write!(f, "server process exited ({status})"),
             CloseReason::EndOfStream => f.write_str("server closed its output"),
             CloseReason::FrameTooLarge { limit } => {
-                write!(f, "server sent a frame larger than {limit} bytes")
+                write!(
+                    f,
+                    "server sent a frame larger than {limit} bytes (the cap is the transport's \
+                     max_frame_bytes; the CLI's --max-message-size)"
+                )
             }
             CloseReason::ReadFailed(e) => write!(f, "read from server failed: {e}"),
             CloseReason::WriteFailed(e) => write!(f, "write to server failed: {e}"),

@@ -711,3 +711,28 @@ fn the_reference_servers_research_task_prints_its_report() {
         text(&out.stdout)
     );
 }
+
+/// Issue 20: an MCP App's page of megabytes is read with the default cap; a smaller
+/// `--max-message-size` refuses it, and the error names the knob to raise.
+#[test]
+fn a_big_resource_is_read_and_the_cap_is_named_when_it_is_too_small() {
+    let server = stdio_arg(None);
+    let out = cli(&["--stdio", &server, "--json", "read", "demo://big/5242880"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let read: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    assert_eq!(
+        read["contents"][0]["text"].as_str().map(str::len),
+        Some(5_242_880)
+    );
+    let out = cli(&[
+        "--stdio",
+        &server,
+        "--max-message-size",
+        "100000",
+        "read",
+        "demo://big/5242880",
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = text(&out.stderr);
+    assert!(err.contains("--max-message-size"), "names the knob: {err}");
+}

@@ -105,3 +105,26 @@ async fn http_works_from_plain_tokio() {
     cancel_one_sleep(&client).await;
     client.shutdown().await;
 }
+
+/// Issue 20: an MCP App's page of megabytes is read over HTTP, in both eras, with the default
+/// cap (the old 4 MiB cap refused the official PDF viewer's 4.3 MB page).
+#[actix::test]
+async fn a_five_megabyte_app_resource_is_read_in_both_eras() {
+    for era in ["legacy", "modern"] {
+        let server = demo_http(&["--era", era]);
+        let chosen = if era == "modern" {
+            ProtocolEra::Modern
+        } else {
+            ProtocolEra::Legacy
+        };
+        let client = Client::builder()
+            .era(chosen)
+            .connect(HttpTransport::new(&server.url))
+            .await
+            .unwrap();
+        let read = client.read_resource("demo://big/5242880").await.unwrap();
+        let text = read.contents[0].text().expect("a text resource");
+        assert_eq!(text.len(), 5_242_880, "{era}");
+        client.shutdown().await;
+    }
+}

@@ -191,7 +191,22 @@ async fn an_oversized_frame_closes_the_connection_with_a_clear_error() {
         "{err:?}"
     );
     assert!(err.to_string().contains("larger than 4096 bytes"));
+    assert!(
+        err.to_string().contains("max_frame_bytes"),
+        "names the knob: {err}"
+    );
     assert!(client.ping().await.unwrap_err().is_closed());
+}
+
+/// Issue 20: an MCP App's page of megabytes (the official PDF viewer's is 4.3 MB) was refused by
+/// the old 4 MiB cap.
+#[actix::test]
+async fn the_default_frame_cap_reads_a_five_megabyte_app_resource() {
+    let client = Client::connect(demo_server()).await.unwrap();
+    let read = client.read_resource("demo://big/5242880").await.unwrap();
+    let text = read.contents[0].text().expect("a text resource");
+    assert_eq!(text.len(), 5_242_880);
+    assert!(text.starts_with("<!doctype html>"));
 }
 
 #[actix::test]

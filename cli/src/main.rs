@@ -73,6 +73,9 @@ struct Cli {
     /// (default 60; the request is cancelled on the server). Exits 124.
     #[arg(long, global = true, value_name = "SECONDS")]
     timeout: Option<f64>,
+    /// The largest message accepted from a --stdio or --url server, in bytes (default 32 MiB).
+    #[arg(long, global = true, value_name = "BYTES")]
+    max_message_size: Option<usize>,
     /// The protocol era to speak.
     #[arg(long, global = true, value_enum, value_name = "ERA", default_value_t = Era::Auto)]
     era: Era,
@@ -349,6 +352,9 @@ fn transport(cli: &Cli) -> Result<Box<dyn Transport>, Failure> {
             return Err(usage("--env is for --stdio servers, not --url"));
         }
         let mut http = HttpTransport::new(url);
+        if let Some(limit) = cli.max_message_size {
+            http = http.max_frame_bytes(limit);
+        }
         for header in &cli.headers {
             let (name, value) = header
                 .split_once(':')
@@ -384,6 +390,9 @@ fn transport(cli: &Cli) -> Result<Box<dyn Transport>, Failure> {
     }
     let program = words.remove(0);
     let mut stdio = StdioTransport::new(program).args(words);
+    if let Some(limit) = cli.max_message_size {
+        stdio = stdio.max_frame_bytes(limit);
+    }
     for (key, value) in env {
         stdio = stdio.env(key, value);
     }

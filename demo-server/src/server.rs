@@ -629,6 +629,18 @@ impl Server {
         } else if uri == "demo://blob/1" {
             let bytes: Vec<u8> = (0..=255).collect();
             json!({"uri": uri, "mimeType": "application/octet-stream", "blob": base64::engine::general_purpose::STANDARD.encode(&bytes)})
+        } else if let Some(bytes) = uri.strip_prefix("demo://big/") {
+            // An MCP App's page: these are megabytes (the official PDF viewer's is 4.3 MB).
+            let bytes: usize = bytes.parse().ok().filter(|n| *n <= 64 << 20).ok_or((
+                INVALID_PARAMS,
+                "demo://big/N takes a size of at most 64 MiB".to_owned(),
+                None,
+            ))?;
+            let page = format!(
+                "<!doctype html><!--{}-->",
+                "x".repeat(bytes.saturating_sub(22))
+            );
+            json!({"uri": uri, "mimeType": "text/html;profile=mcp-app", "text": page})
         } else if uri == "demo://counter" {
             let mut state = self.state.borrow_mut();
             state.counter_reads += 1;

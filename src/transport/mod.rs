@@ -48,7 +48,9 @@ use crate::{
 
 /// The largest incoming frame accepted by default (a line on stdio; a JSON body or one event over
 /// HTTP).
-pub const DEFAULT_MAX_FRAME_BYTES: usize = 4 * 1024 * 1024;
+/// 32 MiB: an MCP App's page is a resource of megabytes (the official PDF server's viewer is
+/// 4.3 MB), and a cap holds memory to one frame of it, not the sum of the frames.
+pub const DEFAULT_MAX_FRAME_BYTES: usize = 32 * 1024 * 1024;
 
 /// A transport before it is opened: a description of how to reach the server.
 pub trait Transport: Send + 'static {

@@ -115,7 +115,7 @@ impl StdioTransport {
     }
 
     /// Caps one incoming frame (a line of the server's stdout, and so the reader's buffer); a
-    /// larger frame closes the connection with [`CloseReason::FrameTooLarge`]. Default 4 MiB
+    /// larger frame closes the connection with [`CloseReason::FrameTooLarge`]. Default 32 MiB
     /// ([`DEFAULT_MAX_FRAME_BYTES`]). It also bounds each entry of every other buffer a server
     /// can fill (see ARCHITECTURE.md, "Caps on what a server can make us hold"); the server's
     /// stderr is logged in lines of at most 16 KiB.

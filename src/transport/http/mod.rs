@@ -180,7 +180,7 @@ impl HttpTransport {
         self
     }
 
-    /// The largest JSON body or event accepted from the server (default 4 MiB,
+    /// The largest JSON body or event accepted from the server (default 32 MiB,
     /// [`DEFAULT_MAX_FRAME_BYTES`]). A larger JSON body fails its request with
     /// [`CloseReason::FrameTooLarge`] (the connection stays); an event growing past it ends its
     /// stream with an error (resumed if the server numbered its events, else the request fails).

@@ -457,7 +457,11 @@ async fn refused(shared: &Shared, response: Response, request: Option<RequestId>
 }
 
 pub(super) async fn read_capped(mut response: Response, limit: usize) -> Result<Bytes, Error> {
-    let mut body = Vec::new();
+    // Sized once when the server says the length (within the cap): no doubling past the body.
+    let declared = response
+        .content_length()
+        .and_then(|n| usize::try_from(n).ok());
+    let mut body = Vec::with_capacity(declared.filter(|n| *n <= limit).unwrap_or(0));
     loop {
         match response.chunk().await {
             Ok(Some(chunk)) => {

@@ -21,7 +21,7 @@ Every mode answers `initialize`, `ping`, `tools/list` (one tool, `echo`) and a `
   bad-utf8          lines holding invalid UTF-8 before the answer
   result-and-error  the answer has both `result` and `error` (-32050)
   batch             every answer inside a JSON-RPC batch (an array) with other items
-  huge-line         one line (one event) of 8 MiB, twice the client's default frame cap
+  huge-line         one line (one event) of 64 MiB, twice the client's default frame cap
   exit-mid-call     exits with status 3 on the tools/call, answering nothing
   close-stdout      closes stdout on the tools/call (HTTP: drops the connection unanswered),
                     then lives on without reading stdin until it is signalled
@@ -50,7 +50,7 @@ MODES = {
     "stop-reading",
 }
 VERSIONS = {"2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"}
-HUGE = 8 * 1024 * 1024
+HUGE = 64 * 1024 * 1024
 FOREVER = 3600.0
 
 
