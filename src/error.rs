@@ -4,7 +4,10 @@ use std::{fmt, io, process::ExitStatus, sync::Arc, time::Duration};
 
 use serde_json::Value;
 
-use crate::protocol::{elicitation::UrlElicitation, tools::ContentError};
+use crate::{
+    protocol::{elicitation::UrlElicitation, tools::ContentError},
+    visible::Visible,
+};
 
 /// Why a request did not produce a result.
 ///
@@ -31,7 +34,7 @@ pub enum Error {
     },
 
     /// The server answered with a JSON-RPC error.
-    #[error("server error {code}: {message}")]
+    #[error("server error {code}: {}", Visible(message))]
     Server {
         /// The JSON-RPC error code.
         code: i64,
@@ -49,7 +52,7 @@ pub enum Error {
     },
 
     /// The transport could not be opened or failed at the I/O level.
-    #[error("transport error: {context}: {source}")]
+    #[error("transport error: {}: {}", Visible(context), Visible(&source.to_string()))]
     Transport {
         /// What failed, in words (e.g. spawning the program, or the HTTP method and URL).
         context: String,
@@ -59,7 +62,7 @@ pub enum Error {
     },
 
     /// The server answered a request's HTTP POST with an error status and no JSON-RPC error.
-    #[error("HTTP {status}: {body}")]
+    #[error("HTTP {status}: {}", Visible(body))]
     Http {
         /// The HTTP status code.
         status: u16,
@@ -87,7 +90,7 @@ pub enum Error {
     },
 
     /// The peer broke the protocol (bad handshake, unsupported version, malformed result).
-    #[error("protocol error: {0}")]
+    #[error("protocol error: {}", Visible(.0))]
     Protocol(String),
 
     /// A local mistake, not the peer's: arguments that are not a JSON object, params that do
@@ -99,7 +102,10 @@ pub enum Error {
     /// schema asks for one). `path` is the JSON pointer of the offending value in the structured
     /// content; `problem` the rule it breaks. Only with the `output-schema` feature (on by
     /// default).
-    #[error("tool {tool:?} returned structured content that breaks its outputSchema at {path:?}: {problem}")]
+    #[error(
+        "tool {tool:?} returned structured content that breaks its outputSchema at {path:?}: {}",
+        Visible(problem)
+    )]
     InvalidOutput {
         /// The tool's name.
         tool: String,
@@ -111,7 +117,7 @@ pub enum Error {
 
     /// `-32042`: the server needs the user to complete these URL-mode elicitations (send them
     /// to each `url`) before the request can succeed.
-    #[error("the user must first visit {} URL(s): {message}", elicitations.len())]
+    #[error("the user must first visit {} URL(s): {}", elicitations.len(), Visible(message))]
     UrlElicitationRequired {
         /// The server's error message.
         message: String,
@@ -122,7 +128,7 @@ pub enum Error {
     /// The server wants authorization and it could not be obtained (or it was refused). The
     /// message says what the server or the authorization server said; it never holds a token,
     /// a secret or a code.
-    #[error("unauthorized ({kind:?}): {message}")]
+    #[error("unauthorized ({kind:?}): {}", Visible(message))]
     Unauthorized {
         /// Which step of authorization failed.
         kind: AuthErrorKind,
@@ -256,8 +262,47 @@ struct ReasonSuffix<'a>(Option<&'a str>);
 impl fmt::Display for ReasonSuffix<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self.0 {
-            Some(reason) => write!(f, ": {reason}"),
+            Some(reason) => write!(f, ": {}", Visible(reason)),
             None => Ok(()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod display_tests {
+    use super::*;
+
+    /// Issue 20: a server's message with a line break and ANSI escapes printed raw erased the
+    /// real error line and printed a fake success.
+    #[test]
+    fn server_supplied_text_is_shown_with_its_controls_written_out() {
+        let hostile = "denied\n\u{1b}[1A\u{1b}[2K\u{1b}[32mok: signed in".to_owned();
+        let errors = [
+            Error::Server {
+                code: -1,
+                message: hostile.clone(),
+                data: None,
+            },
+            Error::Http {
+                status: 500,
+                body: hostile.clone(),
+                retry_after: None,
+            },
+            Error::Protocol(hostile.clone()),
+            Error::Unauthorized {
+                kind: AuthErrorKind::Denied,
+                message: hostile.clone(),
+            },
+            Error::cancelled(Some(hostile.clone())),
+        ];
+        for error in errors {
+            let shown = error.to_string();
+            assert!(!shown.contains(['\n', '\u{1b}']), "{shown:?}");
+            assert!(shown.contains("denied\\n\\u{1b}[1A"), "{shown:?}");
+            assert!(
+                format!("{error:?}").contains("\\u{1b}"),
+                "Debug keeps it exact"
+            );
         }
     }
 }

@@ -98,6 +98,7 @@ pub mod protocol;
 pub mod servers;
 mod timeout;
 pub mod transport;
+pub mod visible;
 #[cfg(feature = "actix-web")]
 pub mod web;
 

@@ -555,3 +555,57 @@ fn a_cli_connect_timeout_leaves_no_wrapped_server_behind() {
     }
     let _ = std::fs::remove_file(&path);
 }
+
+/// The CLI with `args` against the hostile server in `hostile-text` mode over stdio:
+/// (exit code, stdout, stderr).
+fn cli_against_hostile_text(args: &[&str]) -> (i32, String, String) {
+    let server = format!("'{}' '{SCRIPT}' hostile-text", *PYTHON);
+    let out = Command::new(program(workspace_bins::CLI))
+        .args(["--stdio", &server])
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .expect("the CLI runs");
+    let text = |bytes: &[u8]| String::from_utf8_lossy(bytes).into_owned();
+    (
+        out.status.code().unwrap_or(-1),
+        text(&out.stdout),
+        text(&out.stderr),
+    )
+}
+
+/// Issue 20: every server-supplied string the CLI shows has its control characters written
+/// out. Printed raw, the server's "\n ESC[1A ESC[2K ESC[32m ok: signed in" erased the real line
+/// and printed a fake success. Also: one line per tool, app-only tools marked, "(none)" for an
+/// empty list, and a capability the server lacks named instead of its `-32601`.
+#[test]
+fn the_cli_shows_hostile_text_with_its_controls_written_out() {
+    let raw = |text: &str| text.contains(['\u{1b}', '\r']);
+    let (code, tools, _) = cli_against_hostile_text(&["tools"]);
+    assert_eq!(code, 0);
+    assert!(!raw(&tools), "{tools:?}");
+    let lines: Vec<&str> = tools.lines().collect();
+    assert_eq!(lines.len(), 3, "one line per tool: {tools:?}");
+    assert!(lines[1].contains("first line …"), "{tools:?}");
+    assert!(lines[2].contains("[app only]"), "{tools:?}");
+    assert!(lines[2].contains("denied\\r\\u{1b}[2K"), "{tools:?}");
+
+    let (code, info, _) = cli_against_hostile_text(&["info"]);
+    assert_eq!(code, 0);
+    assert!(
+        !raw(&info) && info.contains("hostile\\n\\u{1b}[1A"),
+        "{info:?}"
+    );
+
+    let (code, out, err) = cli_against_hostile_text(&["call", "viewer"]);
+    assert_eq!(code, 1, "{out:?} {err:?}");
+    assert!(!raw(&err) && err.trim().lines().count() == 1, "{err:?}");
+    assert!(err.contains("denied\\n\\u{1b}[1A"), "{err:?}");
+
+    let (code, prompts, _) = cli_against_hostile_text(&["prompts"]);
+    assert_eq!((code, prompts.trim()), (0, "(none)"));
+
+    let (code, _, err) = cli_against_hostile_text(&["resources"]);
+    assert_eq!(code, 1);
+    assert!(err.contains("the server offers no resources"), "{err:?}");
+}

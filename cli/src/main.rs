@@ -399,8 +399,31 @@ fn transport(cli: &Cli) -> Result<Box<dyn Transport>, Failure> {
     Ok(Box::new(stdio))
 }
 
+/// What the command needs that the server did not declare in its capabilities (asking anyway
+/// only earns a `-32601 Method not found`).
+fn not_offered(client: &Client, command: &Command) -> Option<&'static str> {
+    let offered = client.capabilities();
+    let (declared, what) = match command {
+        Command::Tools { .. } | Command::Call { .. } => (offered.tools.is_some(), "tools"),
+        Command::Resources | Command::ResourceTemplates | Command::Read { .. } => {
+            (offered.resources.is_some(), "resources")
+        }
+        Command::Prompts | Command::Prompt { .. } => (offered.prompts.is_some(), "prompts"),
+        Command::Complete { .. } => (offered.completions.is_some(), "completions"),
+        Command::SetLevel { .. } => (offered.logging.is_some(), "logging"),
+        _ => (true, ""),
+    };
+    (!declared).then_some(what)
+}
+
 async fn execute(client: &Client, cli: &Cli, interrupt: &Cancellation) -> Result<(), Failure> {
     let out = output::Printer { json: cli.json };
+    if let Some(what) = not_offered(client, &cli.command) {
+        return Err(Failure {
+            message: format!("the server offers no {what} (its capabilities do not list them)"),
+            code: 1,
+        });
+    }
     match &cli.command {
         Command::Info => out.info(client),
         Command::Tools { all: true } => Err(usage("tools --all needs --config FILE")),

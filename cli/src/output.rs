@@ -6,6 +6,7 @@ use std::{
 };
 
 use actix_mcp::protocol::completion::CompleteResult;
+use actix_mcp::visible::{visible, Visible, VisibleLines};
 use actix_mcp::{
     CallToolResult, Client, ContentBlock, GetPromptResult, LoggingLevel, Progress, Prompt,
     ReadResourceResult, Resource, ResourceContents, ResourceTemplate, Tool,
@@ -34,6 +35,32 @@ fn stdout_failed(e: std::io::Error) -> ! {
     std::process::exit(1)
 }
 
+/// How wide a description may be in a table: the rest is in `--json`.
+const SUMMARY_WIDTH: usize = 80;
+
+/// The first line of `text`, at most [`SUMMARY_WIDTH`] characters, made visible; `…` says
+/// there is more.
+fn summary(text: &str) -> String {
+    let mut lines = text.trim().lines();
+    let first = visible(lines.next().unwrap_or_default().trim_end());
+    let more = lines.next().is_some();
+    if first.chars().count() > SUMMARY_WIDTH {
+        let cut: String = first.chars().take(SUMMARY_WIDTH - 1).collect();
+        format!("{cut}…")
+    } else if more {
+        format!("{first} …")
+    } else {
+        first
+    }
+}
+
+/// `(none)` for an empty list, so that an empty answer is seen as one.
+fn none_if_empty<T>(items: &[T]) {
+    if items.is_empty() {
+        out!("(none)");
+    }
+}
+
 pub struct Printer {
     pub json: bool,
 }
@@ -53,7 +80,11 @@ impl Printer {
             return self.print_json(client.initialize_result());
         }
         let info = client.server_info();
-        out!("server:   {} {}", info.name, info.version);
+        out!(
+            "server:   {} {}",
+            Visible(&info.name),
+            Visible(&info.version)
+        );
         out!("protocol: {}", client.protocol_version());
         // What the server declared, by name (the known ones and any others it sent).
         let declared = serde_json::to_value(client.capabilities()).unwrap_or_default();
@@ -61,9 +92,9 @@ impl Printer {
             .as_object()
             .map(|c| c.keys().map(String::as_str).collect())
             .unwrap_or_default();
-        out!("offers:   {}", caps.join(", "));
+        out!("offers:   {}", Visible(&caps.join(", ")));
         if let Some(instructions) = client.instructions() {
-            out!("\n{instructions}");
+            out!("\n{}", VisibleLines(instructions));
         }
         Ok(())
     }
@@ -73,7 +104,7 @@ impl Printer {
         if self.json {
             return self.print_json(&json!({ "taskId": id }));
         }
-        out!("{id}");
+        out!("{}", Visible(id));
         Ok(())
     }
 
@@ -84,11 +115,11 @@ impl Printer {
         }
         out!(
             "{} {}{}",
-            task.task_id,
+            Visible(&task.task_id),
             task.status.as_str(),
             task.status_message
                 .as_deref()
-                .map(|m| format!(": {m}"))
+                .map(|m| format!(": {}", Visible(m)))
                 .unwrap_or_default()
         );
         Ok(())
@@ -115,9 +146,10 @@ impl Printer {
                 row["name"].as_str().unwrap_or_default(),
                 row["transport"].as_str().unwrap_or_default(),
                 row["status"].as_str().unwrap_or_default(),
-                detail
+                Visible(&detail)
             );
         }
+        none_if_empty(rows);
         Ok(())
     }
 
@@ -130,12 +162,10 @@ impl Printer {
             return self.print_json(&tools);
         }
         for tool in tools {
-            out!(
-                "{:<32} {}",
-                tool.qualified,
-                tool.item.description.as_deref().unwrap_or("")
-            );
+            let name = visible(&tool.qualified);
+            out!("{name:<32} {}", tool_summary(&tool.item));
         }
+        none_if_empty(tools);
         Ok(())
     }
 
@@ -144,12 +174,10 @@ impl Printer {
             return self.print_json(&tools);
         }
         for tool in tools {
-            out!(
-                "{:<24} {}",
-                tool.name,
-                tool.description.as_deref().unwrap_or("")
-            );
+            let name = visible(&tool.name);
+            out!("{name:<24} {}", tool_summary(tool));
         }
+        none_if_empty(tools);
         Ok(())
     }
 
@@ -159,17 +187,18 @@ impl Printer {
         } else {
             for block in &result.content {
                 match block {
-                    ContentBlock::Text(block) => out!("{}", block.text),
-                    ContentBlock::Image(media) => out!("[image, {}]", media.mime_type),
-                    ContentBlock::Audio(media) => out!("[audio, {}]", media.mime_type),
-                    ContentBlock::ResourceLink(link) => out!("[link to {}]", link.uri),
+                    ContentBlock::Text(block) => out!("{}", VisibleLines(&block.text)),
+                    ContentBlock::Image(media) => out!("[image, {}]", Visible(&media.mime_type)),
+                    ContentBlock::Audio(media) => out!("[audio, {}]", Visible(&media.mime_type)),
+                    ContentBlock::ResourceLink(link) => out!("[link to {}]", Visible(&link.uri)),
                     ContentBlock::Resource(embedded) => {
-                        out!("[resource {}]", embedded.resource.uri())
+                        out!("[resource {}]", Visible(embedded.resource.uri()))
                     }
-                    ContentBlock::ToolUse(used) => out!("[tool use {}]", used.name),
+                    ContentBlock::ToolUse(used) => out!("[tool use {}]", Visible(&used.name)),
                     ContentBlock::ToolResult(answer) => {
-                        out!("[tool result for {}]", answer.tool_use_id)
+                        out!("[tool result for {}]", Visible(&answer.tool_use_id))
                     }
+                    // JSON text: its strings' controls are escaped by the serializer.
                     ContentBlock::Other(value) => out!("{value}"),
                     _ => out!("[content of a kind this program does not show]"),
                 }
@@ -194,8 +223,9 @@ impl Printer {
             return self.print_json(&resources);
         }
         for r in resources {
-            out!("{:<32} {}", r.uri, r.name);
+            out!("{:<32} {}", visible(&r.uri), summary(&r.name));
         }
+        none_if_empty(resources);
         Ok(())
     }
 
@@ -204,8 +234,9 @@ impl Printer {
             return self.print_json(&templates);
         }
         for t in templates {
-            out!("{:<32} {}", t.uri_template, t.name);
+            out!("{:<32} {}", visible(&t.uri_template), summary(&t.name));
         }
+        none_if_empty(templates);
         Ok(())
     }
 
@@ -234,14 +265,15 @@ impl Printer {
         }
         for item in &result.contents {
             match item {
-                ResourceContents::Text { text, .. } => out!("{text}"),
+                ResourceContents::Text { text, .. } => out!("{}", VisibleLines(text)),
                 ResourceContents::Blob { uri, .. } => {
                     let bytes = item
                         .bytes()
                         .map_err(|e| Failure::from(actix_mcp::Error::from(e)))?;
+                    let uri = Visible(uri);
                     out!("[{} bytes of binary content from {uri}]", bytes.len());
                 }
-                _ => out!("[contents of {}]", item.uri()),
+                _ => out!("[contents of {}]", Visible(item.uri())),
             }
         }
         Ok(())
@@ -257,19 +289,20 @@ impl Printer {
                 .iter()
                 .map(|a| {
                     if a.is_required() {
-                        a.name.clone()
+                        visible(&a.name)
                     } else {
-                        format!("[{}]", a.name)
+                        format!("[{}]", Visible(&a.name))
                     }
                 })
                 .collect();
             out!(
                 "{:<24} {:<28} {}",
-                p.name,
+                visible(&p.name),
                 args.join(" "),
-                p.description.as_deref().unwrap_or("")
+                summary(p.description.as_deref().unwrap_or(""))
             );
         }
+        none_if_empty(prompts);
         Ok(())
     }
 
@@ -278,13 +311,11 @@ impl Printer {
             return self.print_json(result);
         }
         for m in &result.messages {
-            out!(
-                "{}: {}",
-                m.role,
-                m.text()
-                    .map(str::to_owned)
-                    .unwrap_or_else(|| json!(m.content).to_string())
-            );
+            let text = m
+                .text()
+                .map(str::to_owned)
+                .unwrap_or_else(|| json!(m.content).to_string());
+            out!("{}: {}", m.role, VisibleLines(&text));
         }
         Ok(())
     }
@@ -294,9 +325,21 @@ impl Printer {
             return self.print_json(&json!(result.completion));
         }
         for v in &result.completion.values {
-            out!("{v}");
+            out!("{}", Visible(v));
         }
+        none_if_empty(&result.completion.values);
         Ok(())
+    }
+}
+
+/// A tool's table cell: its description's first line, `[app only]` for a tool only an app may
+/// call (MCP Apps).
+fn tool_summary(tool: &Tool) -> String {
+    let description = summary(tool.description.as_deref().unwrap_or(""));
+    if tool.app_only() {
+        format!("[app only] {description}")
+    } else {
+        description
     }
 }
 
@@ -329,7 +372,7 @@ impl ProgressBar {
         }
         bar.set_position(p.progress.max(0.0) as u64);
         if let Some(message) = &p.message {
-            bar.set_message(message.clone());
+            bar.set_message(visible(message));
         }
     }
 
@@ -342,7 +385,7 @@ impl ProgressBar {
             bar.set_draw_target(indicatif::ProgressDrawTarget::stderr());
             bar
         });
-        bar.set_message(message.to_owned());
+        bar.set_message(visible(message));
         bar.tick();
     }
 

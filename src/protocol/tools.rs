@@ -44,6 +44,48 @@ pub struct Tool {
     pub extra: Map<String, Value>,
 }
 
+impl Tool {
+    /// What the MCP Apps extension (`io.modelcontextprotocol/ui`) says of the tool in
+    /// `_meta.ui`; `None` when it says nothing or says it in another shape.
+    pub fn ui(&self) -> Option<ToolUi> {
+        let ui = self.meta.as_ref()?.get("ui")?;
+        serde_json::from_value(ui.clone()).ok()
+    }
+
+    /// Whether only an app may call the tool (`_meta.ui.visibility` is `["app"]`): a model is
+    /// not to be offered it.
+    pub fn app_only(&self) -> bool {
+        self.ui()
+            .and_then(|ui| ui.visibility)
+            .is_some_and(|seen| !seen.is_empty() && seen.iter().all(|v| *v == UiVisibility::App))
+    }
+}
+
+/// A tool's `_meta.ui` (MCP Apps): the `ui://` resource that renders it and who may call it.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+#[non_exhaustive]
+pub struct ToolUi {
+    /// The `ui://` resource of the tool's app.
+    pub resource_uri: Option<String>,
+    /// Who may call the tool; absent: both.
+    pub visibility: Option<Vec<UiVisibility>>,
+}
+
+/// Who may call a tool of an MCP App.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+#[non_exhaustive]
+pub enum UiVisibility {
+    /// The model (the host offers the tool to it).
+    Model,
+    /// The app's page.
+    App,
+    /// A value this crate does not know.
+    #[serde(other)]
+    Other,
+}
+
 /// Hints about a tool's behaviour.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]

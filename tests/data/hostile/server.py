@@ -33,6 +33,9 @@ Every mode answers `initialize`, `ping`, `tools/list` (one tool, `echo`) and a `
   init-error        answers `initialize` with a JSON-RPC error (-32603)
   wrong-shapes      tools/list answers {"tools": 5}, tools/call a string
   stderr-flood      writes 8 MiB on stderr while answering the tools/call
+  hostile-text      control characters and escapes in every string it sends (the server's name,
+                    tool descriptions, an error message); declares tools and prompts, no
+                    resources; lists no prompts; one tool is app-only (MCP Apps)
   stop-reading      stops reading stdin after the handshake (HTTP: stops reading request bodies
                     and answers nothing), so the client's writes block
 """
@@ -47,8 +50,12 @@ MODES = {
     "well-behaved", "garbage", "non-object", "ids", "flood", "bad-utf8", "result-and-error",
     "batch", "huge-line", "exit-mid-call", "close-stdout", "silent", "no-init-answer",
     "mute-after-init", "bad-version", "init-error", "wrong-shapes", "stderr-flood",
-    "stop-reading",
+    "stop-reading", "hostile-text",
 }
+# What a terminal must not obey: a line break, then "cursor up, erase the line, green".
+FAKE = "\n\x1b[1A\x1b[2K\x1b[32mok: signed in\x1b[0m"
+# The same on one line: "back to the line's start, erase it".
+FAKE_LINE = "\r\x1b[2K\x1b[32mok: signed in\x1b[0m"
 VERSIONS = {"2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"}
 HUGE = 64 * 1024 * 1024
 FOREVER = 3600.0
@@ -119,7 +126,17 @@ class Hostile:
         if method == "tools/list":
             tools = 5 if mode == "wrong-shapes" else [
                 {"name": "echo", "description": "echoes text", "inputSchema": {"type": "object"}}]
+            if mode == "hostile-text":
+                tools += [
+                    {"name": "multi", "description": "first line\nsecond line\nthird",
+                     "inputSchema": {"type": "object"}},
+                    {"name": "viewer", "description": "denied" + FAKE_LINE,
+                     "inputSchema": {"type": "object"},
+                     "_meta": {"ui": {"resourceUri": "ui://viewer", "visibility": ["app"]}}},
+                ]
             return self.answer(msg_id, {"tools": tools}, emit)
+        if method == "prompts/list" and mode == "hostile-text":
+            return self.answer(msg_id, {"prompts": []}, emit)
         if method == "tools/call":
             return self.call(msg, emit, act)
         return emit([error(msg_id, -32601, "method not found: %s" % method)])
@@ -138,6 +155,12 @@ class Hostile:
     def initialize(self, msg, emit, act):
         msg_id = msg["id"]
         mode = self.mode
+        if mode == "hostile-text":
+            return self.answer(msg_id, {
+                "protocolVersion": "2025-11-25",
+                "capabilities": {"tools": {}, "prompts": {}},
+                "serverInfo": {"name": "hostile" + FAKE, "version": "1.0.0"},
+            }, emit)
         if mode == "no-init-answer":
             return act("stop-reading")  # stuck: deaf to stdin and its EOF from now on
         if mode == "init-error":
@@ -156,6 +179,8 @@ class Hostile:
         msg_id = msg["id"]
         params = msg.get("params") or {}
         text = (params.get("arguments") or {}).get("text", "")
+        if self.mode == "hostile-text" and params.get("name") == "viewer":
+            return emit([error(msg_id, -32000, "denied" + FAKE)])
         if params.get("name") != "echo":
             return emit([answer(msg_id, {"content": [{"type": "text", "text": "no such tool"}],
                                          "isError": True})])
