@@ -303,3 +303,37 @@ async fn a_modern_log_level_travels_in_each_requests_meta() {
         "filtered"
     );
 }
+
+/// Issue 20: a client declares its own extensions (here MCP Apps) and reads the server's, in
+/// both eras; the server sees the declaration (at `initialize`, or in each request's `_meta`).
+#[actix::test]
+async fn declared_extensions_reach_the_server_and_the_servers_are_read() {
+    const APPS: &str = "io.modelcontextprotocol/ui";
+    let settings = json!({"mimeTypes": ["text/html;profile=mcp-app"]});
+    for era in [ProtocolEra::Legacy, ProtocolEra::Modern] {
+        let client = Client::builder()
+            .era(era)
+            .extension(APPS, settings.clone())
+            .connect(demo_server().args(["--era", "dual"]))
+            .await
+            .unwrap();
+        assert_eq!(
+            client.server_extension(APPS),
+            Some(&json!({"mimeTypes": ["text/html;profile=mcp-app"]})),
+            "{era:?}"
+        );
+        let seen = client
+            .call_tool("client_extensions", json!({}))
+            .await
+            .unwrap();
+        let seen: serde_json::Value = serde_json::from_str(&seen.text()).unwrap();
+        assert_eq!(seen[APPS], settings, "{era:?}: the server saw {seen}");
+        if era == ProtocolEra::Modern {
+            // Declared beside the tasks extension the client always declares there.
+            assert!(
+                seen.get("io.modelcontextprotocol/tasks").is_some(),
+                "{seen}"
+            );
+        }
+    }
+}

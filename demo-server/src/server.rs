@@ -81,8 +81,14 @@ pub(crate) struct Running {
     pub(crate) cancelled: bool,
 }
 
+/// The MCP Apps extension, offered by this server: it serves `ui://`-like app pages.
+pub(crate) const MCP_APPS_EXTENSION: &str = "io.modelcontextprotocol/ui";
+pub(crate) const MCP_APP_MIME_TYPE: &str = "text/html;profile=mcp-app";
+
 #[derive(Default)]
 pub(crate) struct State {
+    /// What the client declared in `capabilities.extensions` at `initialize` (2025-11-25).
+    pub(crate) client_extensions: Option<Value>,
     pub(crate) counters: Counters,
     /// Keyed by the canonical JSON text of the request id, so `1` and `"1"` differ.
     pub(crate) running: HashMap<String, Running>,
@@ -476,6 +482,8 @@ impl Server {
     // -----------------------------------------------------------------------------------
 
     pub(crate) fn initialize(self: &Rc<Self>, params: &Value) -> Step {
+        let extensions = params.pointer("/capabilities/extensions").cloned();
+        self.state.borrow_mut().client_extensions = extensions;
         let requested = params.get("protocolVersion").and_then(Value::as_str);
         let version = match (&self.cli.protocol_version, requested) {
             (Some(forced), _) => forced.clone(),
@@ -511,6 +519,7 @@ impl Server {
                 "logging": {},
                 "completions": {},
                 "tasks": {"list": {}, "cancel": {}, "requests": {"tools": {"call": {}}}},
+                "extensions": {MCP_APPS_EXTENSION: {"mimeTypes": [MCP_APP_MIME_TYPE]}},
             },
             "serverInfo": {"name": SERVER_NAME, "version": SERVER_VERSION},
             "instructions": INSTRUCTIONS,
@@ -531,6 +540,7 @@ impl Server {
                 "resources": {},
                 "prompts": {},
                 "completions": {},
+                "extensions": {MCP_APPS_EXTENSION: {"mimeTypes": [MCP_APP_MIME_TYPE]}},
             },
             "instructions": INSTRUCTIONS,
             "ttlMs": 60_000,
@@ -640,7 +650,7 @@ impl Server {
                 "<!doctype html><!--{}-->",
                 "x".repeat(bytes.saturating_sub(22))
             );
-            json!({"uri": uri, "mimeType": "text/html;profile=mcp-app", "text": page})
+            json!({"uri": uri, "mimeType": MCP_APP_MIME_TYPE, "text": page})
         } else if uri == "demo://counter" {
             let mut state = self.state.borrow_mut();
             state.counter_reads += 1;

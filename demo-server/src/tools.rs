@@ -16,7 +16,7 @@ use crate::{
     server::{LogLevel, Reply, Server, Step, LOG_LEVELS},
     tasks::{
         declares_tasks_extension, parse_task_param, plain_sleep, task_support, SleepPlan, TaskAsk,
-        TaskSupport, TaskWork,
+        TaskSupport, TaskWork, CLIENT_CAPABILITIES_META,
     },
 };
 
@@ -77,6 +77,15 @@ impl Server {
             .and_then(Value::as_str)
             .and_then(LogLevel::parse);
         self.state.borrow_mut().request_log_level = modern.then_some(request_level);
+        if name == "client_extensions" {
+            // 2026-07-28: declared on each request; before: once, in `initialize`.
+            let declared = match meta.and_then(|meta| meta.get(CLIENT_CAPABILITIES_META)) {
+                Some(capabilities) => capabilities.get("extensions").cloned(),
+                None => self.state.borrow().client_extensions.clone(),
+            };
+            let text = declared.unwrap_or(Value::Null).to_string();
+            return Step::Reply(Ok(text_result(&text)));
+        }
         let support = task_support(&name);
         // 2026-07-28: the server alone turns a call into a task, if the request opts in.
         let task = task.or_else(|| {
@@ -638,6 +647,7 @@ pub(crate) const TOOL_NAMES: &[&str] = &[
     "crash",
     "flood",
     "big",
+    "client_extensions",
     "garbage",
     "stderr",
     "ping_client",
@@ -736,6 +746,12 @@ pub(crate) fn tool_list(ttl_ms: u64) -> Value {
             "Answer with a text of exactly `bytes` 'x' characters.",
             json!({"bytes": integer("Length of the text.")}),
             &["bytes"],
+        ),
+        tool(
+            "client_extensions",
+            "Answer with the extensions the client declared in its capabilities, as JSON.",
+            json!({}),
+            &[],
         ),
         tool(
             "garbage",

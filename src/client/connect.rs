@@ -290,6 +290,15 @@ impl ConnectOptions {
         self
     }
 
+    /// Declares the client extension `name` with its `settings` in `capabilities.extensions`
+    /// (both eras), e.g. MCP Apps: `extension("io.modelcontextprotocol/ui",
+    /// json!({"mimeTypes": ["text/html;profile=mcp-app"]}))`. Declaring one again replaces it.
+    /// The server's are [`Client::server_extensions`](crate::Client::server_extensions).
+    pub fn extension(mut self, name: impl Into<String>, settings: Value) -> Self {
+        self.handlers.extensions.insert(name.into(), settings);
+        self
+    }
+
     /// Which protocol era to speak ([`ProtocolEra::Auto`] by default).
     pub fn era(mut self, era: ProtocolEra) -> Self {
         self.era = era;

@@ -192,6 +192,23 @@ impl Client {
         &self.server.capabilities
     }
 
+    /// The extensions the server declared (`capabilities.extensions`), by identifier, with
+    /// their settings; empty when it declared none.
+    pub fn server_extensions(&self) -> &serde_json::Map<String, Value> {
+        static NONE: std::sync::LazyLock<serde_json::Map<String, Value>> =
+            std::sync::LazyLock::new(serde_json::Map::new);
+        self.server
+            .capabilities
+            .extensions
+            .as_ref()
+            .unwrap_or(&NONE)
+    }
+
+    /// Whether the server declared extension `name`.
+    pub fn server_extension(&self, name: &str) -> Option<&Value> {
+        self.server_extensions().get(name)
+    }
+
     /// How to use the server, e.g. in a model's system prompt; `None` if it gave none.
     pub fn instructions(&self) -> Option<&str> {
         self.server.instructions.as_deref()

@@ -99,6 +99,9 @@ pub(crate) struct Handlers {
     pub roots: Option<BoxedHandler>,
     /// By method, before the typed ones.
     raw: HashMap<Box<str>, BoxedHandler>,
+    /// The extensions the application declares (`capabilities.extensions`): what it supports
+    /// beyond its handlers, e.g. MCP Apps.
+    pub extensions: Map<String, Value>,
 }
 
 pub(crate) const ROOTS_LIST: &str = "roots/list";
@@ -149,6 +152,7 @@ impl Handlers {
                 .answers(&self.sampling, SAMPLING)
                 .then(SamplingCapability::default),
             elicitation,
+            extensions: (!self.extensions.is_empty()).then(|| self.extensions.clone()),
             ..ClientCapabilities::default()
         }
     }
@@ -191,9 +195,10 @@ impl Handlers {
     /// end (`client/tasks.rs`).
     pub(crate) fn capabilities_for_discover(&self) -> ClientCapabilities {
         let mut capabilities = self.capabilities();
-        let mut extensions = Map::new();
-        extensions.insert(TASKS_EXTENSION.into(), Value::Object(Map::new()));
-        capabilities.extensions = Some(extensions);
+        let extensions = capabilities.extensions.get_or_insert_with(Map::new);
+        extensions
+            .entry(TASKS_EXTENSION)
+            .or_insert_with(|| Value::Object(Map::new()));
         capabilities
     }
 }
