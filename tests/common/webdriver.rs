@@ -55,7 +55,11 @@ fn ensure_chromium() {
             .stdout(Stdio::null())
             .status()
             .is_ok_and(|s| s.success());
-        assert!(installed, "installing Debian's chromium and chromium-driver failed");
+        assert!(
+            installed,
+            "installing Debian's chromium and chromium-driver failed; run: \
+             sudo apt-get install -y chromium chromium-driver (or set CHROMEDRIVER)"
+        );
     });
 }
 
