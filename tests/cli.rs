@@ -373,17 +373,17 @@ fn resource_templates_print_for_humans_and_for_scripts() {
     assert_eq!(templates[0]["name"], "text by id");
 }
 
-/// `--timeout` bounds the connect too: a server that never answers `initialize` (or
+/// `--connect-timeout` bounds the connect: a server that never answers `initialize` (or
 /// `server/discover`) ends the run with 124 and one line, long before the default 30 s.
 #[test]
-fn a_timeout_covers_the_connect() {
+fn a_connect_timeout_covers_the_connect() {
     let silent = format!("{} --initialize-delay-ms 60000", *DEMO_SERVER);
     for args in [
-        vec!["--stdio", silent.as_str(), "--timeout", "2", "info"],
+        vec!["--stdio", silent.as_str(), "--connect-timeout", "2", "info"],
         vec![
             "--stdio",
             "sleep 60",
-            "--timeout",
+            "--connect-timeout",
             "1",
             "--era",
             "modern",
@@ -735,4 +735,49 @@ fn a_big_resource_is_read_and_the_cap_is_named_when_it_is_too_small() {
     assert_eq!(out.status.code(), Some(1));
     let err = text(&out.stderr);
     assert!(err.contains("--max-message-size"), "names the knob: {err}");
+}
+
+/// Issue 20: `--timeout` bounds requests only. It was also the connect bound, so a server slower
+/// to start than one request's timeout (a Python server takes 2 s) failed `--timeout 1`.
+#[test]
+fn a_request_timeout_does_not_bound_the_connect() {
+    let slow_start = format!("{} --initialize-delay-ms 2500", *DEMO_SERVER);
+    let out = cli(&["--stdio", &slow_start, "--timeout", "1", "tools"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(text(&out.stdout).contains("echo"));
+}
+
+/// Issue 20: `--era modern` against a server of the older era says what to do instead of only
+/// relaying the server's refusal of `server/discover`.
+#[test]
+fn era_modern_against_a_legacy_server_hints_at_era_auto() {
+    let legacy = format!("{} --era legacy", *DEMO_SERVER);
+    let out = cli(&["--stdio", &legacy, "--era", "modern", "tools"]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    let err = text(&out.stderr);
+    assert_eq!(err.trim().lines().count(), 1, "one line: {err}");
+    assert!(err.contains("--era auto"), "{err}");
+}
+
+/// Issue 20: a client secret need not be on the command line (visible in `ps`): a file, or
+/// the environment.
+#[test]
+fn the_client_secret_comes_from_a_file_or_the_environment() {
+    let out = cli(&[
+        "--url",
+        "http://127.0.0.1:9/mcp",
+        "--client-id",
+        "app",
+        "--client-secret-file",
+        "/nonexistent/secret",
+        "tools",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        text(&out.stderr).contains("/nonexistent/secret"),
+        "{}",
+        text(&out.stderr)
+    );
+    let help = text(&cli(&["--help"]).stdout);
+    assert!(help.contains("ACTIX_MCP_CLIENT_SECRET"), "{help}");
 }

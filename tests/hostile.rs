@@ -467,7 +467,8 @@ fn run_cli(mode: &str, timeout: Duration, server: &[&str]) -> (i32, String, Stri
     let args_json = json!({ "text": text_for(mode) }).to_string();
     let mut child = Command::new(program(workspace_bins::CLI))
         .args(server)
-        .args(["--timeout", &timeout, "call", "echo", &args_json])
+        .args(["--timeout", &timeout, "--connect-timeout", &timeout])
+        .args(["call", "echo", &args_json])
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())

@@ -49,9 +49,24 @@ struct Cli {
     /// metadata URL, else dynamic registration).
     #[arg(long, value_name = "ID", requires = "url")]
     client_id: Option<String>,
-    /// OAuth: the secret of --client-id.
-    #[arg(long, value_name = "SECRET", requires = "client_id")]
+    /// OAuth: the secret of --client-id. Better from the environment (ACTIX_MCP_CLIENT_SECRET)
+    /// or --client-secret-file: a command line is visible to every user in `ps`.
+    #[arg(
+        long,
+        value_name = "SECRET",
+        requires = "client_id",
+        env = "ACTIX_MCP_CLIENT_SECRET",
+        hide_env_values = true
+    )]
     client_secret: Option<String>,
+    /// OAuth: a file holding the secret of --client-id (its first line).
+    #[arg(
+        long,
+        value_name = "FILE",
+        requires = "client_id",
+        conflicts_with = "client_secret"
+    )]
+    client_secret_file: Option<std::path::PathBuf>,
     /// OAuth: the https URL of this client's metadata document (CIMD), used as its client id
     /// where the authorization server supports it.
     #[arg(long, value_name = "URL", requires = "url")]
@@ -69,10 +84,14 @@ struct Cli {
     /// Print JSON instead of human-readable text.
     #[arg(long, global = true)]
     json: bool,
-    /// Give up after this many seconds: on connecting (default 30), and on each request
-    /// (default 60; the request is cancelled on the server). Exits 124.
+    /// Give up on each request after this many seconds (default 60; the request is cancelled
+    /// on the server). Exits 124.
     #[arg(long, global = true, value_name = "SECONDS")]
     timeout: Option<f64>,
+    /// Give up on connecting (starting the server, the handshake) after this many seconds
+    /// (default 30). Exits 124.
+    #[arg(long, global = true, value_name = "SECONDS")]
+    connect_timeout: Option<f64>,
     /// The largest message accepted from a --stdio or --url server, in bytes (default 32 MiB).
     #[arg(long, global = true, value_name = "BYTES")]
     max_message_size: Option<usize>,
@@ -302,9 +321,17 @@ async fn connect(cli: &Cli, interrupt: &Cancellation) -> Result<Client, Failure>
         None => options.connect(transport(cli)?).await,
     };
     connected.map_err(|e| {
+        // A server that refuses `server/discover` is most likely one of the older era.
+        let hint = match (&e, cli.era) {
+            (Error::Server { .. } | Error::Protocol(_), Era::Modern) => {
+                " (with --era modern only 2026-07-28 is spoken; a server of 2025-11-25 or \
+                 older needs --era auto)"
+            }
+            _ => "",
+        };
         let failure = Failure::from(e);
         Failure {
-            message: format!("connecting: {}", failure.message),
+            message: format!("connecting: {}{hint}", failure.message),
             ..failure
         }
     })
@@ -315,21 +342,43 @@ fn connect_options(cli: &Cli, interrupt: &Cancellation) -> Result<ConnectOptions
     let mut options = Client::builder()
         .cancellation(interrupt)
         .era(cli.era.into());
-    if let Some(timeout) = timeout(cli)? {
-        options = options.connect_timeout(timeout).request_timeout(timeout);
+    if let Some(timeout) = seconds(cli.timeout, "--timeout")? {
+        options = options.request_timeout(timeout);
+    }
+    if let Some(timeout) = seconds(cli.connect_timeout, "--connect-timeout")? {
+        options = options.connect_timeout(timeout);
     }
     Ok(options)
 }
 
-/// `--timeout`, checked.
-fn timeout(cli: &Cli) -> Result<Option<Duration>, Failure> {
-    match cli.timeout {
+/// A number of seconds given to `flag`, checked.
+fn seconds(value: Option<f64>, flag: &str) -> Result<Option<Duration>, Failure> {
+    match value {
         Some(s) if s.is_finite() && s > 0.0 => Duration::try_from_secs_f64(s)
             .map(Some)
-            .map_err(|_| usage("--timeout is too large")),
-        Some(_) => Err(usage("--timeout must be a positive number of seconds")),
+            .map_err(|_| usage(format!("{flag} is too large"))),
+        Some(_) => Err(usage(format!(
+            "{flag} must be a positive number of seconds"
+        ))),
         None => Ok(None),
     }
+}
+
+/// The client secret: `--client-secret` (or its variable), or the first line of
+/// `--client-secret-file`.
+fn client_secret(cli: &Cli) -> Result<Option<String>, Failure> {
+    let Some(path) = &cli.client_secret_file else {
+        return Ok(cli.client_secret.clone());
+    };
+    let text = std::fs::read_to_string(path).map_err(|e| Failure {
+        message: format!("--client-secret-file {}: {e}", path.display()),
+        code: 2,
+    })?;
+    let secret = text.lines().next().unwrap_or_default().trim();
+    if secret.is_empty() {
+        return Err(usage("--client-secret-file: the file is empty"));
+    }
+    Ok(Some(secret.to_owned()))
 }
 
 /// Where the CLI keeps OAuth credentials: `$XDG_CONFIG_HOME/actix-mcp/credentials.json` (or
@@ -369,7 +418,7 @@ fn transport(cli: &Cli) -> Result<Box<dyn Transport>, Failure> {
         if let Some(id) = &cli.client_id {
             config = config.client_id(id);
         }
-        if let Some(secret) = &cli.client_secret {
+        if let Some(secret) = client_secret(cli)? {
             config = config.client_secret(secret);
         }
         if let Some(url) = &cli.client_metadata_url {

@@ -25,7 +25,7 @@ use crate::error::Error;
 /// How many times a `403 insufficient_scope` may send us back to the authorization server.
 const MAX_STEP_UPS: u32 = 2;
 
-/// Refresh a token this long before it expires.
+/// Refresh a token at most this long before it expires (and at most half its lifetime before).
 const REFRESH_MARGIN_SECS: u64 = 30;
 
 #[derive(Default)]
@@ -139,12 +139,18 @@ fn remedy(
     Ok(Remedy::StepUp(wanted))
 }
 
-/// Whether `credentials` are due for a refresh at `now` (and can have one).
+/// Whether `credentials` are due for a refresh at `now` (and can have one): within the margin
+/// before expiry, which is 30 s but at most half the token's lifetime, so a short-lived token is
+/// refreshed once, not on every request (each refresh rotates the refresh token).
 fn needs_refresh(credentials: &Credentials, now: u64) -> bool {
-    credentials.refresh_token.is_some()
-        && credentials
-            .expires_at
-            .is_some_and(|at| at <= now + REFRESH_MARGIN_SECS)
+    let Some(expires_at) = credentials.expires_at else {
+        return false;
+    };
+    let lifetime = credentials
+        .issued_at
+        .map_or(u64::MAX, |issued| expires_at.saturating_sub(issued));
+    let margin = REFRESH_MARGIN_SECS.min(lifetime / 2);
+    credentials.refresh_token.is_some() && expires_at <= now.saturating_add(margin)
 }
 
 /// Whether stored credentials are worth taking up instead of the token just refused: another
@@ -220,7 +226,8 @@ pub(super) fn apply_answer(
 ) {
     credentials.access_token = Some(answer.access_token);
     credentials.token_type = answer.token_type;
-    credentials.expires_at = answer.expires_in.map(|secs| now + secs);
+    credentials.expires_at = answer.expires_in.map(|secs| now.saturating_add(secs));
+    credentials.issued_at = Some(now);
     if let Some(refresh) = answer.refresh_token {
         credentials.refresh_token = Some(refresh);
     }
@@ -595,6 +602,21 @@ mod tests {
             !needs_refresh(&credentials(None, true), now),
             "no expiry known"
         );
+        // Issue 20: a 10 s token was refreshed on every request (30 s margin), rotating the
+        // refresh token each time; its margin is half its lifetime.
+        let short = |issued_at: u64| Credentials {
+            issued_at: Some(issued_at),
+            ..credentials(Some(issued_at + 10), true)
+        };
+        assert!(!needs_refresh(&short(now), now), "just granted");
+        assert!(!needs_refresh(&short(now), now + 4));
+        assert!(needs_refresh(&short(now), now + 5), "half its life gone");
+        let long = Credentials {
+            issued_at: Some(now),
+            ..credentials(Some(now + 3600), true)
+        };
+        assert!(!needs_refresh(&long, now + 3569));
+        assert!(needs_refresh(&long, now + 3570), "30 s before");
         assert!(
             !needs_refresh(&credentials(Some(now - 1), false), now),
             "nothing to refresh with"

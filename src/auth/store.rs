@@ -34,6 +34,10 @@ pub struct Credentials {
     /// Unix seconds.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub expires_at: Option<u64>,
+    /// When the access token was granted (Unix seconds): with `expires_at`, its lifetime, which
+    /// sets how early it is refreshed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub issued_at: Option<u64>,
     /// The refresh token, if the server issued one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub refresh_token: Option<String>,

@@ -1,0 +1,135 @@
+// A real, certified OpenID provider (the npm package `oidc-provider`, 9.x) for tests/oidc_provider.rs:
+// the authorization server of one protected MCP server, on 127.0.0.1 and a free port.
+//
+//   node provider.mjs
+//
+// Environment:
+//   OIDC_PROVIDER_ENTRY     the package's entry file (…/node_modules/oidc-provider/lib/index.js);
+//                           imported by path, as this script lives outside that node_modules
+//   MCP_RESOURCE            the MCP server's URL: the one resource (RFC 8707) and the tokens' `aud`
+//   ACCESS_TOKEN_TTL        seconds an access token lives (short: the test waits past it)
+//   RESOURCE_SERVER_SECRET  the secret of the pre-registered client `mcp-resource-server`, with
+//                           which the MCP server introspects tokens
+//
+// Stdout, one line each: `listening <port>` once bound, then `event <name> <details>` for every
+// provider event the test counts (never a token or a secret). Warnings go to stderr.
+
+import { createServer } from 'node:http';
+import { pathToFileURL } from 'node:url';
+
+const { default: Provider, errors } = await import(
+  pathToFileURL(process.env.OIDC_PROVIDER_ENTRY).href
+);
+
+const resource = process.env.MCP_RESOURCE;
+const accessTokenTTL = Number(process.env.ACCESS_TOKEN_TTL || 5);
+const resourceServerSecret = process.env.RESOURCE_SERVER_SECRET;
+if (!resource || !resourceServerSecret) {
+  console.error('MCP_RESOURCE and RESOURCE_SERVER_SECRET are required');
+  process.exit(2);
+}
+
+const server = createServer();
+await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
+const { port } = server.address();
+const issuer = `http://127.0.0.1:${port}`;
+
+const provider = new Provider(issuer, {
+  clients: [
+    // The MCP server itself: only introspects (no grants, no redirects).
+    {
+      client_id: 'mcp-resource-server',
+      client_secret: resourceServerSecret,
+      token_endpoint_auth_method: 'client_secret_basic',
+      response_types: [],
+      grant_types: [],
+      redirect_uris: [],
+    },
+  ],
+  // Any login, as itself (devInteractions accepts any login and password).
+  async findAccount(ctx, id) {
+    return { accountId: id, async claims() { return { sub: id }; } };
+  },
+  scopes: ['openid', 'offline_access'],
+  features: {
+    devInteractions: { enabled: true },
+    registration: { enabled: true },
+    introspection: { enabled: true },
+    revocation: { enabled: true },
+    resourceIndicators: {
+      enabled: true,
+      defaultResource: (ctx, client, oneOf) => oneOf ?? resource,
+      useGrantedResource: () => true,
+      getResourceServerInfo(ctx, indicator) {
+        if (indicator !== resource) {
+          throw new errors.InvalidTarget(`unknown resource ${indicator}`);
+        }
+        return {
+          scope: 'mcp',
+          audience: resource,
+          accessTokenFormat: 'opaque',
+          accessTokenTTL,
+        };
+      },
+    },
+  },
+  // A refresh token when the grant holds offline_access (oidc-provider keeps offline_access only
+  // with prompt=consent), rotated on every use.
+  issueRefreshToken: (ctx, client, code) =>
+    client.grantTypeAllowed('refresh_token') && code.scopes.has('offline_access'),
+  rotateRefreshToken: true,
+  ttl: {
+    AccessToken: (ctx, token) => token.resourceServer?.accessTokenTTL ?? accessTokenTTL,
+    RefreshToken: 24 * 60 * 60,
+    Session: 60 * 60,
+    Interaction: 10 * 60,
+    Grant: 24 * 60 * 60,
+    AuthorizationCode: 60,
+  },
+  pkce: { required: () => true },
+  cookies: { keys: ['a-test-only-cookie-signing-key'] },
+  // Errors as JSON lines on stderr instead of an HTML page only.
+  renderError(ctx, out, error) {
+    console.error(`error page: ${JSON.stringify(out)} ${error?.stack ?? ''}`);
+    ctx.type = 'json';
+    ctx.body = out;
+  },
+});
+
+const say = (line) => process.stdout.write(`${line}\n`);
+const grantType = (ctx) => ctx.oidc?.params?.grant_type ?? '-';
+
+provider.on('registration_create.success', (ctx, client) => say(
+  `event registration_create.success client_id=${client.clientId} application_type=${client.applicationType} `
+  + `auth_method=${client.clientAuthMethod} redirect_uris=${client.redirectUris.join(',')}`,
+));
+provider.on('registration_create.error', (ctx, error) => say(`event registration_create.error ${error.message} ${error.error_description ?? ''}`));
+provider.on('authorization.accepted', (ctx) => say(
+  `event authorization.accepted scope=${ctx.oidc.params.scope} prompt=${ctx.oidc.params.prompt ?? '-'} `
+  + `resource=${ctx.oidc.params.resource ?? '-'} code_challenge_method=${ctx.oidc.params.code_challenge_method ?? '-'}`,
+));
+provider.on('interaction.started', (ctx, prompt) => say(`event interaction.started prompt=${prompt.name} reasons=${prompt.reasons.join(',')}`));
+provider.on('interaction.ended', () => say('event interaction.ended'));
+provider.on('authorization.success', () => say('event authorization.success'));
+provider.on('authorization.error', (ctx, error) => say(`event authorization.error ${error.message} ${error.error_description ?? ''}`));
+provider.on('authorization_code.consumed', () => say('event authorization_code.consumed'));
+provider.on('grant.success', (ctx) => say(`event grant.success grant_type=${grantType(ctx)}`));
+provider.on('grant.error', (ctx, error) => say(`event grant.error grant_type=${grantType(ctx)} ${error.message} ${error.error_description ?? ''}`));
+provider.on('access_token.saved', (token) => say(
+  `event access_token.saved aud=${token.aud} scope=${token.scope} account=${token.accountId} ttl=${token.expiresIn}`,
+));
+provider.on('refresh_token.saved', (token) => say(`event refresh_token.saved scope=${token.scope} rotations=${token.rotations ?? 0}`));
+provider.on('refresh_token.consumed', () => say('event refresh_token.consumed'));
+provider.on('grant.revoked', () => say('event grant.revoked'));
+provider.on('introspection.error', (ctx, error) => say(`event introspection.error ${error.message}`));
+provider.on('server_error', (ctx, error) => {
+  say(`event server_error ${error.message}`);
+  console.error(error);
+});
+
+server.on('request', provider.callback());
+say(`listening ${port}`);
+
+// The test's guard kills this process; a closed stdin (the test gone) ends it too.
+process.stdin.on('end', () => process.exit(0));
+process.stdin.resume();
