@@ -480,8 +480,8 @@ async fn tokens_are_refreshed_on_401_and_before_expiry_while_a_request_runs() {
         "a refresh instead"
     );
 
-    // Tokens that expire within the refresh margin from now on.
-    servers.expires_in.store(5, Ordering::SeqCst);
+    // Tokens of 2 s from now on: due for a refresh after half their life (1 s).
+    servers.expires_in.store(2, Ordering::SeqCst);
     *servers.valid.lock().unwrap() = None;
     assert_eq!(echo(&client, "b").await.unwrap().text(), "b");
     let refreshes = servers.refresh_grants.load(Ordering::SeqCst);
@@ -495,6 +495,13 @@ async fn tokens_are_refreshed_on_401_and_before_expiry_while_a_request_runs() {
             .any(|p| p.0["params"]["name"] == "slow" && p.2)
     })
     .await;
+    assert_eq!(
+        servers.refresh_grants.load(Ordering::SeqCst),
+        refreshes,
+        "a token just granted is not refreshed (it was, on every request, when shorter than 30 s)"
+    );
+    // Expiry is in whole seconds: past a second, the token is due whatever the rounding.
+    tokio::time::sleep(Duration::from_millis(1100)).await;
     assert_eq!(echo(&client, "c").await.unwrap().text(), "c");
     assert!(
         servers.refresh_grants.load(Ordering::SeqCst) > refreshes,

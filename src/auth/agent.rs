@@ -38,19 +38,22 @@ impl Callback {
         let mut state = None;
         let mut iss = None;
         let mut error = None;
+        let mut description = None;
         for (name, value) in url.query_pairs() {
             match name.as_ref() {
                 "code" => code = Some(value.into_owned()),
                 "state" => state = Some(value.into_owned()),
                 "iss" => iss = Some(value.into_owned()),
                 "error" => error = Some(value.into_owned()),
+                "error_description" => description = Some(value.into_owned()),
                 _ => {}
             }
         }
         if let Some(error) = error {
+            let description = description.map(|d| format!(": {d}")).unwrap_or_default();
             return Err(super::failure(
                 AuthErrorKind::Denied,
-                format!("the authorization server answered {error}"),
+                format!("the authorization server answered {error}{description}"),
             ));
         }
         let code = code.ok_or_else(|| {
@@ -160,6 +163,11 @@ impl UserAgent for Loopback {
 
     fn authorize(&self, url: Url) -> AgentFuture {
         let port = self.port;
+        // The answer to this request carries this state; any other request is not it.
+        let state = url
+            .query_pairs()
+            .find(|(name, _)| name == "state")
+            .map(|(_, value)| value.into_owned());
         Box::pin(async move {
             let listener = tokio::net::TcpListener::bind(("127.0.0.1", port))
                 .await
@@ -175,7 +183,7 @@ impl UserAgent for Loopback {
                 let (stream, _) = listener.accept().await.map_err(|e| {
                     super::failure(AuthErrorKind::Denied, format!("callback listener: {e}"))
                 })?;
-                if let Some(callback) = serve_callback(stream, port).await {
+                if let Some(callback) = serve_callback(stream, port, state.as_deref()).await {
                     return callback;
                 }
             }
@@ -183,10 +191,13 @@ impl UserAgent for Loopback {
     }
 }
 
-/// Reads one request on the callback listener; `None` for anything but `GET /callback?…`.
+/// Reads one request on the callback listener; `None` for anything but `GET /callback?…` with
+/// the `state` of the request in progress (a stray request, or a page trying its luck, is
+/// answered and ignored: it does not end the sign-in).
 async fn serve_callback(
     mut stream: tokio::net::TcpStream,
     port: u16,
+    state: Option<&str>,
 ) -> Option<Result<Callback, Error>> {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let mut buffer = vec![0u8; 8192];
@@ -215,18 +226,35 @@ async fn serve_callback(
         return None;
     }
     let url = Url::parse(&format!("http://127.0.0.1:{port}{target}")).ok()?;
+    let answered = url.query_pairs().find(|(name, _)| name == "state");
+    if state.is_some() && answered.map(|(_, value)| value).as_deref() != state {
+        let page = "This is not the answer to the sign-in in progress: ignored.";
+        let _ = stream
+            .write_all(plain_page("400 Bad Request", page).as_bytes())
+            .await;
+        return None;
+    }
     let callback = Callback::from_redirect(&url);
-    let page = if callback.is_ok() {
-        "Authorized. You can close this window."
-    } else {
-        "Authorization failed. You can close this window."
+    // The code is yet to be exchanged (and `iss` checked): the page cannot say it worked.
+    let page = match &callback {
+        Ok(_) => "The sign-in answer was received; the program finishes signing in (see its \
+                  window or terminal). You can close this window."
+            .to_owned(),
+        Err(e) => format!("Sign-in failed: {e}. You can close this window."),
     };
-    let response = format!(
-        "HTTP/1.1 200 OK\r\ncontent-type: text/plain; charset=utf-8\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{page}",
-        page.len()
-    );
-    let _ = stream.write_all(response.as_bytes()).await;
+    let _ = stream
+        .write_all(plain_page("200 OK", &page).as_bytes())
+        .await;
     Some(callback)
+}
+
+/// A plain-text HTTP answer (text is never HTML here, so nothing in it can run).
+fn plain_page(status: &str, page: &str) -> String {
+    format!(
+        "HTTP/1.1 {status}\r\ncontent-type: text/plain; charset=utf-8\r\nx-content-type-options: \
+         nosniff\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{page}",
+        page.len()
+    )
 }
 
 /// Best effort: a browser may not exist (a server, CI); the URL was printed anyway.
@@ -306,6 +334,51 @@ mod tests {
             redirect("code=secret-code&state=secret-state").unwrap()
         );
         assert!(!shown.contains("secret"), "{shown}");
+    }
+
+    /// Issue 20: the first stray request to the loopback port (a favicon, a port scan, a page
+    /// guessing) aborted the sign-in; only the answer with this request's `state` ends it.
+    #[actix_rt::test]
+    async fn the_loopback_ignores_requests_without_our_state() {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .unwrap()
+            .port();
+        let url = Url::parse("http://127.0.0.1:9/authorize?state=ours&x=1").unwrap();
+        let signing_in = tokio::spawn(Loopback::new(port).authorize(url));
+        let get = |target: &'static str| async move {
+            let mut stream = loop {
+                match tokio::net::TcpStream::connect(("127.0.0.1", port)).await {
+                    Ok(stream) => break stream,
+                    Err(_) => tokio::time::sleep(std::time::Duration::from_millis(10)).await,
+                }
+            };
+            let request = format!("GET {target} HTTP/1.1\r\nhost: 127.0.0.1\r\n\r\n");
+            stream.write_all(request.as_bytes()).await.unwrap();
+            let mut answer = String::new();
+            stream.read_to_string(&mut answer).await.unwrap();
+            answer
+        };
+        assert!(get("/favicon.ico").await.starts_with("HTTP/1.1 404"));
+        assert!(get("/callback?error=access_denied")
+            .await
+            .starts_with("HTTP/1.1 400"));
+        assert!(get("/callback?code=x&state=theirs")
+            .await
+            .starts_with("HTTP/1.1 400"));
+        assert!(
+            !signing_in.is_finished(),
+            "stray requests do not end the sign-in"
+        );
+        let page = get("/callback?code=c&state=ours").await;
+        assert!(page.starts_with("HTTP/1.1 200"), "{page}");
+        assert!(
+            !page.contains("Authorized"),
+            "the code is not exchanged yet: {page}"
+        );
+        let callback = signing_in.await.unwrap().unwrap();
+        assert_eq!(callback.code, "c");
     }
 
     #[test]
