@@ -14,7 +14,7 @@ use std::{
 };
 
 use actix_mcp::{
-    auth::{Credentials, Headless, OAuth, OAuthConfig},
+    auth::{Credentials, FileStore, Headless, OAuth, OAuthConfig},
     AuthErrorKind, Cancellation, Client, Error, HttpTransport,
 };
 use actix_web::{web, App, HttpRequest, HttpResponse, HttpServer};
@@ -51,6 +51,8 @@ struct Servers {
     /// The protected resource metadata is only where the `Bearer` challenge says, after a
     /// `DPoP` challenge in another `WWW-Authenticate` value.
     hidden_metadata: AtomicBool,
+    /// Requests for either metadata document.
+    metadata_fetches: AtomicUsize,
     /// Every `DELETE`: the token it carried, whether it was accepted, its `MCP-Protocol-Version`.
     deletes: Mutex<Vec<Delete>>,
 }
@@ -176,6 +178,9 @@ async fn authorization_server(
 ) -> HttpResponse {
     let base = servers.base.lock().unwrap().clone();
     let hidden = servers.hidden_metadata.load(Ordering::SeqCst);
+    if req.path().contains("well-known") {
+        servers.metadata_fetches.fetch_add(1, Ordering::SeqCst);
+    }
     match req.path() {
         "/.well-known/oauth-protected-resource/mcp" if hidden => HttpResponse::NotFound().finish(),
         "/.well-known/oauth-protected-resource/mcp" | "/hidden/mcp.json" => HttpResponse::Ok()
@@ -318,6 +323,58 @@ async fn the_closing_delete_carries_the_token_and_the_version() {
     let deletes = servers.deletes.lock().unwrap().clone();
     let held = servers.valid.lock().unwrap().clone();
     assert_eq!(deletes, [(held, true, Some("2025-11-25".to_owned()))]);
+}
+
+/// Issue 20: a run with a stored token sent an unauthenticated POST and fetched both metadata
+/// documents before using it. The token kept for this server goes on the very first request;
+/// refused (revoked), it costs one `401` and a refresh, not the browser.
+#[actix::test]
+async fn a_stored_token_is_sent_first_without_discovery() {
+    let (url, servers) = start();
+    servers.refresh.store(true, Ordering::SeqCst);
+    let path = std::env::temp_dir().join(format!("stored-first-{}.json", std::process::id()));
+    let _ = std::fs::remove_file(&path);
+    let oauth = || {
+        let config = OAuthConfig::default().store(FileStore::new(&path));
+        OAuth::new(Headless::new("http://127.0.0.1:9/callback"), config)
+    };
+    let first = connect(&url, &oauth(), &servers).await;
+    assert_eq!(echo(&first, "one").await.unwrap().text(), "one");
+    first.shutdown().await;
+
+    // The next run, as a CLI's would be: the same file, a new OAuth.
+    let (posts, fetches) = (
+        servers.posts.lock().unwrap().len(),
+        servers.metadata_fetches.load(Ordering::SeqCst),
+    );
+    let second = Client::connect(HttpTransport::new(&url).auth(oauth()))
+        .await
+        .unwrap();
+    assert_eq!(echo(&second, "two").await.unwrap().text(), "two");
+    let refused = servers.posts.lock().unwrap()[posts..]
+        .iter()
+        .filter(|p| !p.2)
+        .count();
+    assert_eq!(
+        refused, 0,
+        "every request of the second run carried the token"
+    );
+    assert_eq!(
+        servers.metadata_fetches.load(Ordering::SeqCst),
+        fetches,
+        "no discovery"
+    );
+    second.shutdown().await;
+
+    // Revoked meanwhile: one 401, then the stored refresh token, never the browser again.
+    *servers.valid.lock().unwrap() = None;
+    let third = Client::connect(HttpTransport::new(&url).auth(oauth()))
+        .await
+        .unwrap();
+    assert_eq!(echo(&third, "three").await.unwrap().text(), "three");
+    assert_eq!(servers.authorizations.load(Ordering::SeqCst), 1);
+    assert_eq!(servers.refresh_grants.load(Ordering::SeqCst), 1);
+    let _ = std::fs::remove_file(&path);
 }
 
 /// A thousand requests meet `401` at once (the token was revoked): one authorization and one

@@ -38,6 +38,9 @@ pub(super) struct State {
     step_ups: u32,
     /// Web flow: authorizations begun and not completed, by `state`.
     pub pending: HashMap<String, Pending>,
+    /// A token the store kept for this resource, sent before any discovery; the first `401`
+    /// replaces it with the full flow.
+    primed: Option<Credentials>,
 }
 
 pub(super) struct Grant {
@@ -244,6 +247,12 @@ pub(super) fn store_key(issuer: &str, resource: &str) -> String {
     format!("{issuer} {resource}")
 }
 
+/// The key of the copy of a resource's latest credentials kept by resource alone: the issuer is
+/// not known before discovery, and the point of the copy is to need none.
+fn latest_key(resource: &str) -> String {
+    store_key("latest", resource)
+}
+
 /// The `Authorization` header value for `credentials`, if they hold a token.
 fn authorization_header(credentials: &Credentials) -> Option<String> {
     let token = credentials.access_token.as_deref()?;
@@ -278,11 +287,28 @@ impl OAuth {
         let seen = Seen {
             attempts: state.attempts,
         };
-        let header = state
-            .granted
-            .as_ref()
-            .and_then(|grant| authorization_header(&grant.credentials));
+        let held = state.granted.as_ref().map(|grant| &grant.credentials);
+        let header = held
+            .or(state.primed.as_ref())
+            .and_then(authorization_header);
         (header, seen)
+    }
+
+    /// Takes up the token the store kept for `resource` (the MCP server's URL) when nothing is
+    /// held yet and it has not expired: the first request carries it, with no `401` and no
+    /// discovery. A token that is refused costs one `401`, then the usual flow.
+    pub(crate) fn prime(&self, resource: &str) {
+        let mut state = self.state();
+        if state.granted.is_some() || state.primed.is_some() {
+            return;
+        }
+        let Some(stored) = self.inner.config.store.load(&latest_key(resource)) else {
+            return;
+        };
+        let live = stored.expires_at.is_none_or(|at| at > now_secs());
+        if live && stored.access_token.is_some() && !is_dpop(&stored) {
+            state.primed = Some(stored);
+        }
     }
 
     /// Whether the held token expires within the margin and can be refreshed.
@@ -422,6 +448,9 @@ impl OAuth {
         if scopes.is_none() && self.adopt_stored(&found) {
             return Ok(()); // a token kept from an earlier run: tried before anything else
         }
+        if scopes.is_none() && self.adopt_refused_primed(&found) && self.refresh().await? {
+            return Ok(()); // the kept token was refused, its refresh token was not
+        }
         let scopes = choose_scopes(&found, challenge.scopes(), scopes);
         let bearer = |assertion| {
             vec![
@@ -455,16 +484,30 @@ impl OAuth {
         let Some(stored) = self.inner.config.store.load(&key) else {
             return false;
         };
-        let current = self
-            .state()
-            .granted
-            .as_ref()
-            .and_then(|g| g.credentials.access_token.clone());
+        let current = {
+            let state = self.state();
+            let held = state.granted.as_ref().map(|g| &g.credentials);
+            held.or(state.primed.as_ref())
+                .and_then(|credentials| credentials.access_token.clone())
+        };
         if !adoptable(&stored, current.as_deref(), now_secs()) {
             return false;
         }
         self.keep(&found.metadata, &found.resource, stored);
         true
+    }
+
+    /// Holds the primed token that was just refused, now that its authorization server is
+    /// known, if it can be refreshed.
+    fn adopt_refused_primed(&self, found: &Found) -> bool {
+        let primed = self.state().primed.take();
+        match primed.filter(|primed| primed.refresh_token.is_some()) {
+            Some(primed) => {
+                self.keep(&found.metadata, &found.resource, primed);
+                true
+            }
+            None => false,
+        }
     }
 
     /// The protected resource's metadata, then its authorization server's.
@@ -511,6 +554,8 @@ impl OAuth {
             store.remove(&store_key(&old.issuer, &old.resource));
         }
         store.save(&store_key(&issuer, resource), &credentials);
+        store.save(&latest_key(resource), &credentials);
+        state.primed = None;
         state.granted = Some(Grant {
             issuer,
             resource: resource.to_owned(),

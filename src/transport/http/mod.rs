@@ -252,6 +252,10 @@ impl Transport for HttpTransport {
                 (client, HeaderMap::new())
             }
         };
+        #[cfg(feature = "auth")]
+        if let Some(auth) = &self.auth {
+            auth.prime(url.as_str());
+        }
         let requests = HttpRequests::new(self.event_stream, self.renew_sessions, Caps::default());
         let shared = Shared::new(
             client,
