@@ -1226,3 +1226,86 @@ async fn a_renewed_session_that_expires_at_once_ends_the_connection() {
     eventually("the connection is closed", || client.is_closed()).await;
     assert_eq!(script.posts_of("initialize").len(), 2, "no second renewal");
 }
+
+// Redirects (issue 20).
+
+/// A server at `/mcp/` with `/mcp` redirecting there (307, as Starlette does), and `/away`
+/// answering with `status` to `elsewhere`.
+fn start_redirecting(elsewhere: String, status: u16) -> (String, Arc<Script>) {
+    let script = web::Data::new(Script::default());
+    let data = script.clone();
+    let server = HttpServer::new(move || {
+        let elsewhere = elsewhere.clone();
+        App::new()
+            .app_data(data.clone())
+            .route(
+                "/mcp",
+                web::to(|| async {
+                    HttpResponse::TemporaryRedirect()
+                        .insert_header(("location", "/mcp/"))
+                        .finish()
+                }),
+            )
+            .route(
+                "/away",
+                web::to(move || {
+                    let elsewhere = elsewhere.clone();
+                    async move {
+                        let status = actix_web::http::StatusCode::from_u16(status).unwrap();
+                        HttpResponse::build(status)
+                            .insert_header(("location", elsewhere))
+                            .finish()
+                    }
+                }),
+            )
+            .default_service(web::to(handle))
+    })
+    .workers(1)
+    .bind(("127.0.0.1", 0))
+    .expect("bind 127.0.0.1");
+    let port = server.addrs()[0].port();
+    actix_rt::spawn(server.run());
+    (format!("http://127.0.0.1:{port}"), script.into_inner())
+}
+
+/// A same-origin 307 (`/mcp` → `/mcp/`) is followed with the same method and body; no request
+/// carries a `Referer`.
+#[actix::test]
+async fn a_same_origin_307_is_followed_with_its_post_and_no_referer() {
+    let (base, script) = start_redirecting(String::new(), 302);
+    let client = Client::connect(HttpTransport::new(format!("{base}/mcp")))
+        .await
+        .expect("connected through the redirect");
+    assert_eq!(
+        client.call_tool("json", json!({})).await.unwrap().text(),
+        "plain JSON"
+    );
+    let seen = script.seen();
+    assert!(seen.iter().any(|s| s.body["method"] == "tools/call"));
+    assert!(
+        seen.iter().all(|s| !s.headers.contains_key("referer")),
+        "{seen:?}"
+    );
+}
+
+/// A redirect to another origin is not followed: nothing of ours (session, MCP headers, the
+/// body) reaches the other server, and the POST is never replayed as a GET. Each status ends
+/// the request with an error that names the redirect.
+#[actix::test]
+async fn a_cross_origin_redirect_is_not_followed() {
+    let (other, elsewhere) = scripted_server();
+    for status in [302, 303, 307, 308] {
+        let (base, _) = start_redirecting(other.clone(), status);
+        let connected = Client::connect(HttpTransport::new(format!("{base}/away"))).await;
+        match connected {
+            Err(Error::Http {
+                status: got, body, ..
+            }) => {
+                assert_eq!(got, status);
+                assert!(body.contains("not followed"), "{body}");
+            }
+            other => panic!("{status}: {other:?}"),
+        }
+    }
+    assert!(elsewhere.seen().is_empty(), "{:?}", elsewhere.seen());
+}

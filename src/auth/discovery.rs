@@ -82,13 +82,22 @@ impl AuthorizationServerMetadata {
 }
 
 /// Where to look for the protected resource metadata of `server`: the challenge's
-/// `resource_metadata` if given, else the path-based well-known URI, then the root one.
+/// `resource_metadata` if given (on another origin only over https: a server must not send the
+/// client to some loopback port of the user's machine), else the path-based well-known URI,
+/// then the root one.
 pub fn resource_metadata_urls(server: &Url, hint: Option<&str>) -> Vec<String> {
     let mut urls = Vec::new();
-    if let Some(hint) = hint {
-        urls.push(hint.to_owned());
-    }
     let origin = origin_of(server);
+    match hint.map(|hint| (hint, Url::parse(hint))) {
+        Some((hint, Ok(url))) if origin_of(&url) == origin || url.scheme() == "https" => {
+            urls.push(hint.to_owned());
+        }
+        Some((hint, _)) => tracing::warn!(
+            hint = %crate::visible::Visible(hint),
+            "resource_metadata on another origin and not https: ignored"
+        ),
+        None => {}
+    }
     let path = server.path().trim_end_matches('/');
     if !path.is_empty() {
         urls.push(format!(
@@ -240,6 +249,16 @@ mod tests {
         assert_eq!(
             resource_metadata_urls(&server, Some("http://localhost:3000/custom.json"))[0],
             "http://localhost:3000/custom.json"
+        );
+        // Issue 20: a hint could name any loopback URL; on another origin it must be https.
+        let elsewhere = resource_metadata_urls(&server, Some("http://127.0.0.1:6379/x"));
+        assert!(
+            !elsewhere.iter().any(|url| url.contains("6379")),
+            "{elsewhere:?}"
+        );
+        assert_eq!(
+            resource_metadata_urls(&server, Some("https://meta.example.com/r.json"))[0],
+            "https://meta.example.com/r.json"
         );
         let issuer = Url::parse("http://localhost:4000/tenant1").unwrap();
         assert_eq!(

@@ -33,7 +33,10 @@ const MESSAGE_LIMIT: Duration = Duration::from_secs(30);
 /// What every task of one connection shares (all on the actor's thread).
 pub(super) struct Shared {
     pub client: reqwest::Client,
+    /// The endpoint as configured: the resource authorization is for.
     pub url: reqwest::Url,
+    /// Where requests go: the endpoint, or where a same-origin 307/308 moved it.
+    pub endpoint: RefCell<reqwest::Url>,
     /// The user's own headers (e.g. `Authorization`) when the client is the user's; a client of
     /// ours carries them as its default headers, and this is empty.
     pub headers: HeaderMap,
@@ -79,6 +82,7 @@ impl Shared {
     ) -> Rc<Self> {
         let shared = Rc::new(Self {
             client,
+            endpoint: RefCell::new(url.clone()),
             url,
             headers,
             events,

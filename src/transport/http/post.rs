@@ -36,6 +36,8 @@ use crate::{
 const MAX_AUTH_ROUNDS: u32 = 3;
 /// How many times a request's event stream is resumed (GET + `Last-Event-ID`) before giving up.
 const MAX_RESUMES: usize = 5;
+/// How many same-origin redirects one POST may follow.
+const MAX_REDIRECTS: usize = 5;
 /// The wait before resuming when the server gave no `retry`.
 const DEFAULT_RETRY: Duration = Duration::from_secs(1);
 
@@ -69,7 +71,8 @@ impl Shared {
         session: Option<&HeaderValue>,
         version: Option<&HeaderValue>,
     ) -> reqwest::RequestBuilder {
-        let mut builder = self.client.request(method.clone(), self.url.clone());
+        let url = self.endpoint.borrow().clone();
+        let mut builder = self.client.request(method.clone(), url.clone());
         if !self.headers.is_empty() {
             builder = builder.headers(self.headers.clone());
         }
@@ -81,9 +84,31 @@ impl Shared {
         }
         #[cfg(feature = "auth")]
         if let Some(auth) = &self.auth {
-            builder = authorize(builder, auth, &method, &self.url);
+            builder = authorize(builder, auth, &method, &url);
         }
         builder
+    }
+
+    /// Follows a same-origin 307/308 to a POST (Starlette's `/mcp` → `/mcp/`): the endpoint
+    /// moves there for every later request too, and `true` says to send the frame again (its
+    /// body is a stream that reqwest cannot replay itself). Any other redirect is not followed.
+    fn moved(&self, response: &Response, redirects: &mut usize) -> bool {
+        if !matches!(response.status().as_u16(), 307 | 308) || *redirects >= MAX_REDIRECTS {
+            return false;
+        }
+        let location = response.headers().get(reqwest::header::LOCATION);
+        let current = self.endpoint.borrow().clone();
+        let target = location
+            .and_then(|location| location.to_str().ok())
+            .and_then(|location| current.join(location).ok());
+        match target.filter(|target| same_origin(target, &current)) {
+            Some(target) => {
+                *redirects += 1;
+                *self.endpoint.borrow_mut() = target;
+                true
+            }
+            None => false,
+        }
     }
 
     fn written(&self, request: RequestId) {
@@ -181,7 +206,7 @@ async fn send_authorized(
     request: Option<RequestId>,
     routing: &[(HeaderName, HeaderValue)],
 ) -> Option<(Response, SentOn)> {
-    let mut rounds = 0;
+    let (mut rounds, mut redirects) = (0, 0);
     loop {
         let seen = match &shared.auth {
             Some(auth) => {
@@ -194,6 +219,9 @@ async fn send_authorized(
             None => None,
         };
         let (response, sent_on) = send_once(shared, frame.clone(), request, routing).await?;
+        if shared.moved(&response, &mut redirects) {
+            continue;
+        }
         if let Some((auth, seen)) = seen.filter(|_| rounds < MAX_AUTH_ROUNDS) {
             let status = response.status().as_u16();
             if let Some(refusal) = crate::auth::Refusal::from_response(status, response.headers()) {
@@ -220,9 +248,24 @@ async fn send_authorized(
     request: Option<RequestId>,
     routing: &[(HeaderName, HeaderValue)],
 ) -> Option<(Response, SentOn)> {
-    let sent = send_once(shared, frame, request, routing).await?;
-    heard(shared, request);
-    Some(sent)
+    let mut redirects = 0;
+    loop {
+        let (response, sent_on) = send_once(shared, frame.clone(), request, routing).await?;
+        if shared.moved(&response, &mut redirects) {
+            continue;
+        }
+        heard(shared, request);
+        return Some((response, sent_on));
+    }
+}
+
+/// Whether two URLs have one origin (scheme, host, port).
+pub(super) fn same_origin(a: &reqwest::Url, b: &reqwest::Url) -> bool {
+    let origin = |url: &reqwest::Url| {
+        let host = url.host_str().map(str::to_ascii_lowercase);
+        (url.scheme().to_owned(), host, url.port_or_known_default())
+    };
+    origin(a) == origin(b)
 }
 
 /// The server has read the request (its answer's headers came): a cancel waiting for that may
@@ -440,9 +483,16 @@ pub(crate) fn media_type(headers: &HeaderMap) -> String {
 async fn refused(shared: &Shared, response: Response, request: Option<RequestId>) {
     let status = response.status().as_u16();
     let retry_after = retry_after_seconds(response.headers());
-    let body = read_capped(response, shared.max_frame)
-        .await
-        .unwrap_or_default();
+    let location = response.headers().get(reqwest::header::LOCATION).cloned();
+    let body = match location.filter(|_| response.status().is_redirection()) {
+        Some(location) => Bytes::from(format!(
+            "redirected to {}; not followed (only 307 and 308 to the same origin are)",
+            String::from_utf8_lossy(location.as_bytes())
+        )),
+        None => read_capped(response, shared.max_frame)
+            .await
+            .unwrap_or_default(),
+    };
     match request {
         Some(request) => {
             shared.events.send(TransportEvent::Refused {

@@ -9,7 +9,7 @@
 //   MCP_RESOURCE            the MCP server's URL: the one resource (RFC 8707) and the tokens' `aud`
 //   ACCESS_TOKEN_TTL        seconds an access token lives (short: the test waits past it)
 //   RESOURCE_SERVER_SECRET  the secret of the pre-registered client `mcp-resource-server`, with
-//                           which the MCP server introspects tokens
+//                           which the MCP server introspects (and may revoke) tokens
 //
 // Stdout, one line each: `listening <port>` once bound, then `event <name> <details>` for every
 // provider event the test counts (never a token or a secret). Warnings go to stderr.
@@ -36,7 +36,7 @@ const issuer = `http://127.0.0.1:${port}`;
 
 const provider = new Provider(issuer, {
   clients: [
-    // The MCP server itself: only introspects (no grants, no redirects).
+    // The MCP server itself: only introspects and revokes (no grants, no redirects).
     {
       client_id: 'mcp-resource-server',
       client_secret: resourceServerSecret,
@@ -55,7 +55,12 @@ const provider = new Provider(issuer, {
     devInteractions: { enabled: true },
     registration: { enabled: true },
     introspection: { enabled: true },
-    revocation: { enabled: true },
+    // The MCP server may revoke the tokens it is shown (the test revokes a grant this way).
+    revocation: {
+      enabled: true,
+      allowedPolicy: (ctx, client, token) => client.clientId === 'mcp-resource-server'
+        || token.clientId === client.clientId,
+    },
     resourceIndicators: {
       enabled: true,
       defaultResource: (ctx, client, oneOf) => oneOf ?? resource,
@@ -121,6 +126,7 @@ provider.on('access_token.saved', (token) => say(
 provider.on('refresh_token.saved', (token) => say(`event refresh_token.saved scope=${token.scope} rotations=${token.rotations ?? 0}`));
 provider.on('refresh_token.consumed', () => say('event refresh_token.consumed'));
 provider.on('grant.revoked', () => say('event grant.revoked'));
+provider.on('revocation.error', (ctx, error) => say(`event revocation.error ${error.message}`));
 provider.on('introspection.error', (ctx, error) => say(`event introspection.error ${error.message}`));
 provider.on('server_error', (ctx, error) => {
   say(`event server_error ${error.message}`);
