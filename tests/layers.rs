@@ -3,12 +3,14 @@
 //! and on a use of a crate-root re-export inside the library (which would hide the real module).
 //!
 //! Layers, bottom to top (ARCHITECTURE.md draws them):
-//! cancellation → protocol → error, timeout → auth → transport → connection → client → config →
+//! visible → cancellation → protocol → error, timeout → auth → transport → connection → client → config →
 //! servers, web
 
 use std::{collections::BTreeSet, fs, path::Path};
 
 const LAYERS: &[&[&str]] = &[
+    // Server-supplied text made safe to show: uses nothing, used by every layer that shows it.
+    &["visible"],
     &["cancellation"],
     &["protocol"],
     // The error type carries protocol types (the URL elicitations a server asks for).
