@@ -438,7 +438,11 @@ fn transport(cli: &Cli) -> Result<Box<dyn Transport>, Failure> {
         return Err(usage("--stdio: empty command"));
     }
     let program = words.remove(0);
-    let mut stdio = StdioTransport::new(program).args(words);
+    // The CLI is exiting when it closes: the cancels and EOF are written first, then a server
+    // that lingers gets SIGTERM soon, not after the library's 2 s default.
+    let mut stdio = StdioTransport::new(program)
+        .args(words)
+        .shutdown_grace(Duration::from_millis(300));
     if let Some(limit) = cli.max_message_size {
         stdio = stdio.max_frame_bytes(limit);
     }
