@@ -781,3 +781,37 @@ fn the_client_secret_comes_from_a_file_or_the_environment() {
     let help = text(&cli(&["--help"]).stdout);
     assert!(help.contains("ACTIX_MCP_CLIENT_SECRET"), "{help}");
 }
+
+/// Issue 20: Ctrl-C on a 2025-11-25 Streamable HTTP call against a server that answers `DELETE`
+/// with 405 (it does not end sessions on request, as the spec allows): only the cancel can stop
+/// the call, and it reaches the server before the CLI exits 130. (Closing cleared the cancel
+/// lane before the cancel went out; the `DELETE` usually hid it.)
+#[test]
+fn ctrl_c_over_http_cancels_on_a_server_that_refuses_delete() {
+    let journal = Journal::new("cli-ctrl-c-http");
+    let path = journal.path.display().to_string();
+    let server = demo_http(&["--sessions", "--refuse-delete", "--journal", &path]);
+    let child = Command::new(cli_program())
+        .args(["--url", &server.url, "call", "sleep", r#"{"ms":60000}"#])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while !journal.lines().iter().any(|l| l.contains("\"sleep\"")) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the call never reached the server"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    signal(i32::try_from(child.id()).expect("pid fits"), Signal::SIGINT);
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(130), "{}", text(&out.stderr));
+    let (_, cancel) = journal.cancelled_call("sleep");
+    assert_eq!(cancel["params"]["reason"], "interrupted (Ctrl-C)");
+    eprintln!("the server saw:");
+    for line in journal.lines() {
+        eprintln!("  {line}");
+    }
+}

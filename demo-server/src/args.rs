@@ -43,6 +43,11 @@ pub(crate) struct Cli {
     #[arg(long)]
     pub(crate) sessions: bool,
 
+    /// With `--sessions`: answer DELETE with 405, as the spec allows a server that does not end
+    /// sessions on request (a call then stops only if its cancel arrives).
+    #[arg(long, requires = "sessions")]
+    pub(crate) refuse_delete: bool,
+
     /// Which protocol eras to speak: `legacy` (the handshake; `server/discover` is unknown),
     /// `modern` (2026-07-28 only: `server/discover`, and `initialize` is unknown) or `dual`.
     #[arg(long, value_enum, default_value_t = Era::Legacy)]

@@ -213,7 +213,7 @@ async fn answer(
     if sessions && request.method() == Method::GET {
         return Ok(event_stream(&server, session.as_deref()));
     }
-    if sessions && request.method() == Method::DELETE {
+    if sessions && request.method() == Method::DELETE && !server.cli.refuse_delete {
         return Ok(end_session(&server, session.as_deref()));
     }
     if request.method() != Method::POST {
