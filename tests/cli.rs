@@ -132,14 +132,7 @@ fn ctrl_c_cancels_the_call_on_the_server_and_exits_130() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
-    while !journal.lines().iter().any(|l| l.contains("\"sleep\"")) {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the call never reached the server"
-        );
-        std::thread::sleep(std::time::Duration::from_millis(10));
-    }
+    wait_for_sleep_at_the_server(&journal);
     signal(i32::try_from(child.id()).expect("pid fits"), Signal::SIGINT);
     let out = child.wait_with_output().unwrap();
     assert_eq!(out.status.code(), Some(130), "{}", text(&out.stderr));
@@ -560,14 +553,7 @@ fn one_server_of_a_config_file_by_name_with_ctrl_c_cancelling_on_it() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
-    while !journal.lines().iter().any(|l| l.contains("\"sleep\"")) {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the call never reached the server"
-        );
-        std::thread::sleep(std::time::Duration::from_millis(10));
-    }
+    wait_for_sleep_at_the_server(&journal);
     signal(i32::try_from(child.id()).expect("pid fits"), Signal::SIGINT);
     let out = child.wait_with_output().unwrap();
     assert_eq!(out.status.code(), Some(130), "{}", text(&out.stderr));
@@ -797,14 +783,7 @@ fn ctrl_c_over_http_cancels_on_a_server_that_refuses_delete() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
-    while !journal.lines().iter().any(|l| l.contains("\"sleep\"")) {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the call never reached the server"
-        );
-        std::thread::sleep(std::time::Duration::from_millis(10));
-    }
+    wait_for_sleep_at_the_server(&journal);
     signal(i32::try_from(child.id()).expect("pid fits"), Signal::SIGINT);
     let out = child.wait_with_output().unwrap();
     assert_eq!(out.status.code(), Some(130), "{}", text(&out.stderr));
@@ -813,5 +792,17 @@ fn ctrl_c_over_http_cancels_on_a_server_that_refuses_delete() {
     eprintln!("the server saw:");
     for line in journal.lines() {
         eprintln!("  {line}");
+    }
+}
+
+/// Waits (bounded) until the server's journal shows the `sleep` call.
+fn wait_for_sleep_at_the_server(journal: &Journal) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while !journal.lines().iter().any(|l| l.contains("\"sleep\"")) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the call never reached the server"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(10));
     }
 }

@@ -72,7 +72,10 @@ impl Shared {
         version: Option<&HeaderValue>,
     ) -> reqwest::RequestBuilder {
         let url = self.endpoint.borrow().clone();
-        let mut builder = self.client.request(method.clone(), url.clone());
+        // The DPoP proof names the URL too: a second copy only when there is authorization.
+        #[cfg(feature = "auth")]
+        let proof_url = self.auth.as_ref().map(|_| url.clone());
+        let mut builder = self.client.request(method.clone(), url);
         if !self.headers.is_empty() {
             builder = builder.headers(self.headers.clone());
         }
@@ -83,8 +86,8 @@ impl Shared {
             builder = builder.header("mcp-protocol-version", version.clone());
         }
         #[cfg(feature = "auth")]
-        if let Some(auth) = &self.auth {
-            builder = authorize(builder, auth, &method, &url);
+        if let (Some(auth), Some(url)) = (&self.auth, &proof_url) {
+            builder = authorize(builder, auth, &method, url);
         }
         builder
     }
