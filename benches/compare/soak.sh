@@ -6,13 +6,18 @@
 #   benches/compare/soak.sh --smoke    # 20,000 requests per combination
 #
 # Extra arguments go to every run (e.g. --server "CMD ARGS"; the server must take --era).
+# SOAK_PROFILE=test runs the unoptimized build the tests already made (CI: the checks, not speed).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 status=0
+bench=(cargo bench --bench compare --)
+if [ "${SOAK_PROFILE:-release}" = test ]; then
+  bench=(cargo test --workspace --all-features --bench compare --)
+fi
 for era in legacy modern; do
-  cargo bench --bench compare -- --scenarios soak --runs 1 --era "$era" \
+  "${bench[@]}" --scenarios soak --runs 1 --era "$era" \
     --clients actix-mcp "$@" || status=1
-  cargo bench --bench compare -- --scenarios soak --runs 1 --era "$era" --http \
+  "${bench[@]}" --scenarios soak --runs 1 --era "$era" --http \
     --clients actix-mcp-http,actix-mcp-h2 "$@" || status=1
 done
 exit "$status"
