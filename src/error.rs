@@ -167,6 +167,9 @@ pub enum AuthErrorKind {
     InsufficientScope,
     /// The flow needs a user (a web service must run `OAuth::begin`/`complete`).
     InteractionRequired,
+    /// The sign-in in the browser did not finish within its bound
+    /// ([`OAuthConfig::sign_in_timeout`](crate::auth::OAuthConfig::sign_in_timeout)).
+    SignInTimedOut,
 }
 
 impl From<ContentError> for Error {

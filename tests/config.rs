@@ -484,6 +484,7 @@ fn timeouts_era_and_auth_are_read() {
     );
     assert_eq!(auth.scopes, ["crm.read", "crm.write"]);
     assert_eq!(auth.callback_port, 9123);
+    assert_eq!(auth.sign_in_timeout, Some(Duration::from_secs(600)));
     assert!(!format!("{auth:?}").contains("shh"));
 
     let docs = config.server("docs").unwrap();
@@ -491,6 +492,7 @@ fn timeouts_era_and_auth_are_read() {
     let auth = docs.auth.as_ref().unwrap();
     assert_eq!(auth.scopes, ["docs:read"]);
     assert_eq!(auth.callback_port, DEFAULT_CALLBACK_PORT);
+    assert_eq!(auth.sign_in_timeout, None);
     assert_eq!(auth.client_id, None);
     // Scopes are kept but not requested: the file's reader is told.
     assert!(config

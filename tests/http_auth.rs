@@ -14,7 +14,7 @@ use std::{
 };
 
 use actix_mcp::{
-    auth::{Credentials, FileStore, Headless, OAuth, OAuthConfig},
+    auth::{AgentFuture, Credentials, FileStore, Headless, OAuth, OAuthConfig, UserAgent},
     AuthErrorKind, Cancellation, Client, Error, HttpTransport,
 };
 use actix_web::{web, App, HttpRequest, HttpResponse, HttpServer};
@@ -474,6 +474,69 @@ async fn a_request_cancelled_while_waiting_for_authorization_is_never_sent() {
     );
 }
 
+/// Issue 20: a request waiting for authorization does not time out meanwhile (a sign-in has a
+/// bound of its own, and a person in a browser takes minutes); sent again, its timeout starts
+/// again in full. It used to fail with the connect or request timeout while the user signed in.
+#[actix::test]
+async fn a_request_waiting_for_sign_in_has_its_timeout_paused() {
+    let (url, servers) = start();
+    let oauth = oauth();
+    let client = connect(&url, &oauth, &servers).await;
+    *servers.valid.lock().unwrap() = None;
+    servers.hold_tokens.store(true, Ordering::SeqCst);
+
+    let call = client
+        .call_tool("echo", json!({"text": "signed in"}))
+        .timeout(Duration::from_secs(1))
+        .into_future();
+    let call = actix_rt::spawn(call);
+    eventually(
+        "the call met 401 and the flow waits at the token endpoint",
+        || refused_calls(&servers) == 1 && servers.token_requests.load(Ordering::SeqCst) == 2,
+    )
+    .await;
+    // Longer than the call's timeout: it would have expired while the user signed in.
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    assert!(!call.is_finished(), "still waiting for the sign-in");
+    servers.hold_tokens.store(false, Ordering::SeqCst);
+    servers.release.notify_waiters();
+    let answer = call
+        .await
+        .expect("the call task")
+        .expect("answered after sign-in");
+    assert_eq!(answer.text(), "signed in");
+}
+
+/// A user agent whose browser never comes back.
+struct NeverBack;
+
+impl UserAgent for NeverBack {
+    fn redirect_uri(&self) -> String {
+        "http://127.0.0.1:9/callback".into()
+    }
+
+    fn authorize(&self, _url: url::Url) -> AgentFuture {
+        Box::pin(futures::future::pending())
+    }
+}
+
+/// Issue 20: the sign-in is bounded by its own timeout, and says it waited for the browser (it
+/// used to end with the connect timeout's "request timed out").
+#[actix::test]
+async fn a_sign_in_that_never_comes_back_ends_with_its_own_error() {
+    let (url, _servers) = start();
+    let config = OAuthConfig::default().sign_in_timeout(Duration::from_millis(300));
+    let oauth = OAuth::new(NeverBack, config);
+    let outcome = Client::connect(HttpTransport::new(&url).auth(oauth)).await;
+    match outcome {
+        Err(Error::Unauthorized { kind, message }) => {
+            assert_eq!(kind, AuthErrorKind::SignInTimedOut);
+            assert!(message.contains("browser"), "{message}");
+        }
+        other => panic!("expected the sign-in's own timeout, got {other:?}"),
+    }
+}
+
 /// The authorization server refuses the grant: every waiting request ends with a typed error
 /// (one token request for all of them), none hangs, and the error holds no secret.
 #[actix::test]
@@ -744,6 +807,50 @@ async fn the_cli_signs_in_with_a_loopback_callback_and_keeps_the_tokens() {
         servers.authorizations.load(Ordering::SeqCst),
         1,
         "the second run used the kept token"
+    );
+    let _ = std::fs::remove_dir_all(&config_home);
+}
+
+/// Issue 20: the CLI waits for the browser as long as `--sign-in-timeout` says (not the connect
+/// timeout), then exits 124 saying it waited for the browser.
+#[actix::test]
+async fn the_cli_bounds_the_browser_wait_by_its_sign_in_timeout() {
+    let (url, _servers) = start();
+    let config_home =
+        std::env::temp_dir().join(format!("actix-mcp-cli-sign-in-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&config_home);
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+        .to_string();
+    // Nobody opens the URL: the sign-in never comes back. The connect timeout is shorter than
+    // the sign-in's, and must not end the wait.
+    let output = tokio::process::Command::new(common::program(common::workspace_bins::CLI))
+        .args(["--url", &url, "--callback-port", &port])
+        .args([
+            "--connect-timeout",
+            "0.5",
+            "--sign-in-timeout",
+            "2",
+            "tools",
+        ])
+        .env("XDG_CONFIG_HOME", &config_home)
+        .env("BROWSER", "true")
+        .kill_on_drop(true)
+        .output()
+        .await
+        .expect("the CLI runs");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(124), "{stderr}");
+    assert!(
+        stderr.contains("Waiting for the sign-in in the browser"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("no sign-in within 2 s: the browser never came back"),
+        "{stderr}"
     );
     let _ = std::fs::remove_dir_all(&config_home);
 }

@@ -71,6 +71,10 @@ struct Cli {
     /// where the authorization server supports it.
     #[arg(long, value_name = "URL", requires = "url")]
     client_metadata_url: Option<url::Url>,
+    /// OAuth: how long to wait for the sign-in in the browser, in seconds (default 300). The
+    /// connect and request timeouts do not count this wait.
+    #[arg(long, value_name = "SECONDS", requires = "url")]
+    sign_in_timeout: Option<f64>,
     /// OAuth: the loopback port the browser is sent back to (http://127.0.0.1:PORT/callback).
     #[arg(long, value_name = "PORT", default_value_t = 8976, requires = "url")]
     callback_port: u16,
@@ -240,6 +244,10 @@ impl From<Error> for Failure {
         let code = match e {
             Error::Cancelled { .. } => 130,
             Error::Timeout { .. } => 124,
+            Error::Unauthorized {
+                kind: actix_mcp::auth::AuthErrorKind::SignInTimedOut,
+                ..
+            } => 124,
             _ => 1,
         };
         Failure {
@@ -423,6 +431,9 @@ fn transport(cli: &Cli) -> Result<Box<dyn Transport>, Failure> {
         }
         if let Some(url) = &cli.client_metadata_url {
             config = config.client_metadata_url(url.clone());
+        }
+        if let Some(bound) = seconds(cli.sign_in_timeout, "--sign-in-timeout")? {
+            config = config.sign_in_timeout(bound);
         }
         let oauth = OAuth::new(Loopback::new(cli.callback_port), config);
         return Ok(Box::new(http.auth(oauth)));

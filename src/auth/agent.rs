@@ -177,7 +177,9 @@ impl UserAgent for Loopback {
                         format!("cannot listen on 127.0.0.1:{port}: {e}"),
                     )
                 })?;
-            eprintln!("Open this URL to authorize:\n\n  {url}\n");
+            eprintln!(
+                "Open this URL to authorize:\n\n  {url}\n\nWaiting for the sign-in in the browser…"
+            );
             open_browser(url.as_str());
             loop {
                 let (stream, _) = listener.accept().await.map_err(|e| {

@@ -1,6 +1,6 @@
 //! Who this client is to authorization servers: [`OAuthConfig`], set by the application.
 
-use std::sync::Arc;
+use std::{sync::Arc, time::Duration};
 
 use serde::Serialize;
 use url::Url;
@@ -33,7 +33,11 @@ pub struct OAuthConfig {
     pub(super) jwt_bearer: Option<String>,
     pub(super) identity_assertion: Option<IdentityAssertion>,
     pub(super) client_credentials: bool,
+    pub(super) sign_in_timeout: Duration,
 }
+
+/// How long a sign-in in the browser may take by default: SSO and a second factor take minutes.
+pub const DEFAULT_SIGN_IN_TIMEOUT: Duration = Duration::from_secs(300);
 
 impl Default for OAuthConfig {
     fn default() -> Self {
@@ -48,6 +52,7 @@ impl Default for OAuthConfig {
             jwt_bearer: None,
             identity_assertion: None,
             client_credentials: false,
+            sign_in_timeout: DEFAULT_SIGN_IN_TIMEOUT,
         }
     }
 }
@@ -73,6 +78,7 @@ impl std::fmt::Debug for OAuthConfig {
             )
             .field("identity_assertion", &self.identity_assertion)
             .field("client_credentials", &self.client_credentials)
+            .field("sign_in_timeout", &self.sign_in_timeout)
             .finish()
     }
 }
@@ -120,6 +126,14 @@ impl OAuthConfig {
     /// made with this PKCS#8 PEM P-256 key (ES256), instead of a secret.
     pub fn private_key_jwt(mut self, pem: impl Into<String>) -> Self {
         self.private_key_pem = Some(pem.into());
+        self
+    }
+
+    /// How long the user may take to sign in through the [`UserAgent`](super::UserAgent)
+    /// (default [`DEFAULT_SIGN_IN_TIMEOUT`], 5 min). Requests waiting for the sign-in have their
+    /// own timeouts paused meanwhile, and restarted when they are sent again.
+    pub fn sign_in_timeout(mut self, timeout: Duration) -> Self {
+        self.sign_in_timeout = timeout;
         self
     }
 

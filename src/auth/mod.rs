@@ -49,7 +49,7 @@ pub(crate) use self::flow::{Refusal, Seen};
 pub use self::{
     agent::{AgentFuture, Application, Callback, Headless, Loopback, UserAgent},
     challenge::Challenge,
-    config::{ApplicationType, OAuthConfig},
+    config::{ApplicationType, OAuthConfig, DEFAULT_SIGN_IN_TIMEOUT},
     discovery::{AuthorizationServerMetadata, ProtectedResourceMetadata},
     grants::IdentityAssertion,
     store::{CredentialStore, Credentials, FileStore, MemoryStore, TokenAuthMethod},

@@ -168,9 +168,27 @@ impl OAuth {
         let credentials = self.identity(fetcher, &found).await?;
         let (url, state, pending) =
             self.authorization_request(server, found, credentials, scopes)?;
-        let callback = self.inner.agent.authorize(url).await?;
+        let callback = self.sign_in(url).await?;
         check_state(&state, &callback)?;
         self.exchange(fetcher, pending, callback).await
+    }
+
+    /// The user agent's part, within the sign-in bound: a person may take minutes (SSO, a second
+    /// factor), so it is not bounded by the request that needed it.
+    async fn sign_in(&self, url: Url) -> Result<Callback, Error> {
+        let bound = self.inner.config.sign_in_timeout;
+        let redirect = self.inner.agent.redirect_uri();
+        match tokio::time::timeout(bound, self.inner.agent.authorize(url)).await {
+            Ok(answer) => answer,
+            Err(_) => Err(failure(
+                AuthErrorKind::SignInTimedOut,
+                format!(
+                    "no sign-in within {} s: the browser never came back to {redirect} \
+                     (raise the sign-in timeout to wait longer)",
+                    bound.as_secs_f32()
+                ),
+            )),
+        }
     }
 
     /// The `oauth2` crate's client for this authorization server and client identity.

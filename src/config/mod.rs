@@ -51,7 +51,7 @@
 //! | `timeout`, `requestTimeoutMs` | the default timeout of every request, in milliseconds (one of the two); `0`: none. |
 //! | `connectTimeoutMs` | the bound on connecting (the handshake), in milliseconds; `0`: none. |
 //! | `era` | which protocol era to speak: `"auto"`, `"legacy"` (2025-11-25 and older), `"modern"` (only 2026-07-28), `"prefer-modern"`; see [`ProtocolEra`]. |
-//! | `auth` | http: OAuth when the server answers `401` (an empty `{}` turns it on with dynamic registration). Its fields: `clientId` and `clientSecret` (a pre-registered client), `clientMetadataUrl` (the URL of this client's metadata document, CIMD), `scopes` (an array or a space-separated string; kept in [`AuthConfig::scopes`] but not requested yet: the flow asks for the scopes the server names), `callbackPort` (the loopback port of the browser's redirect, default [`DEFAULT_CALLBACK_PORT`]). |
+//! | `auth` | http: OAuth when the server answers `401` (an empty `{}` turns it on with dynamic registration). Its fields: `clientId` and `clientSecret` (a pre-registered client), `clientMetadataUrl` (the URL of this client's metadata document, CIMD), `scopes` (an array or a space-separated string; kept in [`AuthConfig::scopes`] but not requested yet: the flow asks for the scopes the server names), `callbackPort` (the loopback port of the browser's redirect, default [`DEFAULT_CALLBACK_PORT`]), `signInTimeoutMs` (how long the sign-in in the browser may take, default 5 min; the waiting requests' own timeouts are paused meanwhile). |
 //!
 //! `null` counts as absent. A field meant for the other kind of server (`headers` on a stdio
 //! server; `args`, `env`, `cwd` or `auth` on an HTTP one) is ignored with a warning.
@@ -258,6 +258,8 @@ pub struct AuthConfig {
     /// `callbackPort`: the loopback port of the browser's redirect ([`DEFAULT_CALLBACK_PORT`]
     /// when not given).
     pub callback_port: u16,
+    /// `signInTimeoutMs`: how long the sign-in in the browser may take (5 min when not given).
+    pub sign_in_timeout: Option<Duration>,
 }
 
 impl fmt::Debug for AuthConfig {
@@ -271,6 +273,7 @@ impl fmt::Debug for AuthConfig {
             .field("client_metadata_url", &self.client_metadata_url)
             .field("scopes", &self.scopes)
             .field("callback_port", &self.callback_port)
+            .field("sign_in_timeout", &self.sign_in_timeout)
             .finish()
     }
 }
@@ -358,6 +361,9 @@ impl ServerConfig {
                 config = config.client_metadata_url(url);
             }
             port = auth.callback_port;
+            if let Some(bound) = auth.sign_in_timeout {
+                config = config.sign_in_timeout(bound);
+            }
         }
         Ok(OAuth::new(Loopback::new(port), config))
     }

@@ -60,6 +60,7 @@ pub(super) struct AuthShape {
     pub(super) client_metadata_url: Option<String>,
     pub(super) scopes: Option<Scopes>,
     pub(super) callback_port: Option<Port>,
+    pub(super) sign_in_timeout_ms: Option<Millis>,
 }
 
 /// A `T` read from a JSON object, and only from one: serde's derived structs also take arrays

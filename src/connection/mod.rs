@@ -555,7 +555,9 @@ impl Handler<Event> for Connection {
                     wire.ready = true;
                 }
             }
-            TransportEvent::RequestWritten(id) => self.requests.get().written(id),
+            TransportEvent::RequestWritten(id) => {
+                self.requests.get().written(id, Instant::now());
+            }
             TransportEvent::RequestHeld(id) => self.requests.get().held(id),
             TransportEvent::Received(frames) => {
                 for frame in &frames {

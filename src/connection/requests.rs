@@ -360,14 +360,20 @@ impl Requests {
     /// Event: a stream transport wrote every frame of `batch`.
     pub fn batch_written(&mut self, batch: Outbound) {
         for id in batch.requests() {
-            self.written(id);
+            // A stream transport never holds a request: no timeout restarts, no clock read.
+            self.on_written(id, Instant::now);
         }
         self.recycle(batch);
     }
 
-    /// Event: the request's frame is on the wire. A cancel that waited for this goes out now,
-    /// after the request.
-    pub fn written(&mut self, id: RequestId) {
+    /// Event: the request's frame is on the wire (at `now`). A cancel that waited for this goes
+    /// out now, after the request. A request that was held (waiting for sign-in) is sent again:
+    /// its timeout, paused while it was held, starts again in full.
+    pub fn written(&mut self, id: RequestId, now: Instant) {
+        self.on_written(id, || now);
+    }
+
+    fn on_written(&mut self, id: RequestId, now: impl FnOnce() -> Instant) {
         let Some(entry) = self.table.get_mut(&id) else {
             // Answered while being written; or cancelled while held, and let go before the
             // transport could take it back: its cancel goes now.
@@ -379,7 +385,13 @@ impl Requests {
             return;
         };
         match entry.phase() {
-            Phase::Writing | Phase::Held => entry.set_phase(Phase::Written),
+            Phase::Writing => entry.set_phase(Phase::Written),
+            Phase::Held => {
+                entry.set_phase(Phase::Written);
+                if let Some(timeout) = entry.timeout() {
+                    entry.expires = self.deadlines.add(timeout.duration(), now());
+                }
+            }
             Phase::CancelAfterWrite => {
                 let wire = entry.wire_cancellable();
                 let reason = self.deferred_cancels.remove(&id).flatten();
@@ -392,7 +404,9 @@ impl Requests {
 
     /// Event: a message transport took the request back before the server read it (HTTP `401`,
     /// waiting for authorization); it will be written again. A cancel waiting for its write is
-    /// done now: the request is abandoned where it waits, and nothing is written.
+    /// done now: the request is abandoned where it waits, and nothing is written. Its timeout
+    /// is paused meanwhile: a sign-in has a bound of its own, and a person in a browser may
+    /// take minutes.
     pub fn held(&mut self, id: RequestId) {
         let Some(entry) = self.table.get_mut(&id) else {
             // Cancelled once written, then refused: it must not be sent again, and a cancel not
@@ -409,7 +423,13 @@ impl Requests {
             return;
         };
         match entry.phase() {
-            Phase::Writing | Phase::Written => entry.set_phase(Phase::Held),
+            Phase::Writing | Phase::Written => {
+                entry.set_phase(Phase::Held);
+                let expires = std::mem::take(&mut entry.expires);
+                if expires != 0 {
+                    self.deadlines.remove(expires);
+                }
+            }
             Phase::CancelAfterWrite => {
                 // Cancelled while being written, and the transport held it: taken back there.
                 let wire_cancellable = entry.wire_cancellable();
@@ -711,7 +731,7 @@ mod tests {
             requests.next_batch().is_none(),
             "no cancel before its write"
         );
-        requests.written(id);
+        requests.written(id, now);
         let cancel = requests.next_batch().unwrap();
         assert_eq!(kinds(&cancel), [FrameKind::Cancel(id)]);
         assert_eq!(requests.counters().cancelled_while_held, 0);
@@ -724,7 +744,7 @@ mod tests {
         for withdrawal in requests.take_withdrawals() {
             requests.withdrawn(withdrawal, true);
         }
-        requests.written(id); // a stray event changes nothing
+        requests.written(id, now); // a stray event changes nothing
         assert!(requests.next_batch().is_none());
         assert_eq!(requests.counters().cancelled_while_held, 1);
         assert!(requests.is_empty());
@@ -748,7 +768,7 @@ mod tests {
         for withdrawal in requests.take_withdrawals() {
             requests.withdrawn(withdrawal, false);
         }
-        requests.written(id);
+        requests.written(id, now);
         assert!(requests.next_batch().is_none(), "nothing on the wire");
         assert!(requests.answered(Some(id), Ok(result())));
         assert!(
@@ -823,7 +843,7 @@ mod tests {
         let (id, _rx) = submit(&mut requests, None, now);
         let batch = requests.next_batch().unwrap();
         requests.recycle(batch);
-        requests.written(id);
+        requests.written(id, now);
         requests.cancel(id, None, Error::cancelled(None));
         assert_eq!(requests.take_aborts(), [id]);
         assert!(

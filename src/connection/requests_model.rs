@@ -86,6 +86,31 @@ struct Caller {
     rx: Option<oneshot::Receiver<Outcome>>,
     outcome: Option<Result<String, Error>>,
     wire_cancellable: bool,
+    timeout: Option<Duration>,
+    /// Since when its timeout runs; `None` while the transport holds it (waiting for sign-in),
+    /// when it is paused.
+    clock_from: Option<Instant>,
+}
+
+impl Caller {
+    /// A timeout ends a request only once it ran in full, never while the request was held.
+    fn check_timeout(&self, now: Instant) {
+        let Some(timeout) = self.timeout else {
+            return;
+        };
+        if matches!(self.outcome, Some(Err(Error::Timeout { .. }))) {
+            let from = self.clock_from.expect("timed out while held for sign-in");
+            assert!(now >= from + timeout, "{} timed out early", self.id);
+        }
+        // Overdue by a tick (the deadlines' grain), a caller still waiting was forgotten.
+        if let (None, Some(_), Some(from)) = (&self.outcome, &self.rx, self.clock_from) {
+            assert!(
+                now < from + timeout + Duration::from_millis(10),
+                "{} outlived its timeout",
+                self.id
+            );
+        }
+    }
 }
 
 /// The wire as the model sees it, and the checks on it.
@@ -191,6 +216,8 @@ fn run(ops: Vec<Op>, style: CancelStyle, message: bool) {
                     rx: Some(rx),
                     outcome: None,
                     wire_cancellable,
+                    timeout: timeout_ms.map(|ms| Duration::from_millis(ms.into())),
+                    clock_from: Some(now),
                 });
                 if closed {
                     let caller = callers.last_mut().unwrap();
@@ -256,7 +283,11 @@ fn run(ops: Vec<Op>, style: CancelStyle, message: bool) {
                     let id = wire.unwritten.remove(pick_one % wire.unwritten.len());
                     wire.held.remove(&id);
                     wire.written.insert(id);
-                    requests.written(id);
+                    requests.written(id, now);
+                    // Sent again after sign-in: its timeout starts again in full.
+                    if let Some(caller) = callers.iter_mut().find(|c| c.id == id) {
+                        caller.clock_from.get_or_insert(now);
+                    }
                 }
             }
             Op::Hold(pick_one) => {
@@ -277,6 +308,13 @@ fn run(ops: Vec<Op>, style: CancelStyle, message: bool) {
                         wire.unwritten.push(id);
                     }
                     requests.held(id);
+                    // Its timeout pauses, unless it has ended already.
+                    if let Some(caller) = callers.iter_mut().find(|c| c.id == id) {
+                        poll(caller);
+                        if caller.outcome.is_none() {
+                            caller.clock_from = None;
+                        }
+                    }
                 }
             }
             Op::Release(pick_one) => {
@@ -323,6 +361,7 @@ fn run(ops: Vec<Op>, style: CancelStyle, message: bool) {
         }
         for caller in callers.iter_mut() {
             poll(caller);
+            caller.check_timeout(now);
         }
         for id in requests.take_aborts() {
             abort(&mut wire, id);
@@ -358,7 +397,7 @@ fn run(ops: Vec<Op>, style: CancelStyle, message: bool) {
             continue; // a held request the transport drops with the connection
         }
         wire.written.insert(id);
-        requests.written(id);
+        requests.written(id, now);
     }
     while let Some(batch) = requests.next_batch() {
         wire.check_batch(&batch);
