@@ -94,6 +94,7 @@ mod error;
 pub mod fuzzing;
 #[cfg(feature = "actix-web")]
 pub mod inspector;
+mod pool;
 pub mod protocol;
 pub mod servers;
 mod timeout;
@@ -120,6 +121,7 @@ pub use connection::{
     RequestOptions, Subscribe,
 };
 pub use error::{AuthErrorKind, CloseReason, Error};
+pub use pool::{pool_load, set_pool_size};
 pub use protocol::{
     completion::CompletionReference,
     content::ContentBlock,

@@ -15,6 +15,7 @@ const LAYERS: &[&[&str]] = &[
     &["protocol"],
     // The error type carries protocol types (the URL elicitations a server asks for).
     &["error", "timeout"],
+    &["pool"],
     &["auth"],
     &["transport"],
     &["connection"],

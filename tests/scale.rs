@@ -13,7 +13,7 @@ use serde_json::json;
 /// and leave nothing running there.
 ///
 /// Also shows the crate working from a plain multi-thread tokio runtime: `Client::connect` puts
-/// the actor on a thread of its own.
+/// the actor on an arbiter of the process's pool.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn ten_thousand_calls_dropped_from_several_threads_are_all_cancelled_at_the_server() {
     const N: usize = 10_000;

@@ -11,7 +11,9 @@
 //!
 //! The soak (1,000,000 requests, ~40% cancelled four ways, every outcome checked, tables and
 //! memory checked after) runs for actix-mcp only and only when asked for; `benches/compare/soak.sh`
-//! runs it over stdio, HTTP/1.1 and HTTP/2 in both eras.
+//! runs it over stdio, HTTP/1.1 and HTTP/2 in both eras. The fleet (`--scenarios fleet`: 100 and
+//! 1,000 connections in one process, each to its own server; `--connections` for other sizes)
+//! also runs only when asked for, from actix and from plain tokio.
 //!
 //! Each (scenario, client, run) runs in a fresh worker process of this program against a fresh
 //! server process, so memory figures are the client's own. The default server is the crate's
@@ -21,6 +23,7 @@
 //! New transports plug in as new `Driver`s (clients/) and scenarios (scenarios.rs).
 
 mod clients;
+mod fleet;
 mod scenarios;
 #[path = "../../tests/support/workspace_bins.rs"]
 mod workspace_bins;
@@ -66,8 +69,12 @@ const MUST_BE_ZERO: [&str; 12] = [
     "write_count_mismatch",
     "rss_over_budget_mib",
 ];
-/// Scenarios only actix-mcp can run (tasks; the soak's cancellation ways and client counters).
-const ACTIX_ONLY: [&str; 2] = ["t", "soak"];
+/// Scenarios only actix-mcp can run (tasks; the soak's cancellation ways and client counters;
+/// the fleet's `fleet-N`).
+const ACTIX_ONLY: [&str; 3] = ["t", "soak", "fleet"];
+/// The fleet's sizes by default, and at smoke size.
+const FLEET: [usize; 2] = [100, 1000];
+const FLEET_SMOKE: [usize; 1] = [20];
 
 #[derive(Parser, Debug)]
 #[command(about = "actix-mcp vs rmcp vs raw, side by side")]
@@ -98,6 +105,9 @@ struct Args {
     /// clients' own (legacy).
     #[arg(long, value_enum)]
     era: Option<Era>,
+    /// The fleet's sizes (comma-separated connection counts; default 100,1000).
+    #[arg(long, value_delimiter = ',')]
+    connections: Option<Vec<usize>>,
     /// Internal: run one scenario for one client and print its metrics as JSON.
     #[arg(long, hide = true)]
     worker: Option<String>,
@@ -144,7 +154,18 @@ fn main() -> ExitCode {
         (&CLIENTS, &SCENARIOS)
     };
     let clients = pick(args.clients.clone(), default_clients);
-    let scenarios = pick(args.scenarios.clone(), default_scenarios);
+    let fleet = match (&args.connections, args.smoke) {
+        (Some(sizes), _) => sizes.clone(),
+        (None, true) => FLEET_SMOKE.to_vec(),
+        (None, false) => FLEET.to_vec(),
+    };
+    let scenarios = pick(args.scenarios.clone(), default_scenarios)
+        .into_iter()
+        .flat_map(|s| match s.as_str() {
+            "fleet" => fleet.iter().map(|n| format!("fleet-{n}")).collect(),
+            _ => vec![s],
+        })
+        .collect::<Vec<_>>();
     orchestrate(&args, &server, &clients, &scenarios, runs)
 }
 
@@ -187,11 +208,29 @@ fn server_cmd(line: Option<&str>) -> Result<ServerCmd, String> {
 }
 
 fn worker(client: &str, scenario: &str, server: &ServerCmd, sizes: Sizes) -> ExitCode {
-    let result = match client {
+    let result = match (client, fleet::size(scenario)) {
+        // Inside an actix System, and from plain tokio: the fleet goes to the pool either way.
+        ("actix-mcp", Some(n)) => actix_rt::System::new().block_on(fleet::run(server, n)),
+        ("actix-mcp-tokio", Some(n)) => multi_thread().block_on(fleet::run(server, n)),
+        (_, Some(_)) => Err(format!(
+            "the fleet is for actix-mcp and actix-mcp-tokio, not {client}"
+        )),
+        (_, None) => one_connection(client, scenario, server, sizes),
+    };
+    report(client, scenario, result)
+}
+
+fn one_connection(
+    client: &str,
+    scenario: &str,
+    server: &ServerCmd,
+    sizes: Sizes,
+) -> Result<Metrics, String> {
+    match client {
         "actix-mcp" | "actix-mcp-http" | "actix-mcp-h2" => {
             actix_rt::System::new().block_on(measure::<ActixMcp>(server, scenario, sizes))
         }
-        // The same client from plain tokio code: the actor runs on a thread of its own.
+        // The same client from plain tokio code: the actor runs on an arbiter of the pool.
         "actix-mcp-tokio" => multi_thread().block_on(measure::<ActixMcp>(server, scenario, sizes)),
         "raw" => multi_thread().block_on(measure::<Raw>(server, scenario, sizes)),
         "raw-http" | "raw-h2" => {
@@ -201,7 +240,10 @@ fn worker(client: &str, scenario: &str, server: &ServerCmd, sizes: Sizes) -> Exi
             multi_thread().block_on(measure::<Rmcp>(server, scenario, sizes))
         }
         other => Err(format!("unknown client {other}")),
-    };
+    }
+}
+
+fn report(client: &str, scenario: &str, result: Result<Metrics, String>) -> ExitCode {
     match result {
         Ok(metrics) => {
             let map: serde_json::Map<String, Value> = metrics
@@ -265,7 +307,8 @@ fn orchestrate(
     for (si, scenario) in scenarios.iter().enumerate() {
         for run in 0..runs {
             for client in clients {
-                if ACTIX_ONLY.contains(&scenario.as_str()) && !client.starts_with("actix-mcp") {
+                let family = scenario.split('-').next().unwrap_or(scenario);
+                if ACTIX_ONLY.contains(&family) && !client.starts_with("actix-mcp") {
                     continue;
                 }
                 eprintln!("scenario {scenario}, run {}/{runs}, {client}", run + 1);

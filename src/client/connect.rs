@@ -8,23 +8,23 @@ use std::{
 
 use actix::{Actor, Addr};
 use serde_json::Value;
-use tokio::sync::{broadcast, oneshot};
 
 use super::{
     lifecycle::ProtocolEra,
     list_cache::{Family, ListCache},
-    notifications::NOTIFICATION_BUFFER,
     pages::DEFAULT_MAX_PAGES,
     shared::Shared,
     Client, LevelCell, Settings,
 };
+use crate::connection::Publisher;
 use crate::{
     cancellation::Cancellation,
     connection::{
         apply_elicitation_defaults, boxed_handler, Close, Connection, HandlerError, Handlers,
         Inbox, Link, NotificationObserver, ProgressObserver, DEFAULT_MAILBOX_CAPACITY,
     },
-    error::{CloseReason, Error},
+    error::Error,
+    pool::Pool,
     protocol::{
         elicitation::{ElicitResult, FormElicitation, UrlElicitation},
         lifecycle::Implementation,
@@ -55,17 +55,23 @@ where
     serde_json::to_value(result).map_err(HandlerError::from)
 }
 
-/// Where the connection actor runs.
+/// Where the connection actor (and its transport's tasks) runs. No placement makes a thread per
+/// connection.
 #[derive(Debug, Clone, Default)]
 #[non_exhaustive]
 pub enum Placement {
-    /// The current arbiter inside an actix System; a thread of its own anywhere else.
+    /// The current arbiter inside an actix System; the [pool](Placement::Pool) anywhere else
+    /// (plain tokio, a plain thread).
     #[default]
     Auto,
+    /// The current arbiter; connecting fails outside an actix System.
+    Current,
+    /// The process's pool of arbiters (one per core by default, see
+    /// [`set_pool_size`](crate::set_pool_size)): the one running the fewest connections. Spreads
+    /// many connections over every core; what a manager of many servers uses by default.
+    Pool,
     /// This arbiter (e.g. one made for MCP connections in an actix-web service).
     Arbiter(actix_rt::ArbiterHandle),
-    /// A new thread running its own actix System, stopped when the connection ends.
-    OwnThread,
 }
 
 /// How to connect. Built by [`Client::builder`].
@@ -311,6 +317,14 @@ impl ConnectOptions {
         self
     }
 
+    /// [`Placement::Pool`] unless a placement was chosen: many servers spread over every core.
+    pub(crate) fn pooled_by_default(mut self) -> Self {
+        if matches!(self.placement, Placement::Auto) {
+            self.placement = Placement::Pool;
+        }
+        self
+    }
+
     /// The actor's mailbox bound (default [`DEFAULT_MAILBOX_CAPACITY`]).
     pub fn mailbox_capacity(mut self, capacity: usize) -> Self {
         self.mailbox_capacity = capacity;
@@ -319,7 +333,7 @@ impl ConnectOptions {
 
     /// Starts the actor and runs the handshake. On any failure the connection is closed.
     pub async fn connect(self, transport: impl Transport) -> Result<Client, Error> {
-        let (notifications, _) = broadcast::channel(NOTIFICATION_BUFFER);
+        let notifications = Publisher::default();
         let inbox = Arc::new(Inbox::default());
         let list_cache = Arc::new(ListCache::default());
         // The observer runs on the connection's thread, before the notification is published;
@@ -407,7 +421,7 @@ impl ConnectOptions {
     async fn start(
         &self,
         transport: Box<dyn Transport>,
-        notifications: broadcast::Sender<ServerNotification>,
+        notifications: Publisher,
         observer: NotificationObserver,
         progress_observer: ProgressObserver,
         inbox: Arc<Inbox>,
@@ -428,29 +442,20 @@ impl ConnectOptions {
                 .observe_late_progress(progress_observer)
                 .inbox(inbox)
         };
+        let here = actix_rt::Arbiter::try_current().is_some();
         match &self.placement {
-            Placement::Auto if actix_rt::Arbiter::try_current().is_some() => {
-                Ok(connection().start())
-            }
+            Placement::Auto | Placement::Current if here => Ok(connection().start()),
+            Placement::Current => Err(Error::Misuse(
+                "Placement::Current: not inside an actix System".into(),
+            )),
             Placement::Arbiter(arbiter) => {
                 Ok(Connection::start_in_arbiter(arbiter, move |_| connection()))
             }
-            Placement::Auto | Placement::OwnThread => {
-                let (tx, rx) = oneshot::channel();
-                std::thread::Builder::new()
-                    .name("actix-mcp-connection".into())
-                    .spawn(move || {
-                        let system = actix_rt::System::new();
-                        let addr =
-                            system.block_on(async move { connection().owning_system().start() });
-                        // If the caller is gone, dropping the address stops the actor and the System.
-                        let _ = tx.send(addr);
-                        let _ = system.run();
-                    })
-                    .map_err(|e| Error::transport("cannot start the connection thread", e))?;
-                rx.await.map_err(|_| Error::Closed {
-                    reason: CloseReason::ActorStopped,
-                })
+            Placement::Auto | Placement::Pool => {
+                let (arbiter, lease) = Pool::get()?.place();
+                Ok(Connection::start_in_arbiter(&arbiter, move |_| {
+                    connection().lease(lease)
+                }))
             }
         }
     }

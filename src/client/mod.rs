@@ -30,6 +30,7 @@ pub use progress::{ProgressCallback, ProgressStream, PROGRESS_BUFFER};
 pub use tasks::{TaskHandle, TaskStatusCallback, TaskStatusStream, TaskWait};
 
 use self::shared::Shared;
+use crate::connection::Publisher;
 use crate::{
     connection::{
         Close, Connection, ConnectionStats, GetStats, Notify, Request, Subscribe, WaitReleased,
@@ -52,7 +53,7 @@ pub(crate) struct Settings {
     /// Check structured tool results against their tool's `outputSchema`.
     pub validate_output: bool,
     pub max_pages: usize,
-    pub notifications: broadcast::Sender<ServerNotification>,
+    pub notifications: Publisher,
     /// 2026-07-28: the log level every request asks for (none by default).
     pub log_level: LevelCell,
 }
@@ -467,7 +468,11 @@ impl Client {
     /// The server's notifications (list changes, resource updates, log messages) as a bounded
     /// stream; see [`NotificationStream`] for what happens when it is not read.
     pub fn notifications(&self) -> NotificationStream {
-        NotificationStream::new(self.settings.notifications.subscribe())
+        let sender = self
+            .settings
+            .notifications
+            .get_or_init(|| broadcast::channel(NOTIFICATION_BUFFER).0);
+        NotificationStream::new(sender.subscribe())
     }
 
     /// Delivers the server's notifications to an actor (dropped and counted while its mailbox is

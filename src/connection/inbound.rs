@@ -350,7 +350,7 @@ impl Connection {
                 }
                 Err(actix::prelude::SendError::Closed(_)) => false,
             });
-        if let Some(sender) = &self.notifications {
+        if let Some(sender) = self.notifications.as_ref().and_then(|p| p.get()) {
             // Err only means nobody subscribed right now.
             let _ = sender.send(notification);
         }

@@ -47,12 +47,18 @@ use self::{
 };
 use crate::{
     error::{CloseReason, Error},
+    pool::Lease,
     protocol::{
         discover::MODERN_PROTOCOL_VERSIONS, jsonrpc::notification_frame,
         notifications::ServerNotification,
     },
     transport::{EventSender, EventSink, FrameKind, Sent, Transport, TransportEvent},
 };
+
+/// Where the server's notifications are published: the channel is made by the first
+/// subscriber (its ring of slots is most of an idle connection's memory otherwise), and until
+/// then nothing is published: nobody would see it.
+pub(crate) type Publisher = Arc<std::sync::OnceLock<broadcast::Sender<ServerNotification>>>;
 
 /// Default mailbox bound: `Addr::send` of a [`Request`] waits when this many messages are queued.
 /// (actix's default of 16 would throttle a multiplexed connection.)
@@ -78,7 +84,7 @@ pub struct Connection {
     /// The tasks the server asked of us (2025-11-25 task-augmented server requests).
     server_tasks: server_tasks::ServerTasks,
     handlers: Handlers,
-    notifications: Option<broadcast::Sender<ServerNotification>>,
+    notifications: Option<Publisher>,
     /// Told of each notification before anyone else, on the connection's thread.
     observer: Option<NotificationObserver>,
     /// Offered progress that no request listens to any more.
@@ -92,8 +98,8 @@ pub struct Connection {
     /// Becomes `true` once the transport has released everything (the child process is reaped).
     released: watch::Sender<bool>,
     mailbox_capacity: usize,
-    /// When this connection runs on a System of its own, stop it once the transport is shut down.
-    owns_system: bool,
+    /// Its place on an arbiter of the pool, given back when the actor is dropped.
+    _lease: Option<Lease>,
     /// `mcp.connection{server}`: every handler runs in it, so whatever the connection and its
     /// transport log names the server.
     span: tracing::Span,
@@ -121,7 +127,7 @@ impl Connection {
             myself: None,
             released: watch::Sender::new(false),
             mailbox_capacity: DEFAULT_MAILBOX_CAPACITY,
-            owns_system: false,
+            _lease: None,
             span: tracing::Span::none(),
         }
     }
@@ -144,8 +150,8 @@ impl Connection {
         self
     }
 
-    pub(crate) fn notifications(mut self, sender: broadcast::Sender<ServerNotification>) -> Self {
-        self.notifications = Some(sender);
+    pub(crate) fn notifications(mut self, publisher: Publisher) -> Self {
+        self.notifications = Some(publisher);
         self
     }
 
@@ -170,8 +176,9 @@ impl Connection {
         self
     }
 
-    pub(crate) fn owning_system(mut self) -> Self {
-        self.owns_system = true;
+    /// Counted on a pool arbiter for as long as the actor lives.
+    pub(crate) fn lease(mut self, lease: Lease) -> Self {
+        self._lease = Some(lease);
         self
     }
 
@@ -351,14 +358,6 @@ impl Actor for Connection {
             if let Entry::Call(_, reply) = entry {
                 let _ = reply.send(Err(Box::new(error.clone())));
             }
-        }
-        if self.owns_system {
-            // The transport's own tasks finish the shutdown; the System we own ends after them.
-            let mut released = self.released.subscribe();
-            actix_rt::spawn(async move {
-                let _ = released.wait_for(|done| *done).await;
-                actix_rt::System::current().stop();
-            });
         }
     }
 }

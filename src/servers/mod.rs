@@ -467,6 +467,7 @@ impl Servers {
             .options
             .clone()
             .unwrap_or_else(|| self.inner.options.clone())
+            .pooled_by_default()
             .name(name);
         let transport = (entry.make_transport)();
         let connecting: Connecting = async move { options.connect(transport?).await }

@@ -280,14 +280,29 @@ pub(crate) async fn read_frames<R: AsyncRead + Unpin>(
     events: &EventSender,
 ) -> ReadEnd {
     const READ_CHUNK: usize = 64 * 1024;
-    let mut buf = BytesMut::with_capacity(READ_CHUNK);
+    // With nothing buffered the reader waits on this small array and holds no buffer: an idle
+    // connection costs its size, not a chunk. A read that fills it goes on in a chunk.
+    const FIRST_READ: usize = 512;
+    let mut first = [0u8; FIRST_READ];
+    let mut buf = BytesMut::new();
     // Bytes of `buf` already known to hold no newline.
     let mut scanned = 0;
     loop {
-        if buf.capacity() - buf.len() < READ_CHUNK / 4 {
-            buf.reserve(READ_CHUNK);
-        }
-        match input.read_buf(&mut buf).await {
+        let read = if buf.is_empty() {
+            buf = BytesMut::new();
+            input.read(&mut first).await.inspect(|&n| {
+                if n == FIRST_READ {
+                    buf.reserve(READ_CHUNK);
+                }
+                buf.extend_from_slice(&first[..n]);
+            })
+        } else {
+            if buf.capacity() - buf.len() < READ_CHUNK / 4 {
+                buf.reserve(READ_CHUNK);
+            }
+            input.read_buf(&mut buf).await
+        };
+        match read {
             Ok(0) => return ReadEnd::Eof,
             Ok(_) => {}
             Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
@@ -326,9 +341,13 @@ pub(crate) async fn read_frames<R: AsyncRead + Unpin>(
 async fn log_stderr(stderr: ChildStderr, pid: u32) {
     // Long lines are logged in pieces rather than buffered without bound.
     const MAX_LINE: u64 = 16 * 1024;
-    let mut reader = BufReader::new(stderr);
+    // Small buffers: stderr is for the odd log line, and an idle connection keeps them.
+    let mut reader = BufReader::with_capacity(256, stderr);
     let mut line = Vec::new();
     loop {
+        if line.capacity() > 1024 {
+            line = Vec::new();
+        }
         line.clear();
         match (&mut reader)
             .take(MAX_LINE)
