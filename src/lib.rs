@@ -58,8 +58,9 @@
 //!
 //! Inside an actix System (`#[actix::main]`, `#[actix_web::main]`, `#[actix::test]`),
 //! [`Client::connect`] starts the actor on the current arbiter. Anywhere else (plain
-//! `#[tokio::main]`) it starts it on a thread of its own running an actix System, stopped when
-//! the connection ends. [`Placement`] chooses explicitly.
+//! `#[tokio::main]`) it starts it on the process's pool of arbiters (one thread per core, made
+//! once, see [`set_pool_size`]), on the one running the fewest connections. [`Placement`]
+//! chooses explicitly; [`Servers`] uses the pool by default.
 //!
 //! # Typed use
 //!
