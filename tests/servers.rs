@@ -13,8 +13,8 @@ use std::{
 };
 
 use actix_mcp::{
-    servers::ServersError, Cancellation, Client, Error, HealthProbe, RestartPolicy, Servers,
-    ServersActor, Status, StdioTransport,
+    servers::ServersError, Cancellation, Client, Error, HealthProbe, Placement, RestartPolicy,
+    Servers, ServersActor, Status, StdioTransport,
 };
 use common::*;
 use serde_json::json;
@@ -444,7 +444,11 @@ async fn logs_name_the_server_and_each_request() {
         .finish();
     let _guard = tracing::subscriber::set_default(subscriber);
 
-    let servers = two_servers();
+    // A subscriber set with `set_default` is this thread's only: keep the servers on it
+    // rather than on the pool's threads.
+    let servers = Servers::new(Client::builder().placement(Placement::Current));
+    servers.add("a", demo_server);
+    servers.add("b", demo_server);
     for name in ["a", "b"] {
         let text = format!("hello from {name}");
         servers
@@ -498,4 +502,42 @@ async fn the_manager_works_from_plain_tokio() {
     let second = server_pid(&servers.client("a").await.unwrap()).await;
     servers.stop().await;
     assert!(!process_exists(second));
+}
+
+/// `start_all` returns only once every server's status is settled: a caller reading the status
+/// right after it sees `Ready`, never `Starting`, from actix and from plain tokio alike.
+/// Regression: the outcome was recorded by a separate task that could run after `start_all`
+/// returned, so `actix-mcp servers` reported a slow server as `starting`.
+#[test]
+fn start_all_returns_with_every_status_settled() {
+    let check = || async {
+        let servers = Servers::new(Client::builder());
+        let names: Vec<String> = (0..6).map(|i| format!("s{i}")).collect();
+        for name in &names {
+            servers.add(name, demo_server);
+        }
+        servers.start_all().await;
+        for name in &names {
+            let status = status_of(&servers, name);
+            assert!(matches!(status, Status::Ready), "{name}: {status:?}");
+        }
+        servers.stop().await;
+    };
+    for _ in 0..3 {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap()
+            .block_on(check());
+        tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .unwrap()
+            .block_on(check());
+        // On a thread of its own: a thread that ran an actix System keeps its arbiter handle.
+        std::thread::spawn(move || actix::System::new().block_on(check()))
+            .join()
+            .unwrap();
+    }
 }

@@ -68,7 +68,9 @@ pub enum Placement {
     Current,
     /// The process's pool of arbiters (one per core by default, see
     /// [`set_pool_size`](crate::set_pool_size)): the one running the fewest connections. Spreads
-    /// many connections over every core; what a manager of many servers uses by default.
+    /// many connections over every core; what a manager of many servers uses by default. Its
+    /// logs go to the global `tracing` subscriber: one set with `set_default` covers only the
+    /// thread that set it.
     Pool,
     /// This arbiter (e.g. one made for MCP connections in an actix-web service).
     Arbiter(actix_rt::ArbiterHandle),

@@ -470,17 +470,21 @@ impl Servers {
             .pooled_by_default()
             .name(name);
         let transport = (entry.make_transport)();
-        let connecting: Connecting = async move { options.connect(transport?).await }
-            .boxed()
-            .shared();
-        entry.conn = Conn::Connecting(connecting.clone());
-        // The outcome is settled here, not by a caller who may leave before it.
         let weak = Arc::downgrade(&self.inner);
         let name = name.to_owned();
-        let settle = connecting.clone();
+        // Settled inside the shared future, so whoever awaits a start sees the server's new
+        // status; driven by a task of its own, so a caller who leaves does not stop it.
+        let connecting: Connecting = async move {
+            let outcome = async { options.connect(transport?).await }.await;
+            settled(&weak, &name, generation, outcome.clone()).await;
+            outcome
+        }
+        .boxed()
+        .shared();
+        entry.conn = Conn::Connecting(connecting.clone());
+        let drive = connecting.clone();
         spawn(async move {
-            let outcome = settle.await;
-            settled(&weak, &name, generation, outcome).await;
+            let _ = drive.await;
         });
         Ok(connecting)
     }
