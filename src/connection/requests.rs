@@ -576,8 +576,9 @@ impl Requests {
                     self.counters.cancelled_before_write += 1;
                     self.counters.cancelled_while_held += 1;
                 }
-                // On its way again: its write-complete event and its answer come as usual.
-                (false, Some(entry)) => entry.set_phase(Phase::Writing),
+                // On its way again: its write-complete event and its answer come as usual. It
+                // stays held until that event, which restarts its paused timeout in full.
+                (false, Some(_)) => {}
                 (_, None) => {}
             }
         } else if taken_back {
