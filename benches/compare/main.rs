@@ -12,8 +12,9 @@
 //! The soak (1,000,000 requests, ~40% cancelled four ways, every outcome checked, tables and
 //! memory checked after) runs for actix-mcp only and only when asked for; `benches/compare/soak.sh`
 //! runs it over stdio, HTTP/1.1 and HTTP/2 in both eras. The fleet (`--scenarios fleet`: 100 and
-//! 1,000 connections in one process, each to its own server; `--connections` for other sizes)
-//! also runs only when asked for, from actix and from plain tokio.
+//! 1,000 connections in one process, each to its own server; with `--http` also 10,000, all to
+//! one server; `--connections` for other sizes) also runs only when asked for, from actix and
+//! from plain tokio (`--clients actix-mcp-tokio`, or `actix-mcp-tokio-http`/`-h2` over HTTP).
 //!
 //! Each (scenario, client, run) runs in a fresh worker process of this program against a fresh
 //! server process, so memory figures are the client's own. The default server is the crate's
@@ -74,6 +75,8 @@ const MUST_BE_ZERO: [&str; 12] = [
 const ACTIX_ONLY: [&str; 3] = ["t", "soak", "fleet"];
 /// The fleet's sizes by default, and at smoke size.
 const FLEET: [usize; 2] = [100, 1000];
+/// Over HTTP, also ten thousand (all to one server).
+const FLEET_HTTP: [usize; 3] = [100, 1000, 10_000];
 const FLEET_SMOKE: [usize; 1] = [20];
 
 #[derive(Parser, Debug)]
@@ -154,10 +157,11 @@ fn main() -> ExitCode {
         (&CLIENTS, &SCENARIOS)
     };
     let clients = pick(args.clients.clone(), default_clients);
-    let fleet = match (&args.connections, args.smoke) {
-        (Some(sizes), _) => sizes.clone(),
-        (None, true) => FLEET_SMOKE.to_vec(),
-        (None, false) => FLEET.to_vec(),
+    let fleet = match (&args.connections, args.smoke, args.http) {
+        (Some(sizes), _, _) => sizes.clone(),
+        (None, true, _) => FLEET_SMOKE.to_vec(),
+        (None, false, false) => FLEET.to_vec(),
+        (None, false, true) => FLEET_HTTP.to_vec(),
     };
     let scenarios = pick(args.scenarios.clone(), default_scenarios)
         .into_iter()
@@ -210,10 +214,14 @@ fn server_cmd(line: Option<&str>) -> Result<ServerCmd, String> {
 fn worker(client: &str, scenario: &str, server: &ServerCmd, sizes: Sizes) -> ExitCode {
     let result = match (client, fleet::size(scenario)) {
         // Inside an actix System, and from plain tokio: the fleet goes to the pool either way.
-        ("actix-mcp", Some(n)) => actix_rt::System::new().block_on(fleet::run(server, n)),
-        ("actix-mcp-tokio", Some(n)) => multi_thread().block_on(fleet::run(server, n)),
+        (c, Some(n)) if c.starts_with("actix-mcp-tokio") => {
+            multi_thread().block_on(fleet::run(server, n))
+        }
+        (c, Some(n)) if c.starts_with("actix-mcp") => {
+            actix_rt::System::new().block_on(fleet::run(server, n))
+        }
         (_, Some(_)) => Err(format!(
-            "the fleet is for actix-mcp and actix-mcp-tokio, not {client}"
+            "the fleet is for actix-mcp's clients, not {client}"
         )),
         (_, None) => one_connection(client, scenario, server, sizes),
     };
@@ -231,7 +239,9 @@ fn one_connection(
             actix_rt::System::new().block_on(measure::<ActixMcp>(server, scenario, sizes))
         }
         // The same client from plain tokio code: the actor runs on an arbiter of the pool.
-        "actix-mcp-tokio" => multi_thread().block_on(measure::<ActixMcp>(server, scenario, sizes)),
+        "actix-mcp-tokio" | "actix-mcp-tokio-http" | "actix-mcp-tokio-h2" => {
+            multi_thread().block_on(measure::<ActixMcp>(server, scenario, sizes))
+        }
         "raw" => multi_thread().block_on(measure::<Raw>(server, scenario, sizes)),
         "raw-http" | "raw-h2" => {
             multi_thread().block_on(measure::<RawHttp>(server, scenario, sizes))

@@ -1,7 +1,7 @@
 //! HTTP for authorization: never follows a redirect (so discovery never crosses origins), caps
 //! every body it reads, and adapts reqwest to the `oauth2` crate's client interface.
 
-use std::time::Duration;
+use std::{cell::RefCell, time::Duration};
 
 use bytes::Bytes;
 use serde::de::DeserializeOwned;
@@ -33,13 +33,26 @@ impl HttpError {
 }
 
 impl Fetcher {
+    /// This thread's fetcher: one client per thread, shared by every connection's
+    /// authorization (see `transport/http/clients.rs` for why per thread).
     pub fn new() -> Result<Self, Error> {
-        let http = reqwest::Client::builder()
-            .redirect(reqwest::redirect::Policy::none())
-            .timeout(REQUEST_TIMEOUT)
-            .build()
-            .map_err(|e| super::failure(AuthErrorKind::Discovery, format!("HTTP client: {e}")))?;
-        Ok(Self { http })
+        thread_local! {
+            static SHARED: RefCell<Option<reqwest::Client>> = const { RefCell::new(None) };
+        }
+        SHARED.with(|slot| {
+            if let Some(http) = &*slot.borrow() {
+                return Ok(Self { http: http.clone() });
+            }
+            let http = reqwest::Client::builder()
+                .redirect(reqwest::redirect::Policy::none())
+                .timeout(REQUEST_TIMEOUT)
+                .build()
+                .map_err(|e| {
+                    super::failure(AuthErrorKind::Discovery, format!("HTTP client: {e}"))
+                })?;
+            *slot.borrow_mut() = Some(http.clone());
+            Ok(Self { http })
+        })
     }
 
     pub fn client(&self) -> &reqwest::Client {

@@ -153,8 +153,10 @@ pub struct ProxyStats {
     pub forwarded: usize,
     /// Faults injected.
     pub faults: usize,
-    /// Client connections open now.
+    /// Client connections open now (a shared client keeps idle ones for later requests).
     pub open_connections: usize,
+    /// Client requests not over yet: their answer's body still open, or no answer yet.
+    pub open_requests: usize,
     /// Client connections accepted so far.
     pub connections: usize,
     /// The HTTP method of every request, in order.
@@ -163,6 +165,8 @@ pub struct ProxyStats {
     pub rpc_methods: Vec<String>,
     /// The `notifications/cancelled` bodies, in order.
     pub cancels: Vec<Value>,
+    /// Each `tools/call`: its `Authorization` header (empty without) and its arguments.
+    pub tool_calls: Vec<(String, Value)>,
 }
 
 impl ProxyStats {
@@ -279,6 +283,22 @@ fn authority(url: &str) -> String {
         .to_string()
 }
 
+/// Counts a client request open until dropped (with its handler, or with its answer's body).
+struct Exchange(Arc<Shared>);
+
+impl Exchange {
+    fn new(shared: &Arc<Shared>) -> Self {
+        lock(&shared.stats).open_requests += 1;
+        Self(shared.clone())
+    }
+}
+
+impl Drop for Exchange {
+    fn drop(&mut self) {
+        lock(&self.0.stats).open_requests -= 1;
+    }
+}
+
 /// Counts a client connection open until dropped.
 struct Open(Arc<Shared>);
 
@@ -336,6 +356,7 @@ async fn handle(
     kill: CancellationToken,
     request: Request<Incoming>,
 ) -> Result<Answer, BoxError> {
+    let exchange = Exchange::new(&shared);
     let (parts, body) = request.into_parts();
     let body = body.collect().await?.to_bytes();
     let json: Option<Value> = serde_json::from_slice(&body).ok();
@@ -358,6 +379,17 @@ async fn handle(
         }
         if rpc == Some("notifications/cancelled") {
             stats.cancels.extend(json.clone());
+        }
+        if let Some(arguments) = json.as_ref().filter(|_| rpc == Some("tools/call")) {
+            let authorization = parts
+                .headers
+                .get(header::AUTHORIZATION)
+                .and_then(|v| v.to_str().ok())
+                .unwrap_or_default();
+            let arguments = arguments.pointer("/params/arguments").cloned();
+            stats
+                .tool_calls
+                .push((authorization.to_owned(), arguments.unwrap_or_default()));
         }
         let fault = lock(&shared.rules).iter_mut().find_map(|rule| {
             rule.fires(&parts.method, rpc, tool)
@@ -443,7 +475,10 @@ async fn handle(
             answer
         }
     };
-    Ok(answer)
+    Ok(answer.map(|mut tap| {
+        tap.exchange = Some(exchange);
+        tap
+    }))
 }
 
 /// The data of the last event of an event stream (the demo server ends a POST's stream with
@@ -546,6 +581,8 @@ pub struct Tap {
     pause: Option<Pin<Box<tokio::time::Sleep>>>,
     /// An event stream's: resolves when [`FaultProxy::drop_event_streams`] is called.
     dropped: Option<Pin<Box<WaitForCancellationFutureOwned>>>,
+    /// The request this answers: over when the body is dropped.
+    exchange: Option<Exchange>,
 }
 
 impl Tap {
@@ -556,6 +593,7 @@ impl Tap {
             sent: 0,
             pause: None,
             dropped: None,
+            exchange: None,
         }
     }
 }

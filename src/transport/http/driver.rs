@@ -37,8 +37,7 @@ pub(super) struct Shared {
     pub url: reqwest::Url,
     /// Where requests go: the endpoint, or where a same-origin 307/308 moved it.
     pub endpoint: RefCell<reqwest::Url>,
-    /// The user's own headers (e.g. `Authorization`) when the client is the user's; a client of
-    /// ours carries them as its default headers, and this is empty.
+    /// The user's own headers (e.g. `Authorization`), on every request: the client is shared.
     pub headers: HeaderMap,
     pub events: EventSender,
     /// Cancelled when the transport is done: every task ends.

@@ -43,6 +43,7 @@
 //! [`Error::Transport`], a `202` or an event stream ending without the answer (and without an
 //! event id to resume from) [`Error::Protocol`].
 
+mod clients;
 mod driver;
 pub(crate) mod post;
 mod renew;
@@ -228,28 +229,6 @@ fn invalid_input(message: String) -> Error {
     )
 }
 
-/// How many redirects a GET or DELETE may follow (a POST's are `post.rs`'s: its body is a
-/// stream that reqwest cannot send again).
-const MAX_REDIRECTS: usize = 5;
-
-/// Redirects as the spec and browsers expect: followed only to the same origin and only when
-/// the method and body are kept (307, 308), e.g. Starlette's `/mcp` → `/mcp/`. A redirect to
-/// another origin would carry the session id, the MCP headers and a DPoP proof there, and a
-/// 301/302/303 would turn a POST into a GET: both end the request with the redirect's status
-/// instead. Never a `Referer`.
-fn redirect_policy(endpoint: &reqwest::Url) -> reqwest::redirect::Policy {
-    let endpoint = endpoint.clone();
-    reqwest::redirect::Policy::custom(move |attempt| {
-        let keeps_method = matches!(attempt.status().as_u16(), 307 | 308);
-        let same_origin = post::same_origin(attempt.url(), &endpoint);
-        if keeps_method && same_origin && attempt.previous().len() <= MAX_REDIRECTS {
-            attempt.follow()
-        } else {
-            attempt.stop()
-        }
-    })
-}
-
 impl Transport for HttpTransport {
     fn open(self: Box<Self>, events: EventSender) -> Result<Box<dyn TransportIo>, Error> {
         let url = reqwest::Url::parse(&self.url)
@@ -258,24 +237,9 @@ impl Transport for HttpTransport {
             return Err(invalid_input(format!("URL {url}: not http or https")));
         }
         let headers = self.header_map()?;
-        let (client, headers) = match self.client {
-            Some(client) => (client, headers),
-            None => {
-                // Our own client carries the user's headers itself, not every request.
-                let builder = reqwest::Client::builder()
-                    .default_headers(headers)
-                    .referer(false)
-                    .redirect(redirect_policy(&url));
-                let builder = if self.http2_prior_knowledge {
-                    builder.http2_prior_knowledge()
-                } else {
-                    builder
-                };
-                let client = builder
-                    .build()
-                    .map_err(|e| invalid_input(format!("HTTP client: {e}")))?;
-                (client, HeaderMap::new())
-            }
+        let client = match self.client {
+            Some(client) => client,
+            None => clients::shared(self.http2_prior_knowledge)?,
         };
         #[cfg(feature = "auth")]
         if let Some(auth) = &self.auth {

@@ -36,8 +36,8 @@ use crate::{
 const MAX_AUTH_ROUNDS: u32 = 3;
 /// How many times a request's event stream is resumed (GET + `Last-Event-ID`) before giving up.
 const MAX_RESUMES: usize = 5;
-/// How many same-origin redirects one POST may follow.
-const MAX_REDIRECTS: usize = 5;
+/// How many same-origin redirects one request may follow.
+pub(super) const MAX_REDIRECTS: usize = 5;
 /// The wait before resuming when the server gave no `retry`.
 const DEFAULT_RETRY: Duration = Duration::from_secs(1);
 
