@@ -24,6 +24,7 @@ mod actor;
 pub mod catalogue;
 mod error;
 mod live;
+mod start;
 mod supervision;
 #[cfg(test)]
 mod supervision_model;
@@ -36,19 +37,21 @@ use std::{
     time::{Duration, Instant},
 };
 
-use futures::{
-    future::{BoxFuture, Shared},
-    FutureExt,
-};
+use futures::{future::BoxFuture, FutureExt};
 use serde_json::Value;
+use tokio::sync::Semaphore;
 
 pub use actor::{CallTool, GetCatalogue, GetStatus, ServersActor, StopAll};
 pub use catalogue::{Catalogue, Listed};
 pub use error::ServersError;
 pub use live::CallInFlight;
+pub use start::DEFAULT_START_PARALLELISM;
 pub use supervision::{RestartPolicy, Status};
 
-use self::supervision::{Next, Supervision};
+use self::{
+    start::Start,
+    supervision::{Next, Supervision},
+};
 use crate::{
     cancellation::Cancellation,
     client::{Client, ConnectOptions},
@@ -64,7 +67,6 @@ use crate::{
 };
 
 type MakeTransport = Arc<dyn Fn() -> Result<Box<dyn Transport>, Error> + Send + Sync>;
-type Connecting = Shared<BoxFuture<'static, Result<Client, Error>>>;
 
 /// How long [`Servers::catalogue`] waits for one server's lists by default.
 pub const DEFAULT_LIST_TIMEOUT: Duration = Duration::from_secs(10);
@@ -106,6 +108,8 @@ struct Inner {
     policy: Mutex<RestartPolicy>,
     probe: Mutex<Option<HealthProbe>>,
     list_timeout: Mutex<Duration>,
+    /// Free start slots: how many more servers may connect now.
+    start_slots: Mutex<Arc<Semaphore>>,
     entries: Mutex<BTreeMap<String, Entry>>,
     /// Routed calls in flight, kept once `track_calls` is on (an inspector).
     live: Mutex<Option<live::Shared>>,
@@ -123,20 +127,23 @@ struct Entry {
 }
 
 impl Entry {
-    /// Stopped on purpose: no restart, lists dropped; the live client, to shut down.
-    fn stop(&mut self) -> Option<Client> {
+    /// Stopped on purpose: no restart, lists dropped. What is left to wait for: the live
+    /// client's shutdown, or the end of a start (one still waiting for its slot connects
+    /// nothing; one under way is shut down as it ends).
+    fn stop(&mut self) -> Option<BoxFuture<'static, ()>> {
         self.supervision.stop();
         self.lists = Lists::default();
         match std::mem::replace(&mut self.conn, Conn::None) {
-            Conn::Ready(client) => Some(client),
-            _ => None,
+            Conn::Ready(client) => Some(async move { client.shutdown().await }.boxed()),
+            Conn::Connecting(start) => Some(start.done().map(drop).boxed()),
+            Conn::None => None,
         }
     }
 }
 
 enum Conn {
     None,
-    Connecting(Connecting),
+    Connecting(Start),
     Ready(Client),
 }
 
@@ -170,6 +177,7 @@ impl Servers {
                 policy: Mutex::new(RestartPolicy::default()),
                 probe: Mutex::new(None),
                 list_timeout: Mutex::new(DEFAULT_LIST_TIMEOUT),
+                start_slots: Mutex::new(Arc::new(Semaphore::new(DEFAULT_START_PARALLELISM))),
                 entries: Mutex::new(BTreeMap::new()),
                 live: Mutex::new(None),
             }),
@@ -258,6 +266,15 @@ impl Servers {
         self
     }
 
+    /// How many servers connect at once, at most (default [`DEFAULT_START_PARALLELISM`]): the
+    /// others wait their turn, whatever started them ([`start_all`](Self::start_all), a first
+    /// call, the catalogue, a restart). A server's connect timeout and list time limit count
+    /// from its turn. Set it before the first start.
+    pub fn start_parallelism(self, servers: usize) -> Self {
+        *lock(&self.inner.start_slots) = Arc::new(Semaphore::new(servers.max(1)));
+        self
+    }
+
     fn entries(&self) -> MutexGuard<'_, BTreeMap<String, Entry>> {
         lock(&self.inner.entries)
     }
@@ -339,44 +356,58 @@ impl Servers {
     /// The client of server `name`: the live one, or a new connection if there is none yet or
     /// the last one ended. During a back-off, and once the server has failed, its last error.
     pub async fn client(&self, name: &str) -> Result<Client, ServersError> {
-        let connecting = {
-            let mut entries = self.entries();
-            let entry = entries
-                .get_mut(name)
-                .ok_or_else(|| ServersError::UnknownServer(name.to_owned()))?;
-            match &entry.conn {
-                Conn::Ready(client) if !client.is_closed() => return Ok(client.clone()),
-                Conn::Connecting(connecting) => connecting.clone(),
-                Conn::Ready(client) => {
-                    // Ended, and its watcher has not run yet: what it would do, now.
-                    let error = client.close_reason().unwrap_or(Error::Closed {
-                        reason: crate::error::CloseReason::ActorStopped,
-                    });
-                    match self.after_end(name, entry, error) {
-                        Some(restarted) => restarted,
-                        // Backing off or failed: its error.
-                        None => self.begin(name, entry, false)?,
-                    }
+        match self.connection(name)? {
+            Ok(client) => Ok(client),
+            Err(start) => start.done().await.map_err(|e| self.start_error(name, e)),
+        }
+    }
+
+    /// A start's error as its callers see it: stopped meanwhile, [`ServersError::Stopped`].
+    fn start_error(&self, name: &str, error: Error) -> ServersError {
+        match self.entries().get(name).map(|e| e.supervision.status()) {
+            Some(Status::Stopped) => ServersError::Stopped(name.to_owned()),
+            _ => error.into(),
+        }
+    }
+
+    /// Server `name`'s live client, else its start (begun now if need be).
+    fn connection(&self, name: &str) -> Result<Result<Client, Start>, ServersError> {
+        let mut entries = self.entries();
+        let entry = entries
+            .get_mut(name)
+            .ok_or_else(|| ServersError::UnknownServer(name.to_owned()))?;
+        let start = match &entry.conn {
+            Conn::Ready(client) if !client.is_closed() => return Ok(Ok(client.clone())),
+            Conn::Connecting(start) => start.clone(),
+            Conn::Ready(client) => {
+                // Ended, and its watcher has not run yet: what it would do, now.
+                let error = client.close_reason().unwrap_or(Error::Closed {
+                    reason: crate::error::CloseReason::ActorStopped,
+                });
+                match self.after_end(name, entry, error) {
+                    Some(restarted) => restarted,
+                    // Backing off or failed: its error.
+                    None => self.begin(name, entry, false)?,
                 }
-                Conn::None => self.begin(name, entry, false)?,
             }
+            Conn::None => self.begin(name, entry, false)?,
         };
-        Ok(connecting.await?)
+        Ok(Err(start))
     }
 
     /// Starts every enabled server that is not running (idle, stopped), and waits for each
     /// start to end; the outcomes are in [`status`](Self::status).
     pub async fn start_all(&self) {
-        let starts: Vec<Connecting> = {
+        let starts: Vec<_> = {
             let mut entries = self.entries();
             entries
                 .iter_mut()
                 .filter_map(|(name, entry)| match &entry.conn {
-                    Conn::Connecting(c) => Some(c.clone()),
+                    Conn::Connecting(start) => Some(start.done()),
                     Conn::Ready(c) if !c.is_closed() => None,
                     _ => {
                         let forced = matches!(entry.supervision.status(), Status::Stopped);
-                        self.begin(name, entry, forced).ok()
+                        self.begin(name, entry, forced).ok().map(|s| s.done())
                     }
                 })
                 .collect()
@@ -402,21 +433,21 @@ impl Servers {
         if let Some(old) = old {
             old.shutdown().await;
         }
-        Ok(connecting.await?)
+        Ok(connecting.done().await?)
     }
 
     /// Stops server `name`: no restart until [`restart`](Self::restart) or
     /// [`start_all`](Self::start_all); waits until its process is gone.
     pub async fn stop_server(&self, name: &str) -> Result<(), ServersError> {
-        let client = {
+        let stopping = {
             let mut entries = self.entries();
             let entry = entries
                 .get_mut(name)
                 .ok_or_else(|| ServersError::UnknownServer(name.to_owned()))?;
             entry.stop()
         };
-        if let Some(client) = client {
-            client.shutdown().await;
+        if let Some(stopping) = stopping {
+            stopping.await;
         }
         Ok(())
     }
@@ -425,17 +456,17 @@ impl Servers {
     /// processes are gone. Calls fail with [`ServersError::Stopped`] until a server is
     /// started again.
     pub async fn stop(&self) {
-        let clients: Vec<Client> = self
+        let stopping: Vec<_> = self
             .entries()
             .values_mut()
             .filter_map(Entry::stop)
             .collect();
-        futures::future::join_all(clients.iter().map(Client::shutdown)).await;
+        futures::future::join_all(stopping).await;
     }
 
     /// A ready connection ended (entry locked by the caller): supervision decides; a restart
     /// due now begins at once (its connect is returned), a later one is scheduled.
-    fn after_end(&self, name: &str, entry: &mut Entry, error: Error) -> Option<Connecting> {
+    fn after_end(&self, name: &str, entry: &mut Entry, error: Error) -> Option<Start> {
         entry.conn = Conn::None;
         entry.lists = Lists::default();
         let now = Instant::now();
@@ -450,12 +481,7 @@ impl Servers {
     }
 
     /// Begins a connect if supervision allows it (entry locked by the caller).
-    fn begin(
-        &self,
-        name: &str,
-        entry: &mut Entry,
-        forced: bool,
-    ) -> Result<Connecting, ServersError> {
+    fn begin(&self, name: &str, entry: &mut Entry, forced: bool) -> Result<Start, ServersError> {
         let now = Instant::now();
         if !entry.supervision.start(now, forced) {
             return Err(refusal(entry.supervision.status(), name));
@@ -474,19 +500,27 @@ impl Servers {
         let name = name.to_owned();
         // Settled inside the shared future, so whoever awaits a start sees the server's new
         // status; driven by a task of its own, so a caller who leaves does not stop it.
-        let connecting: Connecting = async move {
-            let outcome = async { options.connect(transport?).await }.await;
+        let slots = lock(&self.inner.start_slots).clone();
+        let start = Start::new(slots, async move {
+            let outcome = async {
+                if !still_wanted(&weak, &name, generation) {
+                    // Stopped (or started again) while it waited for its slot.
+                    return Err(Error::Closed {
+                        reason: crate::error::CloseReason::ClosedByClient,
+                    });
+                }
+                options.connect(transport?).await
+            }
+            .await;
             settled(&weak, &name, generation, outcome.clone()).await;
             outcome
-        }
-        .boxed()
-        .shared();
-        entry.conn = Conn::Connecting(connecting.clone());
-        let drive = connecting.clone();
+        });
+        entry.conn = Conn::Connecting(start.clone());
+        let drive = start.done();
         spawn(async move {
             let _ = drive.await;
         });
-        Ok(connecting)
+        Ok(start)
     }
 
     /// `tools/call` of `tool` on server `server`. Set a token and a timeout on the returned
@@ -581,11 +615,19 @@ impl Servers {
     }
 
     /// One server's lists of `kinds`: kept ones, else fetched (what the server does not offer
-    /// is empty), all within the list timeout.
+    /// is empty), all within the list timeout from the server's start slot (waiting for a
+    /// slot behind other servers is not this one's slowness).
     async fn lists_of(&self, name: &str, kinds: Kinds) -> Result<Lists, ServersError> {
         let limit = *lock(&self.inner.list_timeout);
+        let connection = self.connection(name)?;
+        if let Err(start) = &connection {
+            start.slot_taken().await;
+        }
         let work = async {
-            let client = self.client(name).await?;
+            let client = match connection {
+                Ok(client) => client,
+                Err(start) => start.done().await?,
+            };
             let (kept, generation) = {
                 let entries = self.entries();
                 let entry = entries
@@ -699,6 +741,17 @@ fn refusal(status: &Status, name: &str) -> ServersError {
     }
 }
 
+/// Whether start `generation` of `name` is still the one its server wants.
+fn still_wanted(weak: &Weak<Inner>, name: &str, generation: u64) -> bool {
+    let Some(inner) = weak.upgrade() else {
+        return false;
+    };
+    let entries = lock(&inner.entries);
+    entries.get(name).is_some_and(|entry| {
+        entry.generation == generation && matches!(entry.supervision.status(), Status::Starting)
+    })
+}
+
 /// A connect ended: record it, watch the new connection, or schedule the next start.
 async fn settled(weak: &Weak<Inner>, name: &str, generation: u64, outcome: Result<Client, Error>) {
     let Some(inner) = weak.upgrade() else {
@@ -723,11 +776,12 @@ async fn settled(weak: &Weak<Inner>, name: &str, generation: u64, outcome: Resul
                 }
                 // Stopped while it was starting.
                 Ok(client) => (Next::Nothing, Some(client)),
-                Err(error) => {
+                Err(error) if matches!(entry.supervision.status(), Status::Starting) => {
                     entry.conn = Conn::None;
                     tracing::warn!(server = %name, %error, "MCP server did not start");
                     (entry.supervision.connect_failed(error, now), None)
                 }
+                Err(_) => (Next::Nothing, None),
             }
         }
     };
