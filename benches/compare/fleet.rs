@@ -271,7 +271,7 @@ fn sockets() -> usize {
 
 /// Three pipes per server, or a socket per HTTP connection: a fleet of a thousand needs more
 /// than the usual 1,024 descriptors.
-fn raise_open_files_limit() {
+pub fn raise_open_files_limit() {
     use nix::sys::resource::{getrlimit, setrlimit, Resource};
     if let Ok((_, hard)) = getrlimit(Resource::RLIMIT_NOFILE) {
         let _ = setrlimit(Resource::RLIMIT_NOFILE, hard, hard);

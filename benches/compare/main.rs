@@ -15,6 +15,8 @@
 //! 1,000 connections in one process, each to its own server; with `--http` also 10,000, all to
 //! one server; `--connections` for other sizes) also runs only when asked for, from actix and
 //! from plain tokio (`--clients actix-mcp-tokio`, or `actix-mcp-tokio-http`/`-h2` over HTTP).
+//! The manager (`--scenarios manager`): a config of 100 and 1,000 stdio servers started,
+//! catalogued, called and stopped by `Servers`.
 //!
 //! Each (scenario, client, run) runs in a fresh worker process of this program against a fresh
 //! server process, so memory figures are the client's own. The default server is the crate's
@@ -25,6 +27,7 @@
 
 mod clients;
 mod fleet;
+mod manager;
 mod scenarios;
 #[path = "../../tests/support/workspace_bins.rs"]
 mod workspace_bins;
@@ -55,7 +58,7 @@ const HTTP_CLIENTS: [&str; 6] = [
 ];
 const HTTP_SCENARIOS: [&str; 5] = ["a", "b", "c1", "c2", "d"];
 /// Counters that must be zero for actix-mcp in every run.
-const MUST_BE_ZERO: [&str; 12] = [
+const MUST_BE_ZERO: [&str; 16] = [
     "lost_cancels",
     "overtaking_cancels",
     "left_running",
@@ -69,10 +72,15 @@ const MUST_BE_ZERO: [&str; 12] = [
     "cancel_counter_mismatch",
     "write_count_mismatch",
     "rss_over_budget_mib",
+    // fleet and manager
+    "calls_unanswered",
+    "servers_not_ready",
+    "servers_unlisted",
+    "processes_left",
 ];
 /// Scenarios only actix-mcp can run (tasks; the soak's cancellation ways and client counters;
 /// the fleet's `fleet-N`).
-const ACTIX_ONLY: [&str; 3] = ["t", "soak", "fleet"];
+const ACTIX_ONLY: [&str; 4] = ["t", "soak", "fleet", "manager"];
 /// The fleet's sizes by default, and at smoke size.
 const FLEET: [usize; 2] = [100, 1000];
 /// Over HTTP, also ten thousand (all to one server).
@@ -167,6 +175,12 @@ fn main() -> ExitCode {
         .into_iter()
         .flat_map(|s| match s.as_str() {
             "fleet" => fleet.iter().map(|n| format!("fleet-{n}")).collect(),
+            // Stdio servers only: the manager's processes.
+            "manager" => fleet
+                .iter()
+                .filter(|n| **n <= 1000)
+                .map(|n| format!("manager-{n}"))
+                .collect(),
             _ => vec![s],
         })
         .collect::<Vec<_>>();
@@ -212,6 +226,18 @@ fn server_cmd(line: Option<&str>) -> Result<ServerCmd, String> {
 }
 
 fn worker(client: &str, scenario: &str, server: &ServerCmd, sizes: Sizes) -> ExitCode {
+    if let Some(n) = manager::size(scenario) {
+        let result = match client {
+            c if c.starts_with("actix-mcp-tokio") => {
+                multi_thread().block_on(manager::run(server, n))
+            }
+            c if c.starts_with("actix-mcp") => {
+                actix_rt::System::new().block_on(manager::run(server, n))
+            }
+            _ => Err(format!("the manager is actix-mcp's, not {client}")),
+        };
+        return report(client, scenario, result);
+    }
     let result = match (client, fleet::size(scenario)) {
         // Inside an actix System, and from plain tokio: the fleet goes to the pool either way.
         (c, Some(n)) if c.starts_with("actix-mcp-tokio") => {
