@@ -395,7 +395,7 @@ impl ConnectOptions {
             Ok(result) => {
                 let client = Client {
                     shared,
-                    server: Arc::new(result),
+                    server: super::interned::shared(result),
                     settings: Arc::new(Settings {
                         default_timeout: self.request_timeout,
                         validate_output: self.validate_output,

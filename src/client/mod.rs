@@ -2,6 +2,7 @@
 
 mod call;
 mod connect;
+mod interned;
 mod lifecycle;
 mod list_cache;
 mod mrtr;

@@ -59,7 +59,9 @@ struct State {
     /// was replaced is not reported.
     tasks: HashMap<RequestId, (u64, JoinHandle<()>)>,
     next_task: u64,
-    event_task: Option<JoinHandle<()>>,
+    /// The GET stream's task, with its number: one that ended by itself (a `405`, say) gives
+    /// its handle back, so that its memory is freed while the connection lives on.
+    event_task: Option<(u64, JoinHandle<()>)>,
     /// Closing: where to say that the session may end.
     end_session: Option<oneshot::Sender<Option<HeaderValue>>>,
 }
@@ -155,7 +157,7 @@ impl Shared {
             Action::OpenEventStream => self.start_event_stream(),
             Action::StopEventStream => {
                 let task = self.state.borrow_mut().event_task.take();
-                if let Some(task) = task {
+                if let Some((_, task)) = task {
                     task.abort();
                 }
             }
@@ -218,15 +220,23 @@ impl Shared {
     fn start_event_stream(self: &Rc<Self>) {
         let generation = self.session(|session| session.generation);
         let shared = self.clone();
+        let mut state = self.state.borrow_mut();
+        let number = state.next_task;
+        state.next_task += 1;
         let task = actix_rt::spawn(async move {
             let answered = || shared.event(|r| r.event_stream_answered(generation, now()));
             tokio::select! {
                 _ = shared.shutdown.cancelled() => {}
                 _ = post::event_stream(&shared, answered) => {}
             }
+            let mut state = shared.state.borrow_mut();
+            if state.event_task.as_ref().is_some_and(|(n, _)| *n == number) {
+                state.event_task = None;
+            }
         });
-        let previous = self.state.borrow_mut().event_task.replace(task);
-        if let Some(previous) = previous {
+        let previous = state.event_task.replace((number, task));
+        drop(state);
+        if let Some((_, previous)) = previous {
             previous.abort();
         }
     }

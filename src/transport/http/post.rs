@@ -160,9 +160,31 @@ impl Shared {
     }
 
     fn transport_error(&self, what: &str, error: reqwest::Error) -> Error {
-        Error::transport(format!("{what} {}", self.url), io::Error::other(error))
+        Error::transport(
+            format!("{what} {}", self.url),
+            io::Error::other(WithCauses(error)),
+        )
     }
 }
+
+/// A reqwest error shown with its causes ("error sending request: connection refused"):
+/// reqwest's own message leaves out what went wrong underneath.
+#[derive(Debug)]
+struct WithCauses(reqwest::Error);
+
+impl std::fmt::Display for WithCauses {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}", self.0)?;
+        let mut cause = std::error::Error::source(&self.0);
+        while let Some(error) = cause {
+            write!(f, ": {error}")?;
+            cause = error.source();
+        }
+        Ok(())
+    }
+}
+
+impl std::error::Error for WithCauses {}
 
 /// The access token (and a DPoP proof) on one request.
 #[cfg(feature = "auth")]
