@@ -474,8 +474,8 @@ async fn logs_name_the_server_and_each_request() {
         );
     }
     assert!(
-        logs.contains("mcp.request{method=tools/call id="),
-        "a request span: {logs}"
+        logs.contains("mcp.client{") && logs.contains("tools/call stderr"),
+        "a call's span: {logs}"
     );
 }
 

@@ -11,6 +11,7 @@
 //! watches how the caller may give up.
 
 mod answer;
+mod span;
 
 use std::{
     future::{Future, IntoFuture},
@@ -25,7 +26,10 @@ use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 use tokio::time::Sleep;
 
-use self::answer::{Next, Reading};
+use self::{
+    answer::{Next, Reading},
+    span::CallSpan,
+};
 use super::{
     list_cache::{Lookup, PageKey},
     mrtr::{forward_progress, Fulfilling, Retry, SharedProgress, RETRYABLE},
@@ -368,13 +372,8 @@ impl<T: DeserializeOwned> IntoFuture for Call<T> {
         if self.request.method() == "tools/list" {
             self.extras().learns_tools = true;
         }
-        // Only when debug logging is on for it: the request's span, entered at each poll.
-        let span = tracing::debug_span!(
-            "mcp.request",
-            method = %self.request.method(),
-            id = self.request.id().as_u64()
-        );
-        if !span.is_disabled() {
+        // Only when a subscriber wants it: the call's span, entered at each poll.
+        if let Some(span) = CallSpan::open(&self.request) {
             self.extras().span = Some(span);
         }
         CallFuture {
@@ -423,7 +422,7 @@ pin_project_lite::pin_project! {
         task: Option<TaskOptions>,
         // Given up in flight: withdrawn (never cancelled on the wire), its answer handed here.
         withdraw_then: Option<WithdrawThen>,
-        span: Option<tracing::Span>,
+        span: Option<CallSpan>,
     }
 }
 
@@ -663,9 +662,12 @@ impl<T: DeserializeOwned> CallFuture<T> {
         let Some(extras) = self.extras.as_mut() else {
             return outcome.and_then(|raw| decode(&raw)).into();
         };
-        if extras.span.is_some() {
+        if let Some(span) = &extras.span {
             match &outcome {
-                Ok(_) => tracing::debug!("answered"),
+                Ok(raw) => {
+                    tracing::debug!("answered");
+                    span.answered(raw.get());
+                }
                 Err(error) => tracing::debug!(%error, "failed"),
             }
         }
@@ -734,8 +736,28 @@ impl<T: DeserializeOwned> Future for CallFuture<T> {
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let this = self.get_mut();
-        let span = this.extras.as_ref().and_then(|e| e.span.clone());
-        let _in = span.as_ref().map(tracing::Span::enter);
+        let span = this
+            .extras
+            .as_ref()
+            .and_then(|e| e.span.as_ref())
+            .map(|s| s.span().clone());
+        let Some(span) = span else {
+            return this.poll_call(cx, false);
+        };
+        let polled = span.in_scope(|| this.poll_call(cx, true));
+        if let Poll::Ready(Err(error)) = &polled {
+            if let Some(span) = this.extras.as_ref().and_then(|e| e.span.as_ref()) {
+                span.ended_with(error);
+            }
+        }
+        polled
+    }
+}
+
+impl<T: DeserializeOwned> CallFuture<T> {
+    /// [`poll`](Future::poll), within the call's span if it has one (`traced`).
+    fn poll_call(&mut self, cx: &mut Context<'_>, traced: bool) -> Poll<Result<T, Error>> {
+        let this = self;
         if matches!(this.stage, Stage::Start(_)) {
             if let Stage::Start(request) = std::mem::replace(&mut this.stage, Stage::Done) {
                 if let Some(end) = this.start(request) {
@@ -747,7 +769,7 @@ impl<T: DeserializeOwned> Future for CallFuture<T> {
             // The caller's cancel and the timeout are answered here, at once, without waiting
             // for the actor or any I/O.
             if let Some((reason, error)) = this.poll_given_up(cx) {
-                if span.is_some() {
+                if traced {
                     tracing::debug!(%error, "given up by the caller");
                 }
                 return this.abandon(reason, error);
@@ -786,6 +808,9 @@ fn polled_after_its_end() -> Error {
 impl<T> Drop for CallFuture<T> {
     fn drop(&mut self) {
         if !matches!(self.stage, Stage::Done) {
+            if let Some(span) = self.extras.as_ref().and_then(|e| e.span.as_ref()) {
+                span.dropped();
+            }
             self.abandon_quietly();
         }
     }

@@ -196,8 +196,9 @@ impl ConnectOptions {
     }
 
     /// The server's name in logs: the connection and its transport log inside a
-    /// `mcp.connection` span with `server = name` (each call inside an `mcp.request` span with
-    /// its method and id, at debug level), so the log of many servers can be read.
+    /// `mcp.connection` span with `server = name` (each call inside its `mcp.client` span, by
+    /// the OpenTelemetry conventions for MCP, target `actix_mcp::call` at info level), so the
+    /// log of many servers can be read.
     /// [`Servers`](crate::Servers) names each connection after its server.
     pub fn name(mut self, name: impl Into<String>) -> Self {
         self.name = Some(name.into());

@@ -1,0 +1,151 @@
+//! A call's span, by the OpenTelemetry semantic conventions for MCP: kind CLIENT, named
+//! `{mcp.method.name} {target}` (`tools/call get_weather`), with the conventions' attributes,
+//! and its outcome as `error.type` and the span status. A `tracing` span, so that
+//! `tracing-opentelemetry` exports it as such (`otel.name`, `otel.kind` and `otel.status_code`
+//! are that layer's names for the span's name, kind and status).
+//!
+//! Made only when a subscriber wants it (target `actix_mcp::call`, level INFO): without one,
+//! a call pays one check of the callsite's cached interest and nothing else.
+
+use serde::Deserialize;
+use tracing::{field::Empty, Span};
+
+use crate::{connection::Request, error::Error};
+
+/// The span of one call, and what its outcome needs to know of the call.
+pub(super) struct CallSpan {
+    span: Span,
+    /// A `tools/call`, whose result may say `isError`.
+    tool_call: bool,
+}
+
+/// What a request's params name as its target.
+#[derive(Deserialize)]
+struct Target<'a> {
+    #[serde(borrow, default)]
+    name: Option<&'a str>,
+    #[serde(borrow, default)]
+    uri: Option<&'a str>,
+}
+
+impl CallSpan {
+    /// The span of `request`, if anyone listens.
+    pub(super) fn open(request: &Request) -> Option<Self> {
+        let method = request.method();
+        let span = tracing::info_span!(
+            target: "actix_mcp::call",
+            "mcp.client",
+            "otel.name" = Empty,
+            "otel.kind" = "client",
+            "mcp.method.name" = method,
+            "jsonrpc.request.id" = %request.id().as_u64(),
+            "gen_ai.operation.name" = Empty,
+            "gen_ai.tool.name" = Empty,
+            "gen_ai.prompt.name" = Empty,
+            "mcp.resource.uri" = Empty,
+            "error.type" = Empty,
+            "rpc.response.status_code" = Empty,
+            "otel.status_code" = Empty,
+            "otel.status_description" = Empty,
+        );
+        if span.is_disabled() {
+            return None;
+        }
+        let params = match &request.params {
+            Ok(Some(raw)) => serde_json::from_str::<Target>(raw.get()).ok(),
+            _ => None,
+        };
+        let name = params.as_ref().and_then(|p| p.name);
+        let uri = params.as_ref().and_then(|p| p.uri);
+        // The target is low in cardinality: a tool's or a prompt's name, never a resource URI.
+        let target = match method {
+            "tools/call" => {
+                span.record("gen_ai.operation.name", "execute_tool");
+                name.inspect(|name| {
+                    span.record("gen_ai.tool.name", *name);
+                })
+            }
+            "prompts/get" => name.inspect(|name| {
+                span.record("gen_ai.prompt.name", *name);
+            }),
+            _ => None,
+        };
+        if let Some(uri) = uri {
+            span.record("mcp.resource.uri", uri);
+        }
+        match target {
+            Some(target) => span.record("otel.name", format!("{method} {target}")),
+            None => span.record("otel.name", method),
+        };
+        Some(Self {
+            span,
+            tool_call: method == "tools/call",
+        })
+    }
+
+    pub(super) fn span(&self) -> &Span {
+        &self.span
+    }
+
+    /// An answer came: a tool's result that says `isError` is an error of the tool's.
+    pub(super) fn answered(&self, raw: &str) {
+        #[derive(Deserialize)]
+        struct ToolResult {
+            #[serde(default, rename = "isError")]
+            is_error: bool,
+        }
+        let tool_error = self.tool_call
+            && serde_json::from_str::<ToolResult>(raw).is_ok_and(|result| result.is_error);
+        if tool_error {
+            self.failed("tool_error", "the tool reported an error");
+        }
+    }
+
+    /// The call ended with `error`.
+    pub(super) fn ended_with(&self, error: &Error) {
+        let _in = self.span.enter();
+        match error {
+            Error::Cancelled { reason } => {
+                tracing::info!(reason = reason.as_deref().unwrap_or(""), "cancelled");
+                self.failed("cancelled", &error.to_string());
+            }
+            Error::Timeout { .. } => self.failed("timeout", &error.to_string()),
+            Error::Server { code, .. } => {
+                let code = code.to_string();
+                self.span.record("rpc.response.status_code", code.as_str());
+                self.failed(&code, &error.to_string());
+            }
+            other => self.failed(error_type(other), &other.to_string()),
+        }
+    }
+
+    /// The caller dropped the call before its end: cancelled, as the connection tells the
+    /// server.
+    pub(super) fn dropped(&self) {
+        let _in = self.span.enter();
+        tracing::info!(reason = "dropped by its caller", "cancelled");
+        self.failed("cancelled", "dropped by its caller");
+    }
+
+    fn failed(&self, error_type: &str, description: &str) {
+        self.span.record("error.type", error_type);
+        self.span.record("otel.status_code", "ERROR");
+        self.span.record("otel.status_description", description);
+    }
+}
+
+/// `error.type` of the errors that are neither a cancel, a timeout nor the server's answer.
+fn error_type(error: &Error) -> &'static str {
+    match error {
+        Error::Closed { .. } => "closed",
+        Error::Transport { .. } => "transport",
+        Error::Http { .. } => "http",
+        Error::SessionLost => "session_lost",
+        Error::Protocol(_) => "protocol",
+        Error::InvalidOutput { .. } => "invalid_output",
+        Error::Unauthorized { .. } => "unauthorized",
+        Error::UrlElicitationRequired { .. } => "url_elicitation_required",
+        Error::TooManyPages { .. } => "too_many_pages",
+        _ => "_OTHER",
+    }
+}
