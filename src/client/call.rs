@@ -12,6 +12,8 @@
 
 mod answer;
 mod span;
+#[cfg(feature = "otel")]
+mod trace_context;
 
 use std::{
     future::{Future, IntoFuture},
@@ -301,8 +303,19 @@ impl<T> Call<T> {
         self.request.id()
     }
 
-    /// Attaches `_meta` and the progress token (the request id) to the serialized params.
+    /// Attaches `_meta`, the progress token (the request id) and the caller's trace context to
+    /// the serialized params.
     fn prepare(&mut self) {
+        #[cfg(feature = "otel")]
+        if self.link.trace_context {
+            let span = self
+                .extras
+                .as_ref()
+                .and_then(|e| e.span.as_ref())
+                .map(CallSpan::span);
+            let meta = &mut self.meta;
+            trace_context::inject(span, || meta.get_or_insert_with(Map::new));
+        }
         let clock = self
             .extras
             .as_ref()
@@ -356,6 +369,11 @@ impl<T: DeserializeOwned> IntoFuture for Call<T> {
     type IntoFuture = CallFuture<T>;
 
     fn into_future(mut self) -> CallFuture<T> {
+        // Only when a subscriber wants it: the call's span, entered at each poll (first, so
+        // that the trace context the request carries names it).
+        if let Some(span) = CallSpan::open(&self.request) {
+            self.extras().span = Some(span);
+        }
         self.prepare();
         // A plain timeout is kept by the actor (no timer per call); one that restarts on
         // progress, has a total cap or bounds a whole task runs here.
@@ -371,10 +389,6 @@ impl<T: DeserializeOwned> IntoFuture for Call<T> {
         // `x-mcp-header` annotations: tools with invalid ones are dropped from the list).
         if self.request.method() == "tools/list" {
             self.extras().learns_tools = true;
-        }
-        // Only when a subscriber wants it: the call's span, entered at each poll.
-        if let Some(span) = CallSpan::open(&self.request) {
-            self.extras().span = Some(span);
         }
         CallFuture {
             link: self.link,

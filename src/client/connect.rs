@@ -92,6 +92,7 @@ pub struct ConnectOptions {
     pub(super) era: ProtocolEra,
     validate_output: bool,
     log_level: Option<LoggingLevel>,
+    trace_context: bool,
 }
 
 /// Default bound on the handshake.
@@ -117,6 +118,7 @@ impl Default for ConnectOptions {
             era: ProtocolEra::Auto,
             validate_output: true,
             log_level: None,
+            trace_context: true,
         }
     }
 }
@@ -192,6 +194,16 @@ impl ConnectOptions {
     /// Only with the `output-schema` feature (on by default); without it nothing is checked.
     pub fn validate_output(mut self, validate: bool) -> Self {
         self.validate_output = validate;
+        self
+    }
+
+    /// Whether each request carries the caller's W3C trace context (`traceparent`, and
+    /// `tracestate` if any) in `params._meta`, as SEP-414 and the OpenTelemetry conventions for
+    /// MCP have it, so that the server's span joins the caller's trace (on by default; only
+    /// with the `otel` feature, and only while a span is active: the call's own span through
+    /// `tracing-opentelemetry`, else the current OpenTelemetry context).
+    pub fn trace_context(mut self, carry: bool) -> Self {
+        self.trace_context = carry;
         self
     }
 
@@ -390,6 +402,7 @@ impl ConnectOptions {
             Link { addr, inbox },
             self.handlers.clone(),
             list_cache,
+            self.trace_context,
         ));
         let _ = client_state.set(Arc::downgrade(&shared));
         match self.negotiate(&shared).await {

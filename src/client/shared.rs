@@ -99,6 +99,9 @@ pub(crate) struct Shared {
     has_task_required: AtomicBool,
     /// List pages a 2026-07-28 server marked cacheable.
     pub list_cache: Arc<ListCache>,
+    /// Whether requests carry the caller's trace context (`ConnectOptions::trace_context`).
+    #[cfg_attr(not(feature = "otel"), allow(dead_code))]
+    pub trace_context: bool,
     /// Whether a tool list was ever fetched: only then does a `tools/list_changed` refetch it.
     tools_learned: AtomicBool,
     /// A refetch of the tool list is running; `refetch_again`: another change came meanwhile.
@@ -114,10 +117,16 @@ pub(crate) struct Shared {
 }
 
 impl Shared {
-    pub fn new(link: Link, handlers: Handlers, list_cache: Arc<ListCache>) -> Self {
+    pub fn new(
+        link: Link,
+        handlers: Handlers,
+        list_cache: Arc<ListCache>,
+        trace_context: bool,
+    ) -> Self {
         Self {
             link,
             handlers,
+            trace_context,
             modern: AtomicBool::new(false),
             tool_headers: Mutex::default(),
             output_schemas: Mutex::default(),
