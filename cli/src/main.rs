@@ -16,6 +16,7 @@ mod many;
 mod output;
 mod parse;
 mod tasks;
+mod telemetry;
 
 use std::{
     process::ExitCode,
@@ -129,7 +130,7 @@ impl From<Era> for ProtocolEra {
 }
 
 /// What `task` does.
-#[derive(Clone, Copy, ValueEnum)]
+#[derive(Clone, Copy, ValueEnum, Debug)]
 enum TaskAction {
     /// The task's state (tasks/get).
     Get,
@@ -139,7 +140,7 @@ enum TaskAction {
     Cancel,
 }
 
-#[derive(Subcommand)]
+#[derive(Subcommand, Debug)]
 enum Command {
     /// Server name, version, protocol, capabilities and instructions.
     Info,
@@ -265,15 +266,37 @@ pub(crate) fn usage(message: impl Into<String>) -> Failure {
 }
 
 fn main() -> ExitCode {
+    use tracing::Instrument;
     let cli = Cli::parse();
+    let telemetry = match telemetry::Telemetry::start() {
+        Ok(telemetry) => telemetry,
+        Err(message) => {
+            eprintln!("actix-mcp: {message}");
+            return ExitCode::from(2);
+        }
+    };
+    let span = telemetry.command_span(&command_name(&cli.command));
     let system = actix_rt::System::new();
-    match system.block_on(run(cli)) {
+    let outcome = system.block_on(run(cli).instrument(span));
+    // Every span is exported before the process ends.
+    telemetry.finish();
+    match outcome {
         Ok(()) => ExitCode::SUCCESS,
         Err(failure) => {
             eprintln!("actix-mcp: {}", failure.message);
             ExitCode::from(failure.code)
         }
     }
+}
+
+/// The subcommand's name, for the command's span (`call`, `tools`, ...).
+fn command_name(command: &Command) -> String {
+    let debug = format!("{command:?}");
+    debug
+        .split(|c: char| !c.is_alphanumeric())
+        .next()
+        .unwrap_or_default()
+        .to_lowercase()
 }
 
 async fn run(cli: Cli) -> Result<(), Failure> {

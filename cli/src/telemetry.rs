@@ -1,0 +1,154 @@
+//! OpenTelemetry for the command, by the standard environment: with `OTEL_EXPORTER_OTLP_ENDPOINT`
+//! (or `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`, or `OTEL_TRACES_EXPORTER=otlp`) set, the command runs
+//! in a span of its own (a child of `TRACEPARENT`'s, when set, to join a caller's trace), every
+//! call in its client span inside it, and the spans are exported over OTLP/HTTP (protobuf) before
+//! the command exits; the servers get the trace context in each request. Without it nothing is
+//! set up: no subscriber, no exporter, nothing slower.
+
+use std::collections::HashMap;
+
+use opentelemetry::{
+    propagation::TextMapPropagator,
+    trace::{TraceContextExt, TracerProvider as _},
+    KeyValue,
+};
+use opentelemetry_otlp::{Protocol, SpanExporter, WithExportConfig};
+use opentelemetry_sdk::{propagation::TraceContextPropagator, trace::SdkTracerProvider, Resource};
+use tracing_opentelemetry::OpenTelemetrySpanExt;
+use tracing_subscriber::{filter::Targets, prelude::*};
+
+/// The exporting set up for this run, if the environment asked for it.
+pub struct Telemetry {
+    provider: Option<SdkTracerProvider>,
+}
+
+/// What the environment says, read once (a function of it, for tests).
+pub fn wanted(var: impl Fn(&str) -> Option<String>) -> Result<bool, String> {
+    let exporter = var("OTEL_TRACES_EXPORTER");
+    match exporter.as_deref().map(str::trim) {
+        Some("none") => return Ok(false),
+        Some("otlp") | None => {}
+        Some(other) => {
+            return Err(format!(
+                "OTEL_TRACES_EXPORTER={other:?}: only \"otlp\" and \"none\" are supported"
+            ))
+        }
+    }
+    let protocol =
+        var("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL").or_else(|| var("OTEL_EXPORTER_OTLP_PROTOCOL"));
+    if let Some(protocol) = protocol.filter(|p| p.trim() != "http/protobuf") {
+        return Err(format!(
+            "OTEL_EXPORTER_OTLP_PROTOCOL={protocol:?}: only \"http/protobuf\" is supported"
+        ));
+    }
+    let endpoint = [
+        "OTEL_EXPORTER_OTLP_ENDPOINT",
+        "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
+    ]
+    .iter()
+    .any(|name| var(name).is_some_and(|v| !v.trim().is_empty()));
+    Ok(endpoint || exporter.is_some())
+}
+
+impl Telemetry {
+    /// Sets up exporting if the environment asks for it.
+    pub fn start() -> Result<Self, String> {
+        if !wanted(|name| std::env::var(name).ok())? {
+            return Ok(Self { provider: None });
+        }
+        // The exporter reads the endpoint and headers from the environment itself.
+        let exporter = SpanExporter::builder()
+            .with_http()
+            .with_protocol(Protocol::HttpBinary)
+            .build()
+            .map_err(|e| format!("OpenTelemetry exporter: {e}"))?;
+        let mut resource = Resource::builder();
+        if std::env::var_os("OTEL_SERVICE_NAME").is_none() {
+            resource = resource.with_attribute(KeyValue::new("service.name", "actix-mcp"));
+        }
+        let provider = SdkTracerProvider::builder()
+            .with_batch_exporter(exporter)
+            .with_resource(resource.build())
+            .build();
+        let layer = tracing_opentelemetry::layer().with_tracer(provider.tracer("actix-mcp"));
+        // The command's span and the library's call spans; nothing else is exported.
+        let only = Targets::new()
+            .with_target("actix_mcp::call", tracing::Level::INFO)
+            .with_target("actix_mcp_cli", tracing::Level::INFO);
+        tracing_subscriber::registry()
+            .with(layer.with_filter(only))
+            .try_init()
+            .map_err(|e| format!("OpenTelemetry: {e}"))?;
+        Ok(Self {
+            provider: Some(provider),
+        })
+    }
+
+    /// The span the command runs in (disabled when nothing is exported), a child of
+    /// `TRACEPARENT`'s when it is set.
+    pub fn command_span(&self, command: &str) -> tracing::Span {
+        let span = tracing::info_span!(
+            target: "actix_mcp_cli",
+            "actix-mcp",
+            "otel.name" = format!("actix-mcp {command}"),
+        );
+        if let Ok(parent) = std::env::var("TRACEPARENT") {
+            let mut carrier = HashMap::from([("traceparent".to_owned(), parent)]);
+            if let Ok(state) = std::env::var("TRACESTATE") {
+                carrier.insert("tracestate".to_owned(), state);
+            }
+            let cx = TraceContextPropagator::new().extract(&carrier);
+            if cx.span().span_context().is_valid() {
+                let _ = span.set_parent(cx);
+            }
+        }
+        span
+    }
+
+    /// Exports what is left, before the process exits.
+    pub fn finish(self) {
+        if let Some(provider) = self.provider {
+            if let Err(e) = provider.shutdown() {
+                eprintln!("actix-mcp: OpenTelemetry export: {e}");
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn env<'a>(vars: &'a [(&'a str, &'a str)]) -> impl Fn(&str) -> Option<String> + 'a {
+        move |name| {
+            vars.iter()
+                .find(|(k, _)| *k == name)
+                .map(|(_, v)| v.to_string())
+        }
+    }
+
+    #[test]
+    fn the_standard_environment_decides() {
+        assert_eq!(wanted(env(&[])), Ok(false));
+        assert_eq!(
+            wanted(env(&[(
+                "OTEL_EXPORTER_OTLP_ENDPOINT",
+                "http://127.0.0.1:4318"
+            )])),
+            Ok(true)
+        );
+        assert_eq!(wanted(env(&[("OTEL_TRACES_EXPORTER", "otlp")])), Ok(true));
+        assert_eq!(
+            wanted(env(&[
+                ("OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:4318"),
+                ("OTEL_TRACES_EXPORTER", "none")
+            ])),
+            Ok(false)
+        );
+        assert!(wanted(env(&[
+            ("OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:4317"),
+            ("OTEL_EXPORTER_OTLP_PROTOCOL", "grpc")
+        ]))
+        .is_err_and(|e| e.contains("http/protobuf")));
+    }
+}

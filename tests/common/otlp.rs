@@ -1,0 +1,110 @@
+//! A small OTLP/HTTP receiver on 127.0.0.1: it accepts `POST /v1/traces` (protobuf), answers
+//! `200`, and keeps every span it was sent, decoded with the `opentelemetry-proto` types.
+
+use std::{
+    io::{BufRead, BufReader, Read, Write},
+    net::{TcpListener, TcpStream},
+    sync::{Arc, Mutex},
+};
+
+use opentelemetry_proto::tonic::{
+    collector::trace::v1::ExportTraceServiceRequest,
+    common::v1::{any_value::Value as Any, KeyValue},
+    trace::v1::Span,
+};
+use prost::Message;
+
+#[derive(Clone)]
+pub struct Receiver {
+    pub endpoint: String,
+    spans: Arc<Mutex<Vec<(String, Span)>>>,
+}
+
+impl Receiver {
+    pub fn start() -> Self {
+        let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+        let endpoint = format!("http://{}", listener.local_addr().expect("address"));
+        let spans = Arc::new(Mutex::new(Vec::new()));
+        let kept = spans.clone();
+        std::thread::spawn(move || {
+            for stream in listener.incoming().flatten() {
+                let kept = kept.clone();
+                std::thread::spawn(move || serve(stream, &kept));
+            }
+        });
+        Self { endpoint, spans }
+    }
+
+    /// Every span received: `(service.name, span)`.
+    pub fn spans(&self) -> Vec<(String, Span)> {
+        self.spans.lock().unwrap().clone()
+    }
+}
+
+/// HTTP/1.1 requests on one connection, one after another.
+fn serve(stream: TcpStream, kept: &Mutex<Vec<(String, Span)>>) {
+    let mut reader = BufReader::new(stream.try_clone().expect("clone"));
+    let mut writer = stream;
+    loop {
+        let mut line = String::new();
+        if reader.read_line(&mut line).unwrap_or(0) == 0 {
+            return;
+        }
+        let path = line
+            .split_whitespace()
+            .nth(1)
+            .unwrap_or_default()
+            .to_owned();
+        let mut length = 0;
+        loop {
+            let mut header = String::new();
+            if reader.read_line(&mut header).unwrap_or(0) == 0 {
+                return;
+            }
+            let header = header.trim_end();
+            if header.is_empty() {
+                break;
+            }
+            if let Some((name, value)) = header.split_once(':') {
+                if name.eq_ignore_ascii_case("content-length") {
+                    length = value.trim().parse().unwrap_or(0);
+                }
+            }
+        }
+        let mut body = vec![0; length];
+        if reader.read_exact(&mut body).is_err() {
+            return;
+        }
+        if path == "/v1/traces" {
+            if let Ok(request) = ExportTraceServiceRequest::decode(body.as_slice()) {
+                let mut kept = kept.lock().unwrap();
+                for resource in request.resource_spans {
+                    let service = resource
+                        .resource
+                        .as_ref()
+                        .and_then(|r| string(&r.attributes, "service.name"))
+                        .unwrap_or_default();
+                    for scope in resource.scope_spans {
+                        kept.extend(scope.spans.into_iter().map(|s| (service.clone(), s)));
+                    }
+                }
+            }
+        }
+        let answer =
+            "HTTP/1.1 200 OK\r\ncontent-type: application/x-protobuf\r\ncontent-length: 0\r\n\r\n";
+        if writer.write_all(answer.as_bytes()).is_err() {
+            return;
+        }
+    }
+}
+
+/// A string attribute's value.
+pub fn string(attributes: &[KeyValue], key: &str) -> Option<String> {
+    attributes.iter().find(|kv| kv.key == key).and_then(|kv| {
+        match kv.value.as_ref()?.value.as_ref()? {
+            Any::StringValue(value) => Some(value.clone()),
+            Any::IntValue(value) => Some(value.to_string()),
+            _ => None,
+        }
+    })
+}
