@@ -36,3 +36,28 @@ pub fn python_server() -> (PathBuf, PathBuf) {
         .clone();
     (python, root.join("tests/data/python/server.py"))
 }
+
+/// OpenTelemetry's Python SDK, for the traced server.
+pub const OTEL_SDK: &str = "opentelemetry-sdk==1.45.2";
+
+/// `(python, script)` of the Python SDK server with OpenTelemetry's SDK: it writes the SDK's
+/// server spans as JSON lines to the file in the `SPANS_FILE` environment variable.
+pub fn traced_python_server() -> (PathBuf, PathBuf) {
+    static READY: OnceLock<()> = OnceLock::new();
+    let (python, script) = python_server();
+    READY.get_or_init(|| {
+        let installed = Command::new(&python)
+            .args(["-c", "import opentelemetry.sdk.trace"])
+            .status()
+            .is_ok_and(|s| s.success());
+        if !installed {
+            let pip = python.with_file_name("pip");
+            let done = Command::new(pip)
+                .args(["install", "--quiet", OTEL_SDK])
+                .status()
+                .expect("pip runs");
+            assert!(done.success(), "pip install {OTEL_SDK} failed");
+        }
+    });
+    (python, script.with_file_name("traced_server.py"))
+}
