@@ -271,6 +271,28 @@ impl fmt::Display for ReasonSuffix<'_> {
     }
 }
 
+impl Error {
+    /// Its `error.type` in the OpenTelemetry conventions, for the errors that are neither a
+    /// cancel, a timeout nor the server's answer (those have their own).
+    pub(crate) fn error_type(&self) -> &'static str {
+        match self {
+            Error::Cancelled { .. } => "cancelled",
+            Error::Timeout { .. } => "timeout",
+            Error::Server { .. } => "server_error",
+            Error::Closed { .. } => "closed",
+            Error::Transport { .. } => "transport",
+            Error::Http { .. } => "http",
+            Error::SessionLost => "session_lost",
+            Error::Protocol(_) => "protocol",
+            Error::Misuse(_) => "misuse",
+            Error::InvalidOutput { .. } => "invalid_output",
+            Error::Unauthorized { .. } => "unauthorized",
+            Error::UrlElicitationRequired { .. } => "url_elicitation_required",
+            Error::TooManyPages { .. } => "too_many_pages",
+        }
+    }
+}
+
 #[cfg(test)]
 mod display_tests {
     use super::*;

@@ -374,6 +374,16 @@ impl<T: DeserializeOwned> IntoFuture for Call<T> {
         if let Some(span) = CallSpan::open(&self.request) {
             self.extras().span = Some(span);
         }
+        #[cfg(feature = "otel")]
+        if let Some(metrics) = self.link.metrics.clone() {
+            let tool = span::tool_name(&self.request);
+            let metered = super::metrics::Metered::start(metrics, &self.request, tool.as_deref());
+            self.extras().metered = Some(metered);
+        }
+        if self.extras.as_ref().is_some_and(|e| e.observed()) {
+            let tool_call = self.request.method() == "tools/call";
+            self.extras().tool_call = tool_call;
+        }
         self.prepare();
         // A plain timeout is kept by the actor (no timer per call); one that restarts on
         // progress, has a total cap or bounds a whole task runs here.
@@ -422,6 +432,12 @@ enum CachedPage {
     Keep(Lookup),
 }
 
+/// The call's metrics, when a meter was given (feature `otel`; nothing without it).
+#[cfg(feature = "otel")]
+type MeteredSlot = Option<super::metrics::Metered>;
+#[cfg(not(feature = "otel"))]
+type MeteredSlot = ();
+
 pin_project_lite::pin_project! {
     /// What only some calls need, in one allocation those calls pay for: most calls have no
     /// token and a plain timeout (kept by the actor), and their future stays at 40 bytes.
@@ -437,6 +453,10 @@ pin_project_lite::pin_project! {
         // Given up in flight: withdrawn (never cancelled on the wire), its answer handed here.
         withdraw_then: Option<WithdrawThen>,
         span: Option<CallSpan>,
+        // A `tools/call` observed by a span or metrics: its result's `isError` is looked at.
+        tool_call: bool,
+        tool_error: bool,
+        metered: MeteredSlot,
     }
 }
 
@@ -479,6 +499,44 @@ enum Opening {
 }
 
 impl Extras {
+    /// Whether a span or the metrics observe the call.
+    fn observed(&self) -> bool {
+        #[cfg(feature = "otel")]
+        if self.metered.is_some() {
+            return true;
+        }
+        self.span.is_some()
+    }
+
+    /// The call ended (`error`: how, if badly): its span and its metrics are told, once.
+    fn ended(self: Pin<&mut Self>, error: Option<&Error>) {
+        let this = self.project();
+        if let (Some(span), Some(error)) = (this.span.as_ref(), error) {
+            span.ended_with(error);
+        }
+        #[cfg(feature = "otel")]
+        if let Some(metered) = this.metered.take() {
+            metered.end(match error {
+                Some(error) => super::metrics::Ending::Failed(error),
+                None => super::metrics::Ending::Answered {
+                    tool_error: *this.tool_error,
+                },
+            });
+        }
+    }
+
+    /// The caller dropped the call before its end.
+    fn dropped(self: Pin<&mut Self>) {
+        let this = self.project();
+        if let Some(span) = this.span.as_ref() {
+            span.dropped();
+        }
+        #[cfg(feature = "otel")]
+        if let Some(metered) = this.metered.take() {
+            metered.end(super::metrics::Ending::Dropped);
+        }
+    }
+
     /// Whether the call's timeout runs here rather than in the actor.
     fn keeps_time(&self) -> bool {
         let timers = &self.give_up.timers;
@@ -676,11 +734,17 @@ impl<T: DeserializeOwned> CallFuture<T> {
         let Some(extras) = self.extras.as_mut() else {
             return outcome.and_then(|raw| decode(&raw)).into();
         };
+        if extras.tool_call {
+            if let Ok(raw) = &outcome {
+                let tool_error = span::is_tool_error(raw.get());
+                *extras.as_mut().project().tool_error = tool_error;
+            }
+        }
         if let Some(span) = &extras.span {
             match &outcome {
-                Ok(raw) => {
+                Ok(_) => {
                     tracing::debug!("answered");
-                    span.answered(raw.get());
+                    span.answered(extras.tool_error);
                 }
                 Err(error) => tracing::debug!(%error, "failed"),
             }
@@ -750,19 +814,20 @@ impl<T: DeserializeOwned> Future for CallFuture<T> {
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let this = self.get_mut();
+        if !this.extras.as_ref().is_some_and(|e| e.observed()) {
+            return this.poll_call(cx, false);
+        }
         let span = this
             .extras
             .as_ref()
             .and_then(|e| e.span.as_ref())
             .map(|s| s.span().clone());
-        let Some(span) = span else {
-            return this.poll_call(cx, false);
+        let polled = match &span {
+            Some(span) => span.in_scope(|| this.poll_call(cx, true)),
+            None => this.poll_call(cx, false),
         };
-        let polled = span.in_scope(|| this.poll_call(cx, true));
-        if let Poll::Ready(Err(error)) = &polled {
-            if let Some(span) = this.extras.as_ref().and_then(|e| e.span.as_ref()) {
-                span.ended_with(error);
-            }
+        if let (Poll::Ready(outcome), Some(extras)) = (&polled, this.extras.as_mut()) {
+            extras.as_mut().ended(outcome.as_ref().err());
         }
         polled
     }
@@ -822,8 +887,8 @@ fn polled_after_its_end() -> Error {
 impl<T> Drop for CallFuture<T> {
     fn drop(&mut self) {
         if !matches!(self.stage, Stage::Done) {
-            if let Some(span) = self.extras.as_ref().and_then(|e| e.span.as_ref()) {
-                span.dropped();
+            if let Some(extras) = self.extras.as_mut() {
+                extras.as_mut().dropped();
             }
             self.abandon_quietly();
         }

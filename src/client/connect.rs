@@ -93,6 +93,8 @@ pub struct ConnectOptions {
     validate_output: bool,
     log_level: Option<LoggingLevel>,
     trace_context: bool,
+    #[cfg(feature = "otel")]
+    meter: Option<opentelemetry::metrics::Meter>,
 }
 
 /// Default bound on the handshake.
@@ -119,6 +121,8 @@ impl Default for ConnectOptions {
             validate_output: true,
             log_level: None,
             trace_context: true,
+            #[cfg(feature = "otel")]
+            meter: None,
         }
     }
 }
@@ -205,6 +209,23 @@ impl ConnectOptions {
     pub fn trace_context(mut self, carry: bool) -> Self {
         self.trace_context = carry;
         self
+    }
+
+    /// Records the client's metrics with `meter` (feature `otel`; e.g.
+    /// `opentelemetry::global::meter("actix-mcp")`): `mcp.client.operation.duration` by
+    /// method, tool, `error.type` and server, `mcp.client.session.duration`, the requests in
+    /// flight, the requests given up by way (token, timeout, drop, close), and, for the
+    /// manager's servers, restarts and state changes. Without it nothing is recorded.
+    #[cfg(feature = "otel")]
+    pub fn metrics(mut self, meter: opentelemetry::metrics::Meter) -> Self {
+        self.meter = Some(meter);
+        self
+    }
+
+    /// The meter given to [`metrics`](Self::metrics).
+    #[cfg(feature = "otel")]
+    pub(crate) fn meter(&self) -> Option<&opentelemetry::metrics::Meter> {
+        self.meter.as_ref()
     }
 
     /// The server's name in logs: the connection and its transport log inside a
@@ -398,12 +419,21 @@ impl ConnectOptions {
                 inbox.clone(),
             )
             .await?;
-        let shared = Arc::new(Shared::new(
+        #[allow(unused_mut)]
+        let mut shared = Shared::new(
             Link { addr, inbox },
             self.handlers.clone(),
             list_cache,
             self.trace_context,
-        ));
+        );
+        #[cfg(feature = "otel")]
+        {
+            shared.metrics = self
+                .meter
+                .as_ref()
+                .map(|meter| Arc::new(super::metrics::Metrics::new(meter, self.name.as_deref())));
+        }
+        let shared = Arc::new(shared);
         let _ = client_state.set(Arc::downgrade(&shared));
         match self.negotiate(&shared).await {
             Ok(result) => {

@@ -4,6 +4,10 @@ mod call;
 mod connect;
 mod interned;
 mod lifecycle;
+#[cfg(feature = "otel")]
+mod metrics;
+#[cfg(feature = "otel")]
+pub(crate) use metrics::Metrics;
 mod list_cache;
 mod mrtr;
 mod notifications;

@@ -102,6 +102,12 @@ pub(crate) struct Shared {
     /// Whether requests carry the caller's trace context (`ConnectOptions::trace_context`).
     #[cfg_attr(not(feature = "otel"), allow(dead_code))]
     pub trace_context: bool,
+    /// The instruments, when a meter was given (`ConnectOptions::metrics`).
+    #[cfg(feature = "otel")]
+    pub metrics: Option<Arc<super::metrics::Metrics>>,
+    /// When the connection was made: its session's duration ends at the last handle's drop.
+    #[cfg(feature = "otel")]
+    connected_at: std::time::Instant,
     /// Whether a tool list was ever fetched: only then does a `tools/list_changed` refetch it.
     tools_learned: AtomicBool,
     /// A refetch of the tool list is running; `refetch_again`: another change came meanwhile.
@@ -127,6 +133,10 @@ impl Shared {
             link,
             handlers,
             trace_context,
+            #[cfg(feature = "otel")]
+            metrics: None,
+            #[cfg(feature = "otel")]
+            connected_at: std::time::Instant::now(),
             modern: AtomicBool::new(false),
             tool_headers: Mutex::default(),
             output_schemas: Mutex::default(),
@@ -429,4 +439,21 @@ impl Shared {
 /// Nothing panics while holding these locks: a poisoned one is still consistent.
 fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+#[cfg(feature = "otel")]
+impl Drop for Shared {
+    fn drop(&mut self) {
+        if let Some(metrics) = &self.metrics {
+            let error = self.link.inbox.end_reason().map(|reason| match reason {
+                crate::error::Error::Closed {
+                    reason:
+                        crate::error::CloseReason::ClosedByClient
+                        | crate::error::CloseReason::ActorStopped,
+                } => None,
+                other => Some(other.error_type()),
+            });
+            metrics.session_ended(self.connected_at.elapsed().as_secs_f64(), error.flatten());
+        }
+    }
 }

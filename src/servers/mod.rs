@@ -113,6 +113,9 @@ struct Inner {
     entries: Mutex<BTreeMap<String, Entry>>,
     /// Routed calls in flight, kept once `track_calls` is on (an inspector).
     live: Mutex<Option<live::Shared>>,
+    /// Restarts and state changes, when the options carry a meter (feature `otel`).
+    #[cfg(feature = "otel")]
+    metrics: Option<crate::client::Metrics>,
 }
 
 struct Entry {
@@ -171,6 +174,10 @@ impl Servers {
     /// Every server is connected with these options (client info, handlers, timeouts, era),
     /// unless added with options of its own ([`add_with`](Self::add_with)).
     pub fn new(options: ConnectOptions) -> Self {
+        #[cfg(feature = "otel")]
+        let metrics = options
+            .meter()
+            .map(|meter| crate::client::Metrics::new(meter, None));
         Self {
             inner: Arc::new(Inner {
                 options,
@@ -180,6 +187,8 @@ impl Servers {
                 start_slots: Mutex::new(Arc::new(Semaphore::new(DEFAULT_START_PARALLELISM))),
                 entries: Mutex::new(BTreeMap::new()),
                 live: Mutex::new(None),
+                #[cfg(feature = "otel")]
+                metrics,
             }),
         }
     }
@@ -470,7 +479,9 @@ impl Servers {
         entry.conn = Conn::None;
         entry.lists = Lists::default();
         let now = Instant::now();
-        match entry.supervision.ended(error, now) {
+        let next = entry.supervision.ended(error, now);
+        self.inner.observe(name, entry);
+        match next {
             Next::RestartAt(at) if at > now => {
                 schedule(Arc::downgrade(&self.inner), name.to_owned(), at);
                 None
@@ -487,6 +498,11 @@ impl Servers {
             return Err(refusal(entry.supervision.status(), name));
         }
         entry.generation += 1;
+        #[cfg(feature = "otel")]
+        if let (Some(metrics), true) = (&self.inner.metrics, entry.generation > 1) {
+            metrics.restarted(name);
+        }
+        self.inner.observe(name, entry);
         entry.lists = Lists::default();
         let generation = entry.generation;
         let options = entry
@@ -689,6 +705,18 @@ impl Servers {
     }
 }
 
+impl Inner {
+    /// Records server `name`'s state (feature `otel`, with a meter).
+    fn observe(&self, name: &str, entry: &Entry) {
+        #[cfg(feature = "otel")]
+        if let Some(metrics) = &self.metrics {
+            metrics.state_changed(name, entry.supervision.status().name());
+        }
+        #[cfg(not(feature = "otel"))]
+        let _ = (name, entry);
+    }
+}
+
 /// Which lists a catalogue needs.
 #[derive(Clone, Copy)]
 struct Kinds {
@@ -770,6 +798,7 @@ async fn settled(weak: &Weak<Inner>, name: &str, generation: u64, outcome: Resul
             match outcome {
                 Ok(client) if matches!(entry.supervision.status(), Status::Starting) => {
                     entry.supervision.connected(now);
+                    servers.inner.observe(name, entry);
                     entry.conn = Conn::Ready(client.clone());
                     watch(&servers, name, generation, &client);
                     (Next::Nothing, None)
@@ -779,7 +808,9 @@ async fn settled(weak: &Weak<Inner>, name: &str, generation: u64, outcome: Resul
                 Err(error) if matches!(entry.supervision.status(), Status::Starting) => {
                     entry.conn = Conn::None;
                     tracing::warn!(server = %name, %error, "MCP server did not start");
-                    (entry.supervision.connect_failed(error, now), None)
+                    let next = entry.supervision.connect_failed(error, now);
+                    servers.inner.observe(name, entry);
+                    (next, None)
                 }
                 Err(_) => (Next::Nothing, None),
             }

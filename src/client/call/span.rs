@@ -28,6 +28,30 @@ struct Target<'a> {
     uri: Option<&'a str>,
 }
 
+/// Whether a `tools/call` result says `isError`.
+pub(super) fn is_tool_error(raw: &str) -> bool {
+    #[derive(Deserialize)]
+    struct ToolResult {
+        #[serde(default, rename = "isError")]
+        is_error: bool,
+    }
+    serde_json::from_str::<ToolResult>(raw).is_ok_and(|result| result.is_error)
+}
+
+/// The tool a `tools/call` names.
+#[cfg(feature = "otel")]
+pub(super) fn tool_name(request: &Request) -> Option<String> {
+    if request.method() != "tools/call" {
+        return None;
+    }
+    match &request.params {
+        Ok(Some(raw)) => serde_json::from_str::<Target>(raw.get())
+            .ok()
+            .and_then(|t| t.name.map(str::to_owned)),
+        _ => None,
+    }
+}
+
 impl CallSpan {
     /// The span of `request`, if anyone listens.
     pub(super) fn open(request: &Request) -> Option<Self> {
@@ -88,15 +112,8 @@ impl CallSpan {
     }
 
     /// An answer came: a tool's result that says `isError` is an error of the tool's.
-    pub(super) fn answered(&self, raw: &str) {
-        #[derive(Deserialize)]
-        struct ToolResult {
-            #[serde(default, rename = "isError")]
-            is_error: bool,
-        }
-        let tool_error = self.tool_call
-            && serde_json::from_str::<ToolResult>(raw).is_ok_and(|result| result.is_error);
-        if tool_error {
+    pub(super) fn answered(&self, tool_error: bool) {
+        if tool_error && self.tool_call {
             self.failed("tool_error", "the tool reported an error");
         }
     }
@@ -115,7 +132,7 @@ impl CallSpan {
                 self.span.record("rpc.response.status_code", code.as_str());
                 self.failed(&code, &error.to_string());
             }
-            other => self.failed(error_type(other), &other.to_string()),
+            other => self.failed(other.error_type(), &other.to_string()),
         }
     }
 
@@ -131,21 +148,5 @@ impl CallSpan {
         self.span.record("error.type", error_type);
         self.span.record("otel.status_code", "ERROR");
         self.span.record("otel.status_description", description);
-    }
-}
-
-/// `error.type` of the errors that are neither a cancel, a timeout nor the server's answer.
-fn error_type(error: &Error) -> &'static str {
-    match error {
-        Error::Closed { .. } => "closed",
-        Error::Transport { .. } => "transport",
-        Error::Http { .. } => "http",
-        Error::SessionLost => "session_lost",
-        Error::Protocol(_) => "protocol",
-        Error::InvalidOutput { .. } => "invalid_output",
-        Error::Unauthorized { .. } => "unauthorized",
-        Error::UrlElicitationRequired { .. } => "url_elicitation_required",
-        Error::TooManyPages { .. } => "too_many_pages",
-        _ => "_OTHER",
     }
 }

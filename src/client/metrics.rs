@@ -1,0 +1,167 @@
+//! The client's metrics through the OpenTelemetry metrics API (feature `otel`), once a meter is
+//! given ([`ConnectOptions::metrics`](super::ConnectOptions::metrics)): the conventions'
+//! `mcp.client.operation.duration` and `mcp.client.session.duration` (histograms in seconds,
+//! their bucket boundaries), and ours: calls in flight, calls given up by way (token, timeout,
+//! drop, close), restarts and state changes of managed servers. Without a meter nothing is
+//! recorded and a call carries nothing more.
+
+use std::time::Instant;
+
+use opentelemetry::{
+    metrics::{Counter, Histogram, Meter, UpDownCounter},
+    KeyValue,
+};
+
+use crate::{connection::Request, error::Error};
+
+/// The conventions' bucket boundaries, in seconds.
+const BOUNDARIES: [f64; 14] = [
+    0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0,
+];
+
+/// The instruments, made once per connection from the meter given.
+pub(crate) struct Metrics {
+    operation: Histogram<f64>,
+    session: Histogram<f64>,
+    in_flight: UpDownCounter<i64>,
+    given_up: Counter<u64>,
+    restarts: Counter<u64>,
+    state_changes: Counter<u64>,
+    /// `mcp.server.name`, when the connection is named (the manager names it after its server).
+    server: Option<KeyValue>,
+}
+
+impl Metrics {
+    pub(crate) fn new(meter: &Meter, server: Option<&str>) -> Self {
+        Self {
+            operation: meter
+                .f64_histogram("mcp.client.operation.duration")
+                .with_unit("s")
+                .with_description("MCP request duration as observed by the client")
+                .with_boundaries(BOUNDARIES.to_vec())
+                .build(),
+            session: meter
+                .f64_histogram("mcp.client.session.duration")
+                .with_unit("s")
+                .with_description("MCP session duration as observed by the client")
+                .with_boundaries(BOUNDARIES.to_vec())
+                .build(),
+            in_flight: meter
+                .i64_up_down_counter("mcp.client.requests.in_flight")
+                .with_description("MCP requests sent and not yet ended")
+                .build(),
+            given_up: meter
+                .u64_counter("mcp.client.requests.given_up")
+                .with_description("MCP requests given up by the caller, by way")
+                .build(),
+            restarts: meter
+                .u64_counter("mcp.client.server.restarts")
+                .with_description("Restarts of managed MCP servers")
+                .build(),
+            state_changes: meter
+                .u64_counter("mcp.client.server.state_changes")
+                .with_description("State changes of managed MCP servers, by new state")
+                .build(),
+            server: server.map(|name| KeyValue::new("mcp.server.name", name.to_owned())),
+        }
+    }
+
+    fn with_server(&self, mut attributes: Vec<KeyValue>) -> Vec<KeyValue> {
+        attributes.extend(self.server.clone());
+        attributes
+    }
+
+    /// A session of `seconds` ended, with `error` (its `error.type`) if it ended badly.
+    pub(crate) fn session_ended(&self, seconds: f64, error: Option<&'static str>) {
+        let attributes = error
+            .map(|e| KeyValue::new("error.type", e))
+            .into_iter()
+            .collect();
+        self.session.record(seconds, &self.with_server(attributes));
+    }
+
+    /// A managed server is restarted.
+    pub(crate) fn restarted(&self, server: &str) {
+        self.restarts
+            .add(1, &[KeyValue::new("mcp.server.name", server.to_owned())]);
+    }
+
+    /// A managed server moved to `state`.
+    pub(crate) fn state_changed(&self, server: &str, state: &'static str) {
+        self.state_changes.add(
+            1,
+            &[
+                KeyValue::new("mcp.server.name", server.to_owned()),
+                KeyValue::new("state", state),
+            ],
+        );
+    }
+}
+
+/// One call being measured, from its start.
+pub(crate) struct Metered {
+    metrics: std::sync::Arc<Metrics>,
+    started: Instant,
+    attributes: Vec<KeyValue>,
+}
+
+/// How a measured call ended.
+pub(crate) enum Ending<'a> {
+    Answered { tool_error: bool },
+    Failed(&'a Error),
+    Dropped,
+}
+
+impl Metered {
+    pub(crate) fn start(
+        metrics: std::sync::Arc<Metrics>,
+        request: &Request,
+        tool: Option<&str>,
+    ) -> Self {
+        let method = request.method().to_owned();
+        let mut attributes = vec![KeyValue::new("mcp.method.name", method)];
+        if let Some(tool) = tool {
+            attributes.push(KeyValue::new("gen_ai.tool.name", tool.to_owned()));
+            attributes.push(KeyValue::new("gen_ai.operation.name", "execute_tool"));
+        }
+        let attributes = metrics.with_server(attributes);
+        metrics.in_flight.add(1, &attributes);
+        Self {
+            metrics,
+            started: Instant::now(),
+            attributes,
+        }
+    }
+
+    pub(crate) fn end(&self, ending: Ending<'_>) {
+        let metrics = &self.metrics;
+        metrics.in_flight.add(-1, &self.attributes);
+        let mut attributes = self.attributes.clone();
+        let (error_type, way) = match ending {
+            Ending::Answered { tool_error: false } => (None, None),
+            Ending::Answered { tool_error: true } => (Some("tool_error".to_owned()), None),
+            Ending::Dropped => (Some("cancelled".to_owned()), Some("drop")),
+            Ending::Failed(error) => match error {
+                Error::Cancelled { .. } => (Some("cancelled".to_owned()), Some("token")),
+                Error::Timeout { .. } => (Some("timeout".to_owned()), Some("timeout")),
+                Error::Closed { .. } => (Some("closed".to_owned()), Some("close")),
+                Error::Server { code, .. } => {
+                    attributes.push(KeyValue::new("rpc.response.status_code", code.to_string()));
+                    (Some(code.to_string()), None)
+                }
+                other => (Some(other.error_type().to_owned()), None),
+            },
+        };
+        if let Some(way) = way {
+            let mut by_way = self.attributes.clone();
+            by_way.push(KeyValue::new("way", way));
+            metrics.given_up.add(1, &by_way);
+        }
+        if let Some(error_type) = error_type {
+            attributes.push(KeyValue::new("error.type", error_type));
+        }
+        metrics
+            .operation
+            .record(self.started.elapsed().as_secs_f64(), &attributes);
+    }
+}
