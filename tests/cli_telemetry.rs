@@ -77,6 +77,16 @@ fn the_cli_exports_the_calls_span_in_the_callers_trace_and_the_server_joins_it()
     assert_eq!(call.parent_span_id, command.span_id);
     assert_eq!(hex(&command.parent_span_id), CALLER_SPAN);
 
+    let histograms = receiver.histograms();
+    let duration = histograms.iter().find(|(name, point)| {
+        name == "mcp.client.operation.duration"
+            && otlp::string(&point.attributes, "mcp.method.name").as_deref() == Some("tools/call")
+            && otlp::string(&point.attributes, "gen_ai.tool.name").as_deref() == Some("echo")
+    });
+    let (_, duration) = duration.unwrap_or_else(|| panic!("no duration in {histograms:#?}"));
+    assert_eq!(duration.count, 1);
+    assert!(otlp::string(&duration.attributes, "error.type").is_none());
+
     let request = journal
         .frames()
         .into_iter()

@@ -379,6 +379,9 @@ fn connect_options(cli: &Cli, interrupt: &Cancellation) -> Result<ConnectOptions
     if let Some(timeout) = seconds(cli.connect_timeout, "--connect-timeout")? {
         options = options.connect_timeout(timeout);
     }
+    if let Some(meter) = telemetry::meter() {
+        options = options.metrics(meter);
+    }
     Ok(options)
 }
 

@@ -2,24 +2,44 @@
 //! (or `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`, or `OTEL_TRACES_EXPORTER=otlp`) set, the command runs
 //! in a span of its own (a child of `TRACEPARENT`'s, when set, to join a caller's trace), every
 //! call in its client span inside it, and the spans are exported over OTLP/HTTP (protobuf) before
-//! the command exits; the servers get the trace context in each request. Without it nothing is
-//! set up: no subscriber, no exporter, nothing slower.
+//! the command exits, with the client's metrics (unless `OTEL_METRICS_EXPORTER=none`); the
+//! servers get the trace context in each request. Without it nothing is set up: no subscriber,
+//! no exporter, no meter, nothing slower.
 
-use std::collections::HashMap;
+use std::{
+    collections::HashMap,
+    sync::atomic::{AtomicBool, Ordering},
+};
 
 use opentelemetry::{
     propagation::TextMapPropagator,
     trace::{TraceContextExt, TracerProvider as _},
     KeyValue,
 };
-use opentelemetry_otlp::{Protocol, SpanExporter, WithExportConfig};
-use opentelemetry_sdk::{propagation::TraceContextPropagator, trace::SdkTracerProvider, Resource};
+use opentelemetry_otlp::{MetricExporter, Protocol, SpanExporter, WithExportConfig};
+use opentelemetry_sdk::{
+    metrics::{PeriodicReader, SdkMeterProvider},
+    propagation::TraceContextPropagator,
+    trace::SdkTracerProvider,
+    Resource,
+};
 use tracing_opentelemetry::OpenTelemetrySpanExt;
 use tracing_subscriber::{filter::Targets, prelude::*};
 
 /// The exporting set up for this run, if the environment asked for it.
 pub struct Telemetry {
     provider: Option<SdkTracerProvider>,
+    meters: Option<SdkMeterProvider>,
+}
+
+/// Whether the client's metrics are exported (then connections get the global meter).
+static METRICS: AtomicBool = AtomicBool::new(false);
+
+/// The meter connections record their metrics with, when they are exported.
+pub fn meter() -> Option<opentelemetry::metrics::Meter> {
+    METRICS
+        .load(Ordering::Relaxed)
+        .then(|| opentelemetry::global::meter("actix-mcp"))
 }
 
 /// What the environment says, read once (a function of it, for tests).
@@ -54,7 +74,10 @@ impl Telemetry {
     /// Sets up exporting if the environment asks for it.
     pub fn start() -> Result<Self, String> {
         if !wanted(|name| std::env::var(name).ok())? {
-            return Ok(Self { provider: None });
+            return Ok(Self {
+                provider: None,
+                meters: None,
+            });
         }
         // The exporter reads the endpoint and headers from the environment itself.
         let exporter = SpanExporter::builder()
@@ -66,10 +89,28 @@ impl Telemetry {
         if std::env::var_os("OTEL_SERVICE_NAME").is_none() {
             resource = resource.with_attribute(KeyValue::new("service.name", "actix-mcp"));
         }
+        let resource = resource.build();
         let provider = SdkTracerProvider::builder()
             .with_batch_exporter(exporter)
-            .with_resource(resource.build())
+            .with_resource(resource.clone())
             .build();
+        let meters = match std::env::var("OTEL_METRICS_EXPORTER").as_deref() {
+            Ok("none") => None,
+            _ => {
+                let exporter = MetricExporter::builder()
+                    .with_http()
+                    .with_protocol(Protocol::HttpBinary)
+                    .build()
+                    .map_err(|e| format!("OpenTelemetry metrics exporter: {e}"))?;
+                let meters = SdkMeterProvider::builder()
+                    .with_reader(PeriodicReader::builder(exporter).build())
+                    .with_resource(resource)
+                    .build();
+                opentelemetry::global::set_meter_provider(meters.clone());
+                METRICS.store(true, Ordering::Relaxed);
+                Some(meters)
+            }
+        };
         let layer = tracing_opentelemetry::layer().with_tracer(provider.tracer("actix-mcp"));
         // The command's span and the library's call spans; nothing else is exported.
         let only = Targets::new()
@@ -81,6 +122,7 @@ impl Telemetry {
             .map_err(|e| format!("OpenTelemetry: {e}"))?;
         Ok(Self {
             provider: Some(provider),
+            meters,
         })
     }
 
@@ -110,6 +152,11 @@ impl Telemetry {
         if let Some(provider) = self.provider {
             if let Err(e) = provider.shutdown() {
                 eprintln!("actix-mcp: OpenTelemetry export: {e}");
+            }
+        }
+        if let Some(meters) = self.meters {
+            if let Err(e) = meters.shutdown() {
+                eprintln!("actix-mcp: OpenTelemetry metrics export: {e}");
             }
         }
     }

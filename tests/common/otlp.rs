@@ -1,5 +1,6 @@
-//! A small OTLP/HTTP receiver on 127.0.0.1: it accepts `POST /v1/traces` (protobuf), answers
-//! `200`, and keeps every span it was sent, decoded with the `opentelemetry-proto` types.
+//! A small OTLP/HTTP receiver on 127.0.0.1: it accepts `POST /v1/traces` and `/v1/metrics`
+//! (protobuf), answers `200`, and keeps every span and every histogram point it was sent,
+//! decoded with the `opentelemetry-proto` types.
 
 use std::{
     io::{BufRead, BufReader, Read, Write},
@@ -8,41 +9,49 @@ use std::{
 };
 
 use opentelemetry_proto::tonic::{
-    collector::trace::v1::ExportTraceServiceRequest,
+    collector::{metrics::v1::ExportMetricsServiceRequest, trace::v1::ExportTraceServiceRequest},
     common::v1::{any_value::Value as Any, KeyValue},
+    metrics::v1::{metric::Data, HistogramDataPoint},
     trace::v1::Span,
 };
+
+type Kept = Mutex<(Vec<(String, Span)>, Vec<(String, HistogramDataPoint)>)>;
 use prost::Message;
 
 #[derive(Clone)]
 pub struct Receiver {
     pub endpoint: String,
-    spans: Arc<Mutex<Vec<(String, Span)>>>,
+    kept: Arc<Kept>,
 }
 
 impl Receiver {
     pub fn start() -> Self {
         let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
         let endpoint = format!("http://{}", listener.local_addr().expect("address"));
-        let spans = Arc::new(Mutex::new(Vec::new()));
-        let kept = spans.clone();
+        let kept: Arc<Kept> = Arc::default();
+        let received = kept.clone();
         std::thread::spawn(move || {
             for stream in listener.incoming().flatten() {
-                let kept = kept.clone();
-                std::thread::spawn(move || serve(stream, &kept));
+                let received = received.clone();
+                std::thread::spawn(move || serve(stream, &received));
             }
         });
-        Self { endpoint, spans }
+        Self { endpoint, kept }
     }
 
     /// Every span received: `(service.name, span)`.
     pub fn spans(&self) -> Vec<(String, Span)> {
-        self.spans.lock().unwrap().clone()
+        self.kept.lock().unwrap().0.clone()
+    }
+
+    /// Every histogram point received: `(metric name, point)`.
+    pub fn histograms(&self) -> Vec<(String, HistogramDataPoint)> {
+        self.kept.lock().unwrap().1.clone()
     }
 }
 
 /// HTTP/1.1 requests on one connection, one after another.
-fn serve(stream: TcpStream, kept: &Mutex<Vec<(String, Span)>>) {
+fn serve(stream: TcpStream, kept: &Kept) {
     let mut reader = BufReader::new(stream.try_clone().expect("clone"));
     let mut writer = stream;
     loop {
@@ -85,7 +94,25 @@ fn serve(stream: TcpStream, kept: &Mutex<Vec<(String, Span)>>) {
                         .and_then(|r| string(&r.attributes, "service.name"))
                         .unwrap_or_default();
                     for scope in resource.scope_spans {
-                        kept.extend(scope.spans.into_iter().map(|s| (service.clone(), s)));
+                        kept.0
+                            .extend(scope.spans.into_iter().map(|s| (service.clone(), s)));
+                    }
+                }
+            }
+        }
+        if path == "/v1/metrics" {
+            if let Ok(request) = ExportMetricsServiceRequest::decode(body.as_slice()) {
+                let mut kept = kept.lock().unwrap();
+                let metrics = request
+                    .resource_metrics
+                    .into_iter()
+                    .flat_map(|r| r.scope_metrics)
+                    .flat_map(|s| s.metrics);
+                for metric in metrics {
+                    if let Some(Data::Histogram(histogram)) = metric.data {
+                        let name = metric.name.clone();
+                        kept.1
+                            .extend(histogram.data_points.into_iter().map(|p| (name.clone(), p)));
                     }
                 }
             }
