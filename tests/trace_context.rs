@@ -201,3 +201,60 @@ async fn a_python_sdk_server_over_http_joins_the_callers_trace() {
     let _ = child.kill();
     let _ = child.wait();
 }
+
+/// A server's request carrying a `traceparent` runs its handler in a SERVER span that is the
+/// child of the server's span: the handler's work is in the server's trace.
+#[actix::test]
+async fn a_servers_request_runs_its_handler_in_the_servers_trace() {
+    use actix_mcp::{protocol::sampling::CreateMessageResult, transport::memory};
+
+    let exporter = InMemorySpanExporter::default();
+    let provider = SdkTracerProvider::builder()
+        .with_simple_exporter(exporter.clone())
+        .build();
+    let subscriber = tracing_subscriber::registry()
+        .with(tracing_opentelemetry::layer().with_tracer(provider.tracer("test")));
+    let _guard = tracing::subscriber::set_default(subscriber);
+
+    let (transport, mut peer) = memory::pair();
+    let options = Client::builder()
+        .placement(Placement::Current)
+        .on_sampling(|_, _| async { Ok(CreateMessageResult::text("assistant", "model")) });
+    let server = async move {
+        peer.accept_handshake("2025-11-25")
+            .await
+            .expect("handshake");
+        peer
+    };
+    let (client, mut peer) = futures::join!(options.connect(transport), server);
+    let client = client.expect("connects");
+    peer.send(&json!({
+        "jsonrpc": "2.0", "id": 1, "method": "sampling/createMessage",
+        "params": {
+            "messages": [], "maxTokens": 1,
+            "_meta": {"traceparent": "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"}
+        }
+    }));
+    let answer = tokio::time::timeout(Duration::from_secs(10), peer.recv())
+        .await
+        .expect("an answer")
+        .expect("open");
+    assert_eq!(answer["id"], 1);
+    assert!(answer.get("result").is_some(), "{answer}");
+    provider.force_flush().expect("flushed");
+    let spans = exporter.get_finished_spans().expect("spans");
+    let handler = spans
+        .iter()
+        .find(|s| s.name == "sampling/createMessage")
+        .unwrap_or_else(|| panic!("no handler span in {spans:#?}"));
+    assert_eq!(handler.span_kind, SpanKind::Server);
+    assert_eq!(
+        format!("{:032x}", handler.span_context.trace_id()),
+        "4bf92f3577b34da6a3ce929d0e0e4736"
+    );
+    assert_eq!(
+        format!("{:016x}", handler.parent_span_id),
+        "00f067aa0ba902b7"
+    );
+    drop(client);
+}

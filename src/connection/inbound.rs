@@ -195,9 +195,9 @@ impl Connection {
         let task = params.get("task").filter(|t| t.is_object()).cloned();
         match (task, method) {
             (Some(task), SAMPLING | ELICITATION) => {
-                self.run_as_task(id, &handler, params, task.get("ttl"));
+                self.run_as_task(id, &handler, method, params, task.get("ttl"));
             }
-            _ => self.run_handler(&handler, params, token, HandlerReport::Request(id)),
+            _ => self.run_handler(&handler, method, params, token, HandlerReport::Request(id)),
         }
     }
 
@@ -241,6 +241,7 @@ impl Connection {
         &mut self,
         id: WireId,
         handler: &BoxedHandler,
+        method: &str,
         params: Value,
         ttl: Option<&Value>,
     ) {
@@ -254,7 +255,7 @@ impl Connection {
             );
             return self.answer_server_request(id, Err(too_many(busy)));
         };
-        self.run_handler(handler, params, token, HandlerReport::Task(task_id));
+        self.run_handler(handler, method, params, token, HandlerReport::Task(task_id));
         self.answer_server_request(id, created);
     }
 
@@ -263,11 +264,15 @@ impl Connection {
     fn run_handler(
         &self,
         handler: &BoxedHandler,
+        method: &str,
         params: Value,
         token: Cancellation,
         report: HandlerReport,
     ) {
-        let work = std::panic::AssertUnwindSafe(handler(params, token)).catch_unwind();
+        use tracing::Instrument;
+        let span = super::handler_span::open(method, &params);
+        let work =
+            std::panic::AssertUnwindSafe(handler(params, token).instrument(span)).catch_unwind();
         let connection = self.myself.clone();
         actix_rt::spawn(async move {
             let outcome = work

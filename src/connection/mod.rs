@@ -10,6 +10,7 @@
 //! - The connection's own life is one enum (`Lifecycle`, in `lifecycle.rs`).
 
 mod deadlines;
+mod handler_span;
 mod handlers;
 mod in_flight;
 mod inbound;
