@@ -224,3 +224,25 @@ async fn cancelled_timed_out_and_dropped_calls_carry_their_outcome() {
         .any(|e| e.get("reason").map(String::as_str) == Some("dropped by its caller")));
     client.shutdown().await;
 }
+
+#[actix::test]
+async fn a_tasks_life_is_told_by_events_on_its_calls_span() {
+    let (spans, _guard) = traced();
+    let client = connected().await;
+    let slept = client
+        .call_tool("task_sleep", json!({"ms": 300, "steps": 3}))
+        .as_task()
+        .await
+        .expect("the task's result");
+    assert!(slept.text().starts_with("slept"), "{slept:?}");
+    let span = spans.call("tools/call task_sleep");
+    let statuses: Vec<&str> = span
+        .events
+        .iter()
+        .filter(|e| e.get("message").map(String::as_str) == Some("task status"))
+        .filter_map(|e| e.get("task_status").map(String::as_str))
+        .collect();
+    assert_eq!(statuses.first(), Some(&"working"), "{span:#?}");
+    assert_eq!(statuses.last(), Some(&"completed"), "{span:#?}");
+    client.shutdown().await;
+}

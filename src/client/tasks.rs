@@ -102,6 +102,13 @@ async fn follow_guarded(
 ) -> Result<RawResult, Error> {
     guard.running(&task.task_id);
     let report = |task: &Task| {
+        // An event on the call's span, which the follow runs in: the task's life in its trace.
+        tracing::info!(
+            target: "actix_mcp::call",
+            task_id = %task.task_id,
+            task_status = task.status.as_str(),
+            "task status"
+        );
         if let Some(on_status) = &options.on_status {
             on_status(task);
         }
