@@ -79,7 +79,22 @@ pub fn snapshot(servers: &Servers) -> Value {
             })
         })
         .collect();
-    json!({"servers": servers_json, "calls": calls})
+    let tools: Vec<Value> = servers
+        .tool_stats()
+        .into_iter()
+        .map(|t| {
+            json!({
+                "server": t.server,
+                "tool": t.tool,
+                "calls": t.calls,
+                "errors": t.errors,
+                "cancels": t.cancels,
+                "p50_ms": t.p50.as_secs_f64() * 1e3,
+                "p99_ms": t.p99.as_secs_f64() * 1e3,
+            })
+        })
+        .collect();
+    json!({"servers": servers_json, "calls": calls, "tools": tools})
 }
 
 fn describe(status: &Status) -> (&'static str, Option<String>) {
@@ -130,6 +145,11 @@ th, td { text-align: left; padding: .3em .8em; border-bottom: 1px solid #ddd; }
 <tbody></tbody>
 </table>
 <p id="none">No calls in flight.</p>
+<h2>Calls by tool</h2>
+<table id="tools">
+<thead><tr><th>server</th><th>tool</th><th>calls</th><th>errors</th><th>cancels</th><th>p50</th><th>p99</th></tr></thead>
+<tbody></tbody>
+</table>
 <script>
 const base = location.pathname.replace(/\/$/, '');
 function cell(row, text) {
@@ -200,6 +220,20 @@ function render(state) {
     if (!live.has(row.id)) row.remove();
   }
   document.getElementById('none').hidden = state.calls.length > 0;
+  const tools = document.querySelector('#tools tbody');
+  tools.replaceChildren();
+  for (const t of state.tools) {
+    const row = document.createElement('tr');
+    row.className = 'tool';
+    cell(row, t.server);
+    cell(row, t.tool);
+    cell(row, String(t.calls));
+    cell(row, String(t.errors));
+    cell(row, String(t.cancels));
+    cell(row, t.p50_ms.toFixed(1) + ' ms');
+    cell(row, t.p99_ms.toFixed(1) + ' ms');
+    tools.appendChild(row);
+  }
 }
 async function refresh() {
   try {

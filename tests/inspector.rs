@@ -139,6 +139,10 @@ async fn the_page_shows_a_call_with_its_progress_and_its_cancel_button_stops_it_
     );
     until_server_pending(&servers, 0).await;
     browser.wait_for("#none", |t| t.contains("No calls")).await;
+    // The cancelled call is counted for its tool.
+    browser
+        .wait_for("#tools", |t| t.contains("progress") && t.contains("ms"))
+        .await;
     browser.close().await;
     http.stop(true).await;
     servers.stop().await;
@@ -191,6 +195,39 @@ async fn the_state_lists_servers_and_calls_and_an_unknown_call_is_a_404() {
     })
     .await;
     until_server_pending(&servers, 0).await;
+
+    // What ended, by server and tool: the dropped call a cancel, a tool's isError an error.
+    servers
+        .call_tool("demo", "echo", json!({"text": "x"}))
+        .await
+        .expect("answered");
+    let failed = servers.call_tool("demo", "echo", json!({})).await;
+    assert!(failed.expect("a result").is_error == Some(true));
+    let state = state_of(&http_client, &url).await;
+    let tool = |name: &str| {
+        state["tools"]
+            .as_array()
+            .and_then(|tools| tools.iter().find(|t| t["tool"] == name).cloned())
+            .unwrap_or_else(|| panic!("no {name} in {state}"))
+    };
+    let echo = tool("echo");
+    assert_eq!(
+        (
+            &echo["server"],
+            &echo["calls"],
+            &echo["errors"],
+            &echo["cancels"]
+        ),
+        (&json!("demo"), &json!(2), &json!(1), &json!(0)),
+        "{echo}"
+    );
+    assert!(echo["p99_ms"].as_f64() >= echo["p50_ms"].as_f64(), "{echo}");
+    let progress = tool("progress");
+    assert_eq!(
+        (&progress["calls"], &progress["cancels"]),
+        (&json!(1), &json!(1)),
+        "{progress}"
+    );
     http.stop(true).await;
     servers.stop().await;
 }

@@ -44,7 +44,7 @@ use tokio::sync::Semaphore;
 pub use actor::{CallTool, GetCatalogue, GetStatus, ServersActor, StopAll};
 pub use catalogue::{Catalogue, Listed};
 pub use error::ServersError;
-pub use live::CallInFlight;
+pub use live::{CallInFlight, ToolStats, DURATIONS_KEPT};
 pub use start::DEFAULT_START_PARALLELISM;
 pub use supervision::{RestartPolicy, Status};
 
@@ -206,6 +206,16 @@ impl Servers {
     pub fn calls_in_flight(&self) -> Vec<CallInFlight> {
         match lock(&self.inner.live).as_ref() {
             Some(shared) => live::snapshot(shared),
+            None => Vec::new(),
+        }
+    }
+
+    /// Per server and tool, the routed calls that ended since [`track_calls`](Self::track_calls)
+    /// was turned on: how many, failed, cancelled, and their durations' p50 and p99 (over the
+    /// last [`DURATIONS_KEPT`] of each). Empty unless it is on.
+    pub fn tool_stats(&self) -> Vec<ToolStats> {
+        match lock(&self.inner.live).as_ref() {
+            Some(shared) => live::tool_stats(shared),
             None => Vec::new(),
         }
     }
@@ -983,7 +993,7 @@ impl IntoFuture for RoutedCall {
             let registration = live::register(&live, &this.tool, stop.clone());
             let theirs = this.cancellation.replace(stop.clone());
             let call = this.run(Some(&registration));
-            match theirs {
+            let outcome = match theirs {
                 None => call.await,
                 Some(theirs) => {
                     let mut call = std::pin::pin!(call);
@@ -995,7 +1005,16 @@ impl IntoFuture for RoutedCall {
                         }
                     }
                 }
-            }
+            };
+            registration.finished(match &outcome {
+                Ok(result) => live::Outcome::Answered {
+                    tool_error: result.is_error == Some(true),
+                },
+                Err(e) if e.is_cancelled() => live::Outcome::Cancelled,
+                Err(ServersError::Client(Error::Timeout { .. })) => live::Outcome::Cancelled,
+                Err(_) => live::Outcome::Failed,
+            });
+            outcome
         })
     }
 }
@@ -1010,7 +1029,7 @@ impl RoutedCall {
                     None => self.servers.route(&self.tool).await?,
                 };
                 if let Some(live) = live {
-                    live.routed_to(&server);
+                    live.routed_to(&server, &tool);
                 }
                 let client = self.servers.client(&server).await?;
                 Ok::<_, ServersError>((client, tool))
