@@ -3,6 +3,8 @@
 //! limit counts from its own turn, not from the start of a long queue; stopping the manager
 //! mid-start leaves no server process, now or later.
 
+#[path = "support/children.rs"]
+mod children;
 mod common;
 
 use std::{
@@ -17,6 +19,7 @@ use actix_mcp::{
     transport::memory::{self, MemoryPeer},
     Client, Servers, Status,
 };
+use children::children;
 use common::demo_server;
 use serde_json::{json, Value};
 use tokio::sync::{mpsc, Semaphore};
@@ -160,22 +163,6 @@ async fn a_servers_list_time_limit_counts_from_its_turn() {
     servers.stop().await;
 }
 
-/// This process's children still running (the tests of this file that spawn none run beside).
-fn children() -> usize {
-    let me = std::process::id().to_string();
-    let Ok(dir) = std::fs::read_dir("/proc") else {
-        return 0;
-    };
-    dir.filter_map(Result::ok)
-        .filter_map(|entry| std::fs::read_to_string(entry.path().join("status")).ok())
-        .filter(|status| {
-            status
-                .lines()
-                .any(|line| line.strip_prefix("PPid:").map(str::trim) == Some(me.as_str()))
-        })
-        .count()
-}
-
 /// Regression: `stop()` during a long `start_all` returned while queued servers still started
 /// afterwards, each spawning its process.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -200,6 +187,7 @@ async fn stopping_mid_start_leaves_no_process_now_or_later() {
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
     servers.stop().await;
+    // This process's children: the other tests of this file, running beside, spawn none.
     assert_eq!(children(), 0, "a server process outlived stop()");
     starting.await.expect("start_all ends");
     // Nothing queued starts later.

@@ -15,6 +15,23 @@ use opentelemetry_sdk::trace::{InMemorySpanExporter, SdkTracerProvider, SpanData
 use serde_json::{json, Value};
 use tracing_subscriber::prelude::*;
 
+/// Spans exported to memory through `tracing-opentelemetry`, on this thread, while the guard
+/// lives.
+fn exporting() -> (
+    InMemorySpanExporter,
+    SdkTracerProvider,
+    tracing::subscriber::DefaultGuard,
+) {
+    let exporter = InMemorySpanExporter::default();
+    let provider = SdkTracerProvider::builder()
+        .with_simple_exporter(exporter.clone())
+        .build();
+    let subscriber = tracing_subscriber::registry()
+        .with(tracing_opentelemetry::layer().with_tracer(provider.tracer("test")));
+    let guard = tracing::subscriber::set_default(subscriber);
+    (exporter, provider, guard)
+}
+
 /// Calls `echo` inside a span of the caller's; the spans exported, and the `tools/call` the
 /// server read.
 async fn traced_call(
@@ -22,13 +39,7 @@ async fn traced_call(
     journal: &Journal,
     carry: bool,
 ) -> (Vec<SpanData>, Value) {
-    let exporter = InMemorySpanExporter::default();
-    let provider = SdkTracerProvider::builder()
-        .with_simple_exporter(exporter.clone())
-        .build();
-    let subscriber = tracing_subscriber::registry()
-        .with(tracing_opentelemetry::layer().with_tracer(provider.tracer("test")));
-    let _guard = tracing::subscriber::set_default(subscriber);
+    let (exporter, provider, _guard) = exporting();
 
     let client = Client::builder()
         .placement(Placement::Current)
@@ -110,13 +121,7 @@ fn python_spans(path: &std::path::Path) -> Vec<Value> {
 /// Calls `echo` on the Python SDK server inside a span, then checks that the server's span of
 /// the call is in the caller's trace, the client span its parent.
 async fn python_joins_the_trace(transport: impl Transport, spans_file: &std::path::Path) {
-    let exporter = InMemorySpanExporter::default();
-    let provider = SdkTracerProvider::builder()
-        .with_simple_exporter(exporter.clone())
-        .build();
-    let subscriber = tracing_subscriber::registry()
-        .with(tracing_opentelemetry::layer().with_tracer(provider.tracer("test")));
-    let _guard = tracing::subscriber::set_default(subscriber);
+    let (exporter, provider, _guard) = exporting();
     let client = Client::builder()
         .placement(Placement::Current)
         .connect(transport)
@@ -208,13 +213,7 @@ async fn a_python_sdk_server_over_http_joins_the_callers_trace() {
 async fn a_servers_request_runs_its_handler_in_the_servers_trace() {
     use actix_mcp::{protocol::sampling::CreateMessageResult, transport::memory};
 
-    let exporter = InMemorySpanExporter::default();
-    let provider = SdkTracerProvider::builder()
-        .with_simple_exporter(exporter.clone())
-        .build();
-    let subscriber = tracing_subscriber::registry()
-        .with(tracing_opentelemetry::layer().with_tracer(provider.tracer("test")));
-    let _guard = tracing::subscriber::set_default(subscriber);
+    let (exporter, provider, _guard) = exporting();
 
     let (transport, mut peer) = memory::pair();
     let options = Client::builder()

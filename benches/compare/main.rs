@@ -25,6 +25,8 @@
 //!
 //! New transports plug in as new `Driver`s (clients/) and scenarios (scenarios.rs).
 
+#[path = "../../tests/support/children.rs"]
+mod children;
 mod clients;
 mod fleet;
 mod manager;

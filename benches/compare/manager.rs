@@ -10,7 +10,7 @@ use actix_mcp::{Client, Config, Servers, Status};
 use futures::future::join_all;
 use serde_json::json;
 
-use crate::{clients::ServerCmd, scenarios::rss_kib, scenarios::Metrics};
+use crate::{children::children, clients::ServerCmd, scenarios::rss_kib, scenarios::Metrics};
 
 /// `manager-N`: a config of N servers.
 pub fn size(scenario: &str) -> Option<usize> {
@@ -89,20 +89,4 @@ fn config(server: &ServerCmd, n: usize) -> Result<Config, String> {
     let servers: serde_json::Map<_, _> = (0..n).map(|i| (name(i), entry.clone())).collect();
     let text = json!({ "mcpServers": servers }).to_string();
     Config::parse(&text, "fleet.json", &|_| None).map_err(|e| e.to_string())
-}
-
-/// This process's children still running: server processes `stop()` left behind.
-fn children() -> usize {
-    let me = std::process::id().to_string();
-    let Ok(dir) = std::fs::read_dir("/proc") else {
-        return 0;
-    };
-    dir.filter_map(Result::ok)
-        .filter_map(|entry| std::fs::read_to_string(entry.path().join("status")).ok())
-        .filter(|status| {
-            status
-                .lines()
-                .any(|line| line.strip_prefix("PPid:").map(str::trim) == Some(me.as_str()))
-        })
-        .count()
 }
