@@ -272,13 +272,13 @@ impl fmt::Display for ReasonSuffix<'_> {
 }
 
 impl Error {
-    /// Its `error.type` in the OpenTelemetry conventions, for the errors that are neither a
-    /// cancel, a timeout nor the server's answer (those have their own).
-    pub(crate) fn error_type(&self) -> &'static str {
-        match self {
+    /// Its `error.type` in the OpenTelemetry conventions for MCP: the JSON-RPC code of the
+    /// server's error, `cancelled`, `timeout`, else the kind of error.
+    pub(crate) fn error_type(&self) -> std::borrow::Cow<'static, str> {
+        std::borrow::Cow::Borrowed(match self {
+            Error::Server { code, .. } => return code.to_string().into(),
             Error::Cancelled { .. } => "cancelled",
             Error::Timeout { .. } => "timeout",
-            Error::Server { .. } => "server_error",
             Error::Closed { .. } => "closed",
             Error::Transport { .. } => "transport",
             Error::Http { .. } => "http",
@@ -289,7 +289,7 @@ impl Error {
             Error::Unauthorized { .. } => "unauthorized",
             Error::UrlElicitationRequired { .. } => "url_elicitation_required",
             Error::TooManyPages { .. } => "too_many_pages",
-        }
+        })
     }
 }
 

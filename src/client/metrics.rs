@@ -5,7 +5,7 @@
 //! drop, close), restarts and state changes of managed servers. Without a meter nothing is
 //! recorded and a call carries nothing more.
 
-use std::time::Instant;
+use std::{borrow::Cow, time::Instant};
 
 use opentelemetry::{
     metrics::{Counter, Histogram, Meter, UpDownCounter},
@@ -72,7 +72,7 @@ impl Metrics {
     }
 
     /// A session of `seconds` ended, with `error` (its `error.type`) if it ended badly.
-    pub(crate) fn session_ended(&self, seconds: f64, error: Option<&'static str>) {
+    pub(crate) fn session_ended(&self, seconds: f64, error: Option<Cow<'static, str>>) {
         let attributes = error
             .map(|e| KeyValue::new("error.type", e))
             .into_iter()
@@ -137,20 +137,24 @@ impl Metered {
         let metrics = &self.metrics;
         metrics.in_flight.add(-1, &self.attributes);
         let mut attributes = self.attributes.clone();
-        let (error_type, way) = match ending {
+        let (error_type, way): (Option<Cow<'static, str>>, _) = match ending {
             Ending::Answered { tool_error: false } => (None, None),
-            Ending::Answered { tool_error: true } => (Some("tool_error".to_owned()), None),
-            Ending::Dropped => (Some("cancelled".to_owned()), Some("drop")),
-            Ending::Failed(error) => match error {
-                Error::Cancelled { .. } => (Some("cancelled".to_owned()), Some("token")),
-                Error::Timeout { .. } => (Some("timeout".to_owned()), Some("timeout")),
-                Error::Closed { .. } => (Some("closed".to_owned()), Some("close")),
-                Error::Server { code, .. } => {
-                    attributes.push(KeyValue::new("rpc.response.status_code", code.to_string()));
-                    (Some(code.to_string()), None)
-                }
-                other => (Some(other.error_type().to_owned()), None),
-            },
+            Ending::Answered { tool_error: true } => (Some("tool_error".into()), None),
+            Ending::Dropped => (Some("cancelled".into()), Some("drop")),
+            Ending::Failed(error) => {
+                let way = match error {
+                    Error::Cancelled { .. } => Some("token"),
+                    Error::Timeout { .. } => Some("timeout"),
+                    Error::Closed { .. } => Some("close"),
+                    Error::Server { code, .. } => {
+                        attributes
+                            .push(KeyValue::new("rpc.response.status_code", code.to_string()));
+                        None
+                    }
+                    _ => None,
+                };
+                (Some(error.error_type()), way)
+            }
         };
         if let Some(way) = way {
             let mut by_way = self.attributes.clone();

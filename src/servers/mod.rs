@@ -652,7 +652,7 @@ impl Servers {
         let work = async {
             let client = match connection {
                 Ok(client) => client,
-                Err(start) => start.done().await?,
+                Err(start) => start.done().await.map_err(|e| self.start_error(name, e))?,
             };
             let (kept, generation) = {
                 let entries = self.entries();

@@ -12,11 +12,9 @@ use tracing::{field::Empty, Span};
 
 use crate::{connection::Request, error::Error};
 
-/// The span of one call, and what its outcome needs to know of the call.
+/// The span of one call.
 pub(super) struct CallSpan {
     span: Span,
-    /// A `tools/call`, whose result may say `isError`.
-    tool_call: bool,
 }
 
 /// What a request's params name as its target.
@@ -38,18 +36,21 @@ pub(super) fn is_tool_error(raw: &str) -> bool {
     serde_json::from_str::<ToolResult>(raw).is_ok_and(|result| result.is_error)
 }
 
+/// What `request`'s params name, if they read as an object.
+fn target(request: &Request) -> Option<Target<'_>> {
+    match &request.params {
+        Ok(Some(raw)) => serde_json::from_str(raw.get()).ok(),
+        _ => None,
+    }
+}
+
 /// The tool a `tools/call` names.
 #[cfg(feature = "otel")]
 pub(super) fn tool_name(request: &Request) -> Option<String> {
     if request.method() != "tools/call" {
         return None;
     }
-    match &request.params {
-        Ok(Some(raw)) => serde_json::from_str::<Target>(raw.get())
-            .ok()
-            .and_then(|t| t.name.map(str::to_owned)),
-        _ => None,
-    }
+    target(request).and_then(|t| t.name.map(str::to_owned))
 }
 
 impl CallSpan {
@@ -75,10 +76,7 @@ impl CallSpan {
         if span.is_disabled() {
             return None;
         }
-        let params = match &request.params {
-            Ok(Some(raw)) => serde_json::from_str::<Target>(raw.get()).ok(),
-            _ => None,
-        };
+        let params = target(request);
         let name = params.as_ref().and_then(|p| p.name);
         let uri = params.as_ref().and_then(|p| p.uri);
         // The target is low in cardinality: a tool's or a prompt's name, never a resource URI.
@@ -101,10 +99,7 @@ impl CallSpan {
             Some(target) => span.record("otel.name", format!("{method} {target}")),
             None => span.record("otel.name", method),
         };
-        Some(Self {
-            span,
-            tool_call: method == "tools/call",
-        })
+        Some(Self { span })
     }
 
     pub(super) fn span(&self) -> &Span {
@@ -113,7 +108,7 @@ impl CallSpan {
 
     /// An answer came: a tool's result that says `isError` is an error of the tool's.
     pub(super) fn answered(&self, tool_error: bool) {
-        if tool_error && self.tool_call {
+        if tool_error {
             self.failed("tool_error", "the tool reported an error");
         }
     }
@@ -121,19 +116,17 @@ impl CallSpan {
     /// The call ended with `error`.
     pub(super) fn ended_with(&self, error: &Error) {
         let _in = self.span.enter();
+        let error_type = error.error_type();
         match error {
             Error::Cancelled { reason } => {
                 tracing::info!(reason = reason.as_deref().unwrap_or(""), "cancelled");
-                self.failed("cancelled", &error.to_string());
             }
-            Error::Timeout { .. } => self.failed("timeout", &error.to_string()),
-            Error::Server { code, .. } => {
-                let code = code.to_string();
-                self.span.record("rpc.response.status_code", code.as_str());
-                self.failed(&code, &error.to_string());
+            Error::Server { .. } => {
+                self.span.record("rpc.response.status_code", &*error_type);
             }
-            other => self.failed(other.error_type(), &other.to_string()),
+            _ => {}
         }
+        self.failed(&error_type, &error.to_string());
     }
 
     /// The caller dropped the call before its end: cancelled, as the connection tells the
