@@ -1,7 +1,7 @@
 //! An actix-web service sharing one MCP connection across its workers.
 //!
 //! ```text
-//! cargo run --features actix-web --example actix_web
+//! cargo run --features actix-web --example actix_web     # PORT=8081 for another port
 //! curl 'http://127.0.0.1:8080/echo?text=hi'
 //! curl 'http://127.0.0.1:8080/sleep?ms=60000'   # press Ctrl-C: the MCP call is cancelled on the server
 //! ```
@@ -87,7 +87,11 @@ fn main() -> std::io::Result<()> {
             .await
             .map_err(std::io::Error::other)?;
         let client = web::Data::new(client);
-        println!("listening on http://127.0.0.1:8080");
+        let port: u16 = std::env::var("PORT")
+            .ok()
+            .and_then(|port| port.parse().ok())
+            .unwrap_or(8080);
+        println!("listening on http://127.0.0.1:{port}");
         HttpServer::new(move || {
             App::new()
                 .app_data(client.clone())
@@ -96,7 +100,7 @@ fn main() -> std::io::Result<()> {
                 .service(sleep)
         })
         .on_connect(actix_mcp::web::watch_connection)
-        .bind(("127.0.0.1", 8080))?
+        .bind(("127.0.0.1", port))?
         .run()
         .await
     });

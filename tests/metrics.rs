@@ -129,6 +129,35 @@ async fn calls_are_measured_by_method_tool_and_outcome() {
             .sum();
         assert_eq!(n, 1.0, "{way}: {given_up:#?}");
     }
+    // What the wire saw: the cancelled and the timed-out calls were written, so each got its
+    // `notifications/cancelled`; the dropped one was given up before its write, and nothing
+    // went out for it.
+    let on_wire = points(&metrics, "mcp.client.requests.cancelled");
+    let wire = |what: &str| -> f64 {
+        on_wire
+            .iter()
+            .filter(|(a, _)| has(a, "wire", what) && has(a, "mcp.server.name", "demo"))
+            .map(|(_, n)| n)
+            .sum()
+    };
+    assert_eq!(wire("notification"), 2.0, "{on_wire:#?}");
+    assert_eq!(wire("not_written"), 1.0, "{on_wire:#?}");
+    assert_eq!(wire("abort"), 0.0, "{on_wire:#?}");
+    // Every call after the handshake names the session's protocol version; every one its
+    // transport.
+    assert!(
+        durations
+            .iter()
+            .all(|(a, _)| has(a, "network.transport", "pipe")),
+        "{durations:#?}"
+    );
+    assert!(
+        durations
+            .iter()
+            .filter(|(a, _)| has(a, "mcp.method.name", "tools/call"))
+            .all(|(a, _)| a.iter().any(|(k, _)| k == "mcp.protocol.version")),
+        "{durations:#?}"
+    );
     let in_flight: f64 = points(&metrics, "mcp.client.requests.in_flight")
         .iter()
         .map(|(_, n)| n)

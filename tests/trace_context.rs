@@ -6,7 +6,7 @@
 
 mod common;
 
-use std::time::Duration;
+use std::{future::IntoFuture, time::Duration};
 
 use actix_mcp::{Client, HttpTransport, Placement, StdioTransport, Transport};
 use common::*;
@@ -256,4 +256,209 @@ async fn a_servers_request_runs_its_handler_in_the_servers_trace() {
         "00f067aa0ba902b7"
     );
     drop(client);
+}
+
+/// The value of attribute `key` of `span`, as text.
+fn attribute(span: &SpanData, key: &str) -> Option<String> {
+    span.attributes
+        .iter()
+        .find(|kv| kv.key.as_str() == key)
+        .map(|kv| kv.value.to_string())
+}
+
+/// Waits for the session's span, which ends when the connection actor is gone.
+async fn session_span(exporter: &InMemorySpanExporter, provider: &SdkTracerProvider) -> SpanData {
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        provider.force_flush().expect("flushed");
+        let spans = exporter.get_finished_spans().expect("spans");
+        if let Some(span) = spans.into_iter().find(|s| s.name == "mcp.connection") {
+            return span;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the session span never ended"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// Over a 2025-11-25 session, each call's span names the session the server gave, the
+/// protocol version and where the server is; the session's own span names them too.
+#[actix::test]
+async fn a_call_span_names_its_http_session_and_server() {
+    let (exporter, provider, _guard) = exporting();
+    let server = demo_http(&["--sessions"]);
+    let client = Client::builder()
+        .placement(Placement::Current)
+        .connect(HttpTransport::new(&server.url))
+        .await
+        .expect("connects");
+    client
+        .call_tool("echo", json!({"text": "hi"}))
+        .await
+        .expect("answered");
+    let session = client.session_id().expect("the server gave a session");
+    let version = client.protocol_version().to_owned();
+    client.shutdown().await;
+    drop(client);
+    let connection = session_span(&exporter, &provider).await;
+    let spans = exporter.get_finished_spans().expect("spans");
+    let call = spans
+        .iter()
+        .find(|s| s.name == "tools/call echo")
+        .expect("the client span");
+    let port = server
+        .url
+        .trim_start_matches("http://127.0.0.1:")
+        .split('/')
+        .next()
+        .expect("a port")
+        .to_owned();
+    for span in [call, &connection] {
+        assert_eq!(
+            attribute(span, "mcp.session.id").as_deref(),
+            Some(&*session)
+        );
+        assert_eq!(
+            attribute(span, "mcp.protocol.version"),
+            Some(version.clone())
+        );
+        assert_eq!(attribute(span, "network.transport").as_deref(), Some("tcp"));
+        assert_eq!(
+            attribute(span, "network.protocol.name").as_deref(),
+            Some("http")
+        );
+        assert_eq!(
+            attribute(span, "server.address").as_deref(),
+            Some("127.0.0.1")
+        );
+        assert_eq!(attribute(span, "server.port"), Some(port.clone()));
+    }
+}
+
+/// Over stdio there is no session id; the transport is a pipe.
+#[actix::test]
+async fn a_call_span_over_stdio_names_a_pipe_and_no_session() {
+    let journal = Journal::new("session-attributes-stdio");
+    let (spans, _) = traced_call(journal.server(), &journal, true).await;
+    let call = spans
+        .iter()
+        .find(|s| s.name == "tools/call echo")
+        .expect("the client span");
+    assert_eq!(
+        attribute(call, "network.transport").as_deref(),
+        Some("pipe")
+    );
+    assert_eq!(attribute(call, "mcp.session.id"), None);
+    assert!(attribute(call, "mcp.protocol.version").is_some());
+}
+
+/// With a tracer (`ConnectOptions::tracer`) and no `tracing-opentelemetry`, the client span is
+/// made straight through the OpenTelemetry API: the child of the caller's current context, named
+/// and attributed by the conventions, named by the request's `traceparent`; cancelled and failed
+/// calls carry their outcome.
+#[actix::test]
+async fn a_tracer_makes_client_spans_through_the_opentelemetry_api() {
+    use actix_mcp::Cancellation;
+    use opentelemetry::{
+        context::FutureExt as _,
+        global::BoxedTracer,
+        trace::{Status, TraceContextExt, Tracer as _},
+        Context,
+    };
+
+    let exporter = InMemorySpanExporter::default();
+    let provider = SdkTracerProvider::builder()
+        .with_simple_exporter(exporter.clone())
+        .build();
+    let journal = Journal::new("tracer-direct");
+    let client = Client::builder()
+        .placement(Placement::Current)
+        .tracer(BoxedTracer::new(Box::new(provider.tracer("actix-mcp"))))
+        .connect(journal.server())
+        .await
+        .expect("connects");
+    let app = provider.tracer("app");
+    let caller = Context::current_with_span(app.start("handle the user's request"));
+    let token = Cancellation::new();
+    async {
+        client
+            .call_tool("echo", json!({"text": "hi"}))
+            .await
+            .expect("answered");
+        let sleeping = client
+            .call_tool("sleep", json!({"ms": 60_000}))
+            .cancellation(&token)
+            .into_future();
+        let cancel = async {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            token.cancel_with_reason("the user left");
+        };
+        let (cancelled, ()) = futures::join!(sleeping, cancel);
+        assert!(cancelled.is_err());
+        let unknown = client.call_tool("no-such-tool", json!({})).await;
+        assert!(unknown.is_err());
+    }
+    .with_context(caller.clone())
+    .await;
+    caller.span().end();
+    client.shutdown().await;
+    provider.force_flush().expect("flushed");
+    let spans = exporter.get_finished_spans().expect("spans");
+    let find = |name: &str| {
+        spans
+            .iter()
+            .find(|s| s.name == name)
+            .unwrap_or_else(|| panic!("no span {name} in {spans:#?}"))
+    };
+    let parent = find("handle the user's request");
+    let echo = find("tools/call echo");
+    assert_eq!(echo.span_kind, SpanKind::Client);
+    assert_eq!(echo.parent_span_id, parent.span_context.span_id());
+    assert_eq!(
+        attribute(echo, "mcp.method.name").as_deref(),
+        Some("tools/call")
+    );
+    assert_eq!(attribute(echo, "gen_ai.tool.name").as_deref(), Some("echo"));
+    assert_eq!(
+        attribute(echo, "network.transport").as_deref(),
+        Some("pipe")
+    );
+    assert!(attribute(echo, "jsonrpc.request.id").is_some());
+    assert_eq!(echo.status, Status::Unset);
+    let read = journal
+        .frames()
+        .into_iter()
+        .find(|f| f["method"] == "tools/call" && f["params"]["name"] == "echo")
+        .expect("the server read the call");
+    let expected = format!(
+        "00-{:032x}-{:016x}-01",
+        parent.span_context.trace_id(),
+        echo.span_context.span_id()
+    );
+    assert_eq!(read["params"]["_meta"]["traceparent"], expected, "{read}");
+
+    let sleep = find("tools/call sleep");
+    assert_eq!(attribute(sleep, "error.type").as_deref(), Some("cancelled"));
+    assert!(
+        matches!(sleep.status, Status::Error { .. }),
+        "{:?}",
+        sleep.status
+    );
+    let event = sleep
+        .events
+        .iter()
+        .find(|e| e.name == "cancelled")
+        .expect("the cancel as an event");
+    assert!(
+        event
+            .attributes
+            .iter()
+            .any(|kv| kv.key.as_str() == "reason" && kv.value.to_string() == "the user left"),
+        "{event:?}"
+    );
+    let unknown = find("tools/call no-such-tool");
+    assert!(matches!(unknown.status, Status::Error { .. }));
+    assert!(attribute(unknown, "error.type").is_some());
 }

@@ -14,6 +14,8 @@ mod answer;
 mod span;
 #[cfg(feature = "otel")]
 mod trace_context;
+#[cfg(feature = "otel")]
+pub(super) use span::otel_event;
 
 use std::{
     future::{Future, IntoFuture},
@@ -303,19 +305,8 @@ impl<T> Call<T> {
         self.request.id()
     }
 
-    /// Attaches `_meta`, the progress token (the request id) and the caller's trace context to
-    /// the serialized params.
+    /// Attaches `_meta` and the progress token (the request id) to the serialized params.
     fn prepare(&mut self) {
-        #[cfg(feature = "otel")]
-        if self.link.trace_context {
-            let span = self
-                .extras
-                .as_ref()
-                .and_then(|e| e.span.as_ref())
-                .map(CallSpan::span);
-            let meta = &mut self.meta;
-            trace_context::inject(span, || meta.get_or_insert_with(Map::new));
-        }
         let clock = self
             .extras
             .as_ref()
@@ -369,15 +360,17 @@ impl<T: DeserializeOwned> IntoFuture for Call<T> {
     type IntoFuture = CallFuture<T>;
 
     fn into_future(mut self) -> CallFuture<T> {
-        // Only when a subscriber wants it: the call's span, entered at each poll (first, so
-        // that the trace context the request carries names it).
-        if let Some(span) = CallSpan::open(&self.request) {
-            self.extras().span = Some(span);
-        }
+        // The call's span and trace context wait for the first poll: the caller's span is the
+        // one current there (`call.into_future().instrument(span)` names its parent).
         #[cfg(feature = "otel")]
         if let Some(metrics) = self.link.metrics.clone() {
             let tool = span::tool_name(&self.request);
-            let metered = super::metrics::Metered::start(metrics, &self.request, tool.as_deref());
+            let metered = super::metrics::Metered::start(
+                metrics,
+                &self.request,
+                tool.as_deref(),
+                &self.link.facts,
+            );
             self.extras().metered = Some(metered);
         }
         if self.extras.as_ref().is_some_and(|e| e.observed()) {
@@ -511,8 +504,11 @@ impl Extras {
     /// The call ended (`error`: how, if badly): its span and its metrics are told, once.
     fn ended(self: Pin<&mut Self>, error: Option<&Error>) {
         let this = self.project();
-        if let (Some(span), Some(error)) = (this.span.as_ref(), error) {
-            span.ended_with(error);
+        if let Some(span) = this.span.as_ref() {
+            if let Some(error) = error {
+                span.ended_with(error);
+            }
+            span.end();
         }
         #[cfg(feature = "otel")]
         if let Some(metered) = this.metered.take() {
@@ -809,21 +805,53 @@ impl<T: DeserializeOwned> CallFuture<T> {
     }
 }
 
+/// At the first poll, in the caller's context: the call's span, if anyone wants one, and the
+/// trace context its request carries (the span's, else the current one's).
+fn open_span(link: &Shared, extras: &mut Option<Pin<Box<Extras>>>, request: &mut Request) {
+    let span = CallSpan::open(
+        request,
+        &link.facts,
+        #[cfg(feature = "otel")]
+        link.tracer.as_deref(),
+    );
+    #[cfg(feature = "otel")]
+    if link.trace_context {
+        let mut meta = None;
+        trace_context::inject(span.as_ref(), || meta.get_or_insert_with(Map::new));
+        if let Some(meta) = meta {
+            request.merge_meta(meta);
+            // A 2026-07-28 retry makes its request again from these params.
+            let retry = extras
+                .as_mut()
+                .and_then(|e| e.as_mut().project().reading.retry.as_mut());
+            if let Some(retry) = retry {
+                retry.params = request.params.as_ref().ok().cloned().flatten();
+            }
+        }
+    }
+    if let Some(span) = span {
+        let tool_call = request.method() == "tools/call";
+        let extras = extras.get_or_insert_with(|| Box::pin(Extras::default()));
+        let extras = extras.as_mut().project();
+        *extras.span = Some(span);
+        *extras.tool_call |= tool_call;
+    }
+}
+
 impl<T: DeserializeOwned> Future for CallFuture<T> {
     type Output = Result<T, Error>;
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let this = self.get_mut();
+        if let Stage::Start(request) = &mut this.stage {
+            open_span(&this.link, &mut this.extras, request);
+        }
         if !this.extras.as_ref().is_some_and(|e| e.observed()) {
             return this.poll_call(cx, false);
         }
-        let span = this
-            .extras
-            .as_ref()
-            .and_then(|e| e.span.as_ref())
-            .map(|s| s.span().clone());
+        let span = this.extras.as_ref().and_then(|e| e.span.clone());
         let polled = match &span {
-            Some(span) => span.in_scope(|| this.poll_call(cx, true)),
+            Some(span) => span.within(|| this.poll_call(cx, true)),
             None => this.poll_call(cx, false),
         };
         if let (Poll::Ready(outcome), Some(extras)) = (&polled, this.extras.as_mut()) {

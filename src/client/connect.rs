@@ -13,6 +13,7 @@ use super::{
     lifecycle::ProtocolEra,
     list_cache::{Family, ListCache},
     pages::DEFAULT_MAX_PAGES,
+    session_facts::SessionFacts,
     shared::Shared,
     Client, LevelCell, Settings,
 };
@@ -20,8 +21,9 @@ use crate::connection::Publisher;
 use crate::{
     cancellation::Cancellation,
     connection::{
-        apply_elicitation_defaults, boxed_handler, Close, Connection, HandlerError, Handlers,
-        Inbox, Link, NotificationObserver, ProgressObserver, DEFAULT_MAILBOX_CAPACITY,
+        apply_elicitation_defaults, boxed_handler, Close, Connection, CountersObserver,
+        HandlerError, Handlers, Inbox, Link, NotificationObserver, ProgressObserver,
+        SessionObserver, DEFAULT_MAILBOX_CAPACITY,
     },
     error::Error,
     pool::Pool,
@@ -95,6 +97,16 @@ pub struct ConnectOptions {
     trace_context: bool,
     #[cfg(feature = "otel")]
     meter: Option<opentelemetry::metrics::Meter>,
+    #[cfg(feature = "otel")]
+    tracer: Option<Arc<opentelemetry::global::BoxedTracer>>,
+}
+
+/// What the actor tells the client, on the actor's thread.
+struct Observers {
+    notifications: NotificationObserver,
+    progress: ProgressObserver,
+    sessions: SessionObserver,
+    counters: Option<CountersObserver>,
 }
 
 /// Default bound on the handshake.
@@ -123,6 +135,8 @@ impl Default for ConnectOptions {
             trace_context: true,
             #[cfg(feature = "otel")]
             meter: None,
+            #[cfg(feature = "otel")]
+            tracer: None,
         }
     }
 }
@@ -219,6 +233,19 @@ impl ConnectOptions {
     #[cfg(feature = "otel")]
     pub fn metrics(mut self, meter: opentelemetry::metrics::Meter) -> Self {
         self.meter = Some(meter);
+        self
+    }
+
+    /// Makes each call's CLIENT span with `tracer`, straight through the OpenTelemetry API
+    /// (feature `otel`; e.g. `opentelemetry::global::tracer("actix-mcp")`): the same span, name
+    /// and attributes the `tracing` span `mcp.client` has, for services that do not export
+    /// `tracing` through `tracing-opentelemetry`. Its parent is the current OpenTelemetry
+    /// context (or the current `tracing` span's, through that layer); the trace context the
+    /// request carries names it. A service that exports both would see each call twice: give
+    /// the tracer only without the layer.
+    #[cfg(feature = "otel")]
+    pub fn tracer(mut self, tracer: opentelemetry::global::BoxedTracer) -> Self {
+        self.tracer = Some(Arc::new(tracer));
         self
     }
 
@@ -369,6 +396,8 @@ impl ConnectOptions {
 
     /// Starts the actor and runs the handshake. On any failure the connection is closed.
     pub async fn connect(self, transport: impl Transport) -> Result<Client, Error> {
+        let span = self.session_span();
+        let facts = Arc::new(SessionFacts::new(transport.peer(), span.clone()));
         let notifications = Publisher::default();
         let inbox = Arc::new(Inbox::default());
         let list_cache = Arc::new(ListCache::default());
@@ -410,13 +439,30 @@ impl ConnectOptions {
                     .is_some_and(|shared| shared.task_progress(token, progress))
             })
         };
+        #[cfg(feature = "otel")]
+        let metrics = self
+            .meter
+            .as_ref()
+            .map(|meter| Arc::new(super::metrics::Metrics::new(meter, self.name.as_deref())));
+        let observers = Observers {
+            notifications: observer,
+            progress: progress_observer,
+            sessions: {
+                let facts = facts.clone();
+                Box::new(move |id| facts.set_session_id(id))
+            },
+            #[cfg(feature = "otel")]
+            counters: metrics.as_ref().map(|m| m.wire_counter()),
+            #[cfg(not(feature = "otel"))]
+            counters: None,
+        };
         let addr = self
             .start(
                 Box::new(transport),
                 notifications.clone(),
-                observer,
-                progress_observer,
+                observers,
                 inbox.clone(),
+                span,
             )
             .await?;
         #[allow(unused_mut)]
@@ -425,13 +471,12 @@ impl ConnectOptions {
             self.handlers.clone(),
             list_cache,
             self.trace_context,
+            facts,
         );
         #[cfg(feature = "otel")]
         {
-            shared.metrics = self
-                .meter
-                .as_ref()
-                .map(|meter| Arc::new(super::metrics::Metrics::new(meter, self.name.as_deref())));
+            shared.metrics = metrics;
+            shared.tracer = self.tracer.clone();
         }
         let shared = Arc::new(shared);
         let _ = client_state.set(Arc::downgrade(&shared));
@@ -464,29 +509,52 @@ impl ConnectOptions {
         }
     }
 
+    /// The session's span, `mcp.connection`: the actor runs in it, so whatever the connection
+    /// and its transport log names the server. A root of its own, linked from the current span:
+    /// a connection outlives the request that opened it.
+    fn session_span(&self) -> tracing::Span {
+        let span = tracing::info_span!(
+            parent: None,
+            "mcp.connection",
+            server = tracing::field::Empty,
+            "mcp.session.id" = tracing::field::Empty,
+            "mcp.protocol.version" = tracing::field::Empty,
+            "network.transport" = tracing::field::Empty,
+            "network.protocol.name" = tracing::field::Empty,
+            "server.address" = tracing::field::Empty,
+            "server.port" = tracing::field::Empty,
+        );
+        if let Some(name) = &self.name {
+            span.record("server", tracing::field::display(name));
+        }
+        span.follows_from(tracing::Span::current());
+        span
+    }
+
     async fn start(
         &self,
         transport: Box<dyn Transport>,
         notifications: Publisher,
-        observer: NotificationObserver,
-        progress_observer: ProgressObserver,
+        observers: Observers,
         inbox: Arc<Inbox>,
+        span: tracing::Span,
     ) -> Result<Addr<Connection>, Error> {
         let capacity = self.mailbox_capacity;
         let handlers = self.handlers.clone();
-        let span = match &self.name {
-            Some(name) => tracing::info_span!("mcp.connection", server = %name),
-            None => tracing::info_span!("mcp.connection"),
-        };
         let connection = move || {
-            Connection::from_boxed(transport)
+            let connection = Connection::from_boxed(transport)
                 .span(span)
                 .mailbox_capacity(capacity)
                 .handlers(handlers)
                 .notifications(notifications)
-                .observe_notifications(observer)
-                .observe_late_progress(progress_observer)
-                .inbox(inbox)
+                .observe_notifications(observers.notifications)
+                .observe_late_progress(observers.progress)
+                .observe_sessions(observers.sessions)
+                .inbox(inbox);
+            match observers.counters {
+                Some(counters) => connection.observe_counters(counters),
+                None => connection,
+            }
         };
         let here = actix_rt::Arbiter::try_current().is_some();
         match &self.placement {

@@ -200,6 +200,9 @@ async fn use_protocol(
     version: Option<&str>,
     request_meta: Option<Box<str>>,
 ) -> Result<(), Error> {
+    if let Some(version) = version {
+        link.facts.set_protocol_version(version);
+    }
     link.addr()
         .send(UseProtocol {
             version: version.map(str::to_owned),

@@ -2,17 +2,22 @@
 //! given ([`ConnectOptions::metrics`](super::ConnectOptions::metrics)): the conventions'
 //! `mcp.client.operation.duration` and `mcp.client.session.duration` (histograms in seconds,
 //! their bucket boundaries), and ours: calls in flight, calls given up by way (token, timeout,
-//! drop, close), restarts and state changes of managed servers. Without a meter nothing is
-//! recorded and a call carries nothing more.
+//! drop, close), what reached the wire for them (cancels written, POSTs aborted, requests never
+//! written) and answers that came too late, restarts and state changes of managed servers.
+//! Without a meter nothing is recorded and a call carries nothing more.
 
-use std::{borrow::Cow, time::Instant};
+use std::{borrow::Cow, sync::Arc, time::Instant};
 
 use opentelemetry::{
     metrics::{Counter, Histogram, Meter, UpDownCounter},
     KeyValue,
 };
 
-use crate::{connection::Request, error::Error};
+use super::session_facts::SessionFacts;
+use crate::{
+    connection::{CountersObserver, Request, RequestCounters},
+    error::Error,
+};
 
 /// The conventions' bucket boundaries, in seconds.
 const BOUNDARIES: [f64; 14] = [
@@ -25,6 +30,8 @@ pub(crate) struct Metrics {
     session: Histogram<f64>,
     in_flight: UpDownCounter<i64>,
     given_up: Counter<u64>,
+    cancelled_on_wire: Counter<u64>,
+    late_answers: Counter<u64>,
     restarts: Counter<u64>,
     state_changes: Counter<u64>,
     /// `mcp.server.name`, when the connection is named (the manager names it after its server).
@@ -54,6 +61,17 @@ impl Metrics {
                 .u64_counter("mcp.client.requests.given_up")
                 .with_description("MCP requests given up by the caller, by way")
                 .build(),
+            cancelled_on_wire: meter
+                .u64_counter("mcp.client.requests.cancelled")
+                .with_description(
+                    "Cancelled MCP requests by what the wire saw: nothing (never written), a \
+                     notifications/cancelled, or an aborted POST",
+                )
+                .build(),
+            late_answers: meter
+                .u64_counter("mcp.client.responses.late")
+                .with_description("Answers dropped because nobody waited for them any more")
+                .build(),
             restarts: meter
                 .u64_counter("mcp.client.server.restarts")
                 .with_description("Restarts of managed MCP servers")
@@ -80,6 +98,36 @@ impl Metrics {
         self.session.record(seconds, &self.with_server(attributes));
     }
 
+    /// What reports the wire's counters to these instruments: the increase since the last report.
+    pub(crate) fn wire_counter(self: &Arc<Self>) -> CountersObserver {
+        let metrics = self.clone();
+        let mut last = RequestCounters::default();
+        let by = |wire: &'static str| metrics.with_server(vec![KeyValue::new("wire", wire)]);
+        let attributes = [by("not_written"), by("notification"), by("abort")];
+        let server = metrics.with_server(Vec::new());
+        Box::new(move |now: &RequestCounters| {
+            if *now == last {
+                return;
+            }
+            let cancelled = &metrics.cancelled_on_wire;
+            let rises = [
+                now.cancelled_before_write - last.cancelled_before_write,
+                now.cancels_sent - last.cancels_sent,
+                now.requests_aborted - last.requests_aborted,
+            ];
+            for (rise, attributes) in rises.into_iter().zip(&attributes) {
+                if rise > 0 {
+                    cancelled.add(rise, attributes);
+                }
+            }
+            let late = now.late_responses - last.late_responses;
+            if late > 0 {
+                metrics.late_answers.add(late, &server);
+            }
+            last = *now;
+        })
+    }
+
     /// A managed server is restarted.
     pub(crate) fn restarted(&self, server: &str) {
         self.restarts
@@ -100,7 +148,7 @@ impl Metrics {
 
 /// One call being measured, from its start.
 pub(crate) struct Metered {
-    metrics: std::sync::Arc<Metrics>,
+    metrics: Arc<Metrics>,
     started: Instant,
     attributes: Vec<KeyValue>,
 }
@@ -114,15 +162,26 @@ pub(crate) enum Ending<'a> {
 
 impl Metered {
     pub(crate) fn start(
-        metrics: std::sync::Arc<Metrics>,
+        metrics: Arc<Metrics>,
         request: &Request,
         tool: Option<&str>,
+        facts: &SessionFacts,
     ) -> Self {
         let method = request.method().to_owned();
         let mut attributes = vec![KeyValue::new("mcp.method.name", method)];
         if let Some(tool) = tool {
             attributes.push(KeyValue::new("gen_ai.tool.name", tool.to_owned()));
             attributes.push(KeyValue::new("gen_ai.operation.name", "execute_tool"));
+        }
+        if let Some(version) = facts.known().protocol_version {
+            attributes.push(KeyValue::new("mcp.protocol.version", version));
+        }
+        let peer = facts.peer();
+        if let Some(transport) = peer.network_transport {
+            attributes.push(KeyValue::new("network.transport", transport));
+        }
+        if let Some(protocol) = peer.network_protocol {
+            attributes.push(KeyValue::new("network.protocol.name", protocol));
         }
         let attributes = metrics.with_server(attributes);
         metrics.in_flight.add(1, &attributes);

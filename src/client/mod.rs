@@ -6,6 +6,7 @@ mod interned;
 mod lifecycle;
 #[cfg(feature = "otel")]
 mod metrics;
+mod session_facts;
 #[cfg(feature = "otel")]
 pub(crate) use metrics::Metrics;
 mod list_cache;
@@ -190,6 +191,13 @@ impl Client {
     /// The protocol version the server chose.
     pub fn protocol_version(&self) -> &str {
         &self.server.protocol_version
+    }
+
+    /// The id of the session the server gave (2025-11-25 Streamable HTTP, `Mcp-Session-Id`),
+    /// the current one after a renewal; `None` over stdio, in the 2026-07-28 era, or from a
+    /// server that keeps no sessions.
+    pub fn session_id(&self) -> Option<std::sync::Arc<str>> {
+        self.shared.facts.known().session_id
     }
 
     /// What the server offers, read once at the handshake (fields this crate does not know

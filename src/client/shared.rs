@@ -105,6 +105,11 @@ pub(crate) struct Shared {
     /// The instruments, when a meter was given (`ConnectOptions::metrics`).
     #[cfg(feature = "otel")]
     pub metrics: Option<Arc<super::metrics::Metrics>>,
+    /// Makes the calls' spans through the OpenTelemetry API (`ConnectOptions::tracer`).
+    #[cfg(feature = "otel")]
+    pub tracer: Option<Arc<opentelemetry::global::BoxedTracer>>,
+    /// What telemetry says of the session (peer, version, session id).
+    pub facts: Arc<super::session_facts::SessionFacts>,
     /// When the connection was made: its session's duration ends at the last handle's drop.
     #[cfg(feature = "otel")]
     connected_at: std::time::Instant,
@@ -128,13 +133,17 @@ impl Shared {
         handlers: Handlers,
         list_cache: Arc<ListCache>,
         trace_context: bool,
+        facts: Arc<super::session_facts::SessionFacts>,
     ) -> Self {
         Self {
             link,
             handlers,
             trace_context,
+            facts,
             #[cfg(feature = "otel")]
             metrics: None,
+            #[cfg(feature = "otel")]
+            tracer: None,
             #[cfg(feature = "otel")]
             connected_at: std::time::Instant::now(),
             modern: AtomicBool::new(false),

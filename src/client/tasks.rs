@@ -109,6 +109,13 @@ async fn follow_guarded(
             task_status = task.status.as_str(),
             "task status"
         );
+        #[cfg(feature = "otel")]
+        super::call::otel_event("task status", || {
+            vec![
+                ("task_id", task.task_id.to_string()),
+                ("task_status", task.status.as_str().to_owned()),
+            ]
+        });
         if let Some(on_status) = &options.on_status {
             on_status(task);
         }

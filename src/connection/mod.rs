@@ -39,6 +39,8 @@ pub use messages::{
     Subscribe, WaitReleased,
 };
 pub(crate) use messages::{ServerRequestDone, ServerTaskDone, UseProtocol};
+#[cfg_attr(not(feature = "otel"), allow(unused_imports))]
+pub(crate) use requests::RequestCounters;
 
 use self::{
     inbound::{InboundCounters, ServerRequests},
@@ -76,6 +78,12 @@ pub(crate) type ProgressObserver = Box<
     dyn Fn(crate::protocol::RequestId, &crate::protocol::notifications::Progress) -> bool + Send,
 >;
 
+/// Told the session id each time a server gives one (telemetry's `mcp.session.id`).
+pub(crate) type SessionObserver = Box<dyn Fn(&str) + Send>;
+
+/// Told the request counters after each event (the client's metrics count the wire from them).
+pub(crate) type CountersObserver = Box<dyn FnMut(&requests::RequestCounters) + Send>;
+
 /// The connection actor. One per server.
 pub struct Connection {
     lifecycle: Lifecycle,
@@ -90,6 +98,8 @@ pub struct Connection {
     observer: Option<NotificationObserver>,
     /// Offered progress that no request listens to any more.
     progress_observer: Option<ProgressObserver>,
+    session_observer: Option<SessionObserver>,
+    counters_observer: Option<CountersObserver>,
     subscribers: Vec<Recipient<ServerNotification>>,
     counters: InboundCounters,
     /// The wake-up for the earliest request deadline, and when it is due.
@@ -122,6 +132,8 @@ impl Connection {
             notifications: None,
             observer: None,
             progress_observer: None,
+            session_observer: None,
+            counters_observer: None,
             subscribers: Vec::new(),
             counters: InboundCounters::default(),
             wake: None,
@@ -170,6 +182,18 @@ impl Connection {
         self
     }
 
+    /// Tells `observer` each session id the server gives.
+    pub(crate) fn observe_sessions(mut self, observer: SessionObserver) -> Self {
+        self.session_observer = Some(observer);
+        self
+    }
+
+    /// Tells `observer` the request counters after each event.
+    pub(crate) fn observe_counters(mut self, observer: CountersObserver) -> Self {
+        self.counters_observer = Some(observer);
+        self
+    }
+
     /// The inbox a `Client` pushes its calls and cancels on (shared with the actor once started).
     pub(crate) fn inbox(mut self, inbox: Arc<Inbox>) -> Self {
         let requests = Requests::new(Instant::now());
@@ -197,6 +221,13 @@ impl Connection {
         self.flush();
         self.finish_draining();
         self.schedule_expiry(ctx);
+        self.report_counters();
+    }
+
+    fn report_counters(&mut self) {
+        if let Some(observe) = &mut self.counters_observer {
+            observe(&self.requests.peek().counters());
+        }
     }
 
     /// Takes in the inbox, then hands queued frames to the transport while it takes them, and
@@ -354,6 +385,7 @@ impl Actor for Connection {
             self.release_transport();
         }
         self.close_with(error.clone(), false);
+        self.report_counters();
         // From now on a call is refused at the inbox; what raced in is answered here.
         for entry in self.requests.inbox().close() {
             if let Entry::Call(_, reply) = entry {
@@ -594,6 +626,11 @@ impl Handler<Event> for Connection {
                 }
             }
             TransportEvent::RequestFailed(id, error) => self.requests.get().failed(id, error),
+            TransportEvent::SessionStarted(id) => {
+                if let Some(observe) = &self.session_observer {
+                    observe(&id);
+                }
+            }
             TransportEvent::Closed(reason) => {
                 if self.lifecycle.is_draining() {
                     // The transport ended while we drained: nothing more can be written.

@@ -56,12 +56,57 @@ pub const DEFAULT_MAX_FRAME_BYTES: usize = 32 * 1024 * 1024;
 pub trait Transport: Send + 'static {
     /// Opens the transport on the connection's thread.
     fn open(self: Box<Self>, events: EventSender) -> Result<Box<dyn TransportIo>, Error>;
+
+    /// What telemetry says of the peer this transport reaches (read once, before `open`).
+    fn peer(&self) -> Peer {
+        Peer::default()
+    }
+}
+
+/// The peer a transport reaches, as the OpenTelemetry conventions name it on the spans and
+/// metrics of its calls (`network.transport`, `network.protocol.name`, `server.address`,
+/// `server.port`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Peer {
+    /// `pipe` (stdio) or `tcp` (HTTP); `None` when unknown.
+    pub network_transport: Option<&'static str>,
+    /// `http` over HTTP.
+    pub network_protocol: Option<&'static str>,
+    /// The server's host.
+    pub server_address: Option<String>,
+    /// The server's port.
+    pub server_port: Option<u16>,
+}
+
+impl Peer {
+    /// A server reached over a pipe (stdio).
+    pub fn pipe() -> Self {
+        Self {
+            network_transport: Some("pipe"),
+            ..Self::default()
+        }
+    }
+
+    /// A server at `address:port`, over HTTP on TCP.
+    pub fn http(address: impl Into<String>, port: Option<u16>) -> Self {
+        Self {
+            network_transport: Some("tcp"),
+            network_protocol: Some("http"),
+            server_address: Some(address.into()),
+            server_port: port,
+        }
+    }
 }
 
 /// A transport chosen at run time (e.g. from a command line).
 impl Transport for Box<dyn Transport> {
     fn open(self: Box<Self>, events: EventSender) -> Result<Box<dyn TransportIo>, Error> {
         (*self).open(events)
+    }
+
+    fn peer(&self) -> Peer {
+        (**self).peer()
     }
 }
 
@@ -188,6 +233,9 @@ pub enum TransportEvent {
     /// A message transport could not deliver this request, or its answer: its caller gets
     /// `error`. The connection stays open for the other requests.
     RequestFailed(RequestId, Error),
+    /// Message transports: the server gave the session this id (2025-11-25 HTTP,
+    /// `Mcp-Session-Id`; again for each renewed session). Telemetry names it.
+    SessionStarted(String),
     /// The transport ended; nothing more will be written or read.
     Closed(CloseReason),
 }

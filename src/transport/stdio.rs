@@ -156,6 +156,10 @@ impl StdioTransport {
 }
 
 impl Transport for StdioTransport {
+    fn peer(&self) -> super::Peer {
+        super::Peer::pipe()
+    }
+
     fn open(self: Box<Self>, events: EventSender) -> Result<Box<dyn TransportIo>, Error> {
         let mut child = self.spawn()?;
         let missing = || Error::transport("child pipes", io::Error::other("pipe not captured"));

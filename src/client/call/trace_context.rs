@@ -7,13 +7,19 @@ use serde_json::{Map, Value};
 use tracing_opentelemetry::OpenTelemetrySpanExt;
 
 /// Adds the trace context to the `_meta` that `meta` gives, if a span is active: the call's
-/// own (when `tracing-opentelemetry` exports it), else the current OpenTelemetry context's
+/// own (its OpenTelemetry span, or its `tracing` span when `tracing-opentelemetry` exports it), else
+/// the current OpenTelemetry context's
 /// (read in place: a request with no trace clones nothing).
 pub(super) fn inject<'m>(
-    span: Option<&tracing::Span>,
+    span: Option<&super::span::CallSpan>,
     meta: impl FnOnce() -> &'m mut Map<String, Value>,
 ) {
-    let own = span.and_then(|span| headers(span.context().span().span_context()));
+    let own = span.and_then(|span| match span.otel() {
+        Some(cx) => headers(cx.span().span_context()),
+        None => span
+            .tracing()
+            .and_then(|span| headers(span.context().span().span_context())),
+    });
     let Some((parent, state)) =
         own.or_else(|| opentelemetry::Context::map_current(|cx| headers(cx.span().span_context())))
     else {

@@ -230,6 +230,16 @@ fn invalid_input(message: String) -> Error {
 }
 
 impl Transport for HttpTransport {
+    fn peer(&self) -> super::Peer {
+        match reqwest::Url::parse(&self.url) {
+            Ok(url) => super::Peer::http(
+                url.host_str().unwrap_or_default(),
+                url.port_or_known_default(),
+            ),
+            Err(_) => super::Peer::default(),
+        }
+    }
+
     fn open(self: Box<Self>, events: EventSender) -> Result<Box<dyn TransportIo>, Error> {
         let url = reqwest::Url::parse(&self.url)
             .map_err(|e| invalid_input(format!("URL {:?}: {e}", self.url)))?;

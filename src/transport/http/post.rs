@@ -335,14 +335,21 @@ async fn answer(
         // The session is gone: it is renewed (the default), or the connection ends.
         return shared.event(|requests| requests.session_expired(request, sent_on.generation));
     }
-    shared.event(|requests| {
+    let given = shared.event(|requests| {
         requests.answered(sent_on.generation);
         if status.is_success() && requests.session().id.is_none() {
             if let Some(id) = response.headers().get("mcp-session-id") {
                 requests.session_given(id);
+                return requests.session().id.is_some().then(|| id.clone());
             }
         }
+        None
     });
+    if let Some(id) = given.as_ref().and_then(|id| id.to_str().ok()) {
+        shared
+            .events
+            .send(TransportEvent::SessionStarted(id.to_owned()));
+    }
     if !status.is_success() {
         return refused(shared, response, request).await;
     }
