@@ -29,8 +29,8 @@ use std::{
 
 use actix_mcp::{
     auth::{
-        AgentFuture, Callback, CredentialStore, Credentials, MemoryStore, OAuth, OAuthConfig,
-        UserAgent,
+        AgentFuture, Callback, CredentialStore, Credentials, Lease, MemoryStore, OAuth,
+        OAuthConfig, StoreFuture, Stored, UserAgent,
     },
     AuthErrorKind, Client, Error, HttpTransport,
 };
@@ -692,9 +692,11 @@ impl Kept {
             .iter()
             .map(|s| s.0.clone())
             .collect();
-        let held = keys
-            .into_iter()
-            .filter_map(|k| Some((k.clone(), self.store.load(&k)?)));
+        let held = keys.into_iter().filter_map(|k| {
+            // The memory store answers at once.
+            let stored = futures::executor::block_on(self.store.read(&k)).ok()??;
+            Some((k.clone(), stored.credentials))
+        });
         held.collect()
     }
 
@@ -708,18 +710,31 @@ impl Kept {
 struct KeptStore(Arc<Kept>);
 
 impl CredentialStore for KeptStore {
-    fn load(&self, key: &str) -> Option<Credentials> {
-        self.0.store.load(key)
+    fn read<'a>(&'a self, key: &'a str) -> StoreFuture<'a, Option<Stored>> {
+        self.0.store.read(key)
     }
 
-    fn save(&self, key: &str, credentials: &Credentials) {
+    fn write<'a>(
+        &'a self,
+        key: &'a str,
+        credentials: &'a Credentials,
+        lease: Option<&'a Lease>,
+    ) -> StoreFuture<'a, u64> {
         let save = (key.to_owned(), credentials.clone());
         self.0.saves.lock().unwrap().push(save);
-        self.0.store.save(key, credentials);
+        self.0.store.write(key, credentials, lease)
     }
 
-    fn remove(&self, key: &str) {
-        self.0.store.remove(key);
+    fn remove<'a>(&'a self, key: &'a str) -> StoreFuture<'a, ()> {
+        self.0.store.remove(key)
+    }
+
+    fn try_lease<'a>(&'a self, key: &'a str, ttl: Duration) -> StoreFuture<'a, Option<Lease>> {
+        self.0.store.try_lease(key, ttl)
+    }
+
+    fn release<'a>(&'a self, lease: &'a Lease) -> StoreFuture<'a, ()> {
+        self.0.store.release(lease)
     }
 }
 

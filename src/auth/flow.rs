@@ -7,7 +7,6 @@ use std::{
     sync::{MutexGuard, PoisonError},
 };
 
-use oauth2::RefreshToken;
 use url::Url;
 
 use super::{
@@ -17,7 +16,8 @@ use super::{
     failure,
     fetch::Fetcher,
     grants::{self, now_secs, TokenAnswer, JWT_BEARER},
-    web::{self, Pending},
+    store::Lease,
+    web::Pending,
     AuthErrorKind, Credentials, IdentityAssertion, OAuth,
 };
 use crate::error::Error;
@@ -145,7 +145,7 @@ fn remedy(
 /// Whether `credentials` are due for a refresh at `now` (and can have one): within the margin
 /// before expiry, which is 30 s but at most half the token's lifetime, so a short-lived token is
 /// refreshed once, not on every request (each refresh rotates the refresh token).
-fn needs_refresh(credentials: &Credentials, now: u64) -> bool {
+pub(super) fn needs_refresh(credentials: &Credentials, now: u64) -> bool {
     let Some(expires_at) = credentials.expires_at else {
         return false;
     };
@@ -297,16 +297,29 @@ impl OAuth {
     /// Takes up the token the store kept for `resource` (the MCP server's URL) when nothing is
     /// held yet and it has not expired: the first request carries it, with no `401` and no
     /// discovery. A token that is refused costs one `401`, then the usual flow.
-    pub(crate) fn prime(&self, resource: &str) {
-        let mut state = self.state();
-        if state.granted.is_some() || state.primed.is_some() {
+    pub(crate) async fn prime(&self, resource: &str) {
+        if self.state().granted.is_some() {
             return;
         }
-        let Some(stored) = self.inner.config.store.load(&latest_key(resource)) else {
+        let stored = match self.inner.config.store.read(&latest_key(resource)).await {
+            Ok(stored) => stored.map(|s| s.credentials),
+            Err(e) => {
+                // The flow reads the store again and reports it, if it comes to that.
+                tracing::warn!(error = %e, "cannot read the stored token");
+                None
+            }
+        };
+        let Some(stored) = stored else {
             return;
         };
         let live = stored.expires_at.is_none_or(|at| at > now_secs());
-        if live && stored.access_token.is_some() && !is_dpop(&stored) {
+        let mut state = self.state();
+        if state.granted.is_none()
+            && state.primed.is_none()
+            && live
+            && stored.access_token.is_some()
+            && !is_dpop(&stored)
+        {
             state.primed = Some(stored);
         }
     }
@@ -389,47 +402,24 @@ impl OAuth {
         }
     }
 
-    /// Uses the refresh token, if one is held. `Ok(false)`: there is none, or it was refused.
+    /// Uses the refresh token, if one is held, once for every process sharing the store
+    /// (`refresh.rs`). `Ok(false)`: there is none, or it was refused.
     async fn refresh(&self) -> Result<bool, Error> {
         let held = {
             let state = self.state();
             state.granted.as_ref().and_then(|grant| {
-                let token = grant.credentials.refresh_token.clone()?;
-                Some((
-                    grant.metadata.clone(),
-                    grant.resource.clone(),
-                    grant.credentials.clone(),
-                    token,
-                ))
+                grant.credentials.refresh_token.as_ref()?;
+                Some(super::refresh::Held {
+                    metadata: grant.metadata.clone(),
+                    issuer: grant.issuer.clone(),
+                    resource: grant.resource.clone(),
+                    credentials: grant.credentials.clone(),
+                })
             })
         };
-        let Some((metadata, resource, credentials, refresh_token)) = held else {
-            return Ok(false);
-        };
-        let fetcher = Fetcher::new()?;
-        let client = self.oauth2_client(&metadata, &credentials)?;
-        let http = |request| self.execute_with_dpop(&fetcher, request);
-        let answer = client
-            .exchange_refresh_token(&RefreshToken::new(refresh_token))
-            .add_extra_param("resource", resource.clone())
-            .request_async(&http)
-            .await;
-        match answer {
-            Ok(token) => {
-                let mut updated = credentials.clone();
-                let answer = TokenAnswer::from(&token);
-                apply_answer(&mut updated, answer, credentials.scopes, now_secs());
-                self.keep(&metadata, &resource, updated);
-                Ok(true)
-            }
-            Err(e) => {
-                tracing::debug!(error = %web::token_error(&e), "token refresh failed");
-                // The refresh token is spent or refused: a full authorization follows.
-                if let Some(grant) = self.state().granted.as_mut() {
-                    grant.credentials.refresh_token = None;
-                }
-                Ok(false)
-            }
+        match held {
+            Some(held) => self.coordinated_refresh(held).await,
+            None => Ok(false),
         }
     }
 
@@ -445,8 +435,12 @@ impl OAuth {
         let found = self
             .discover(&fetcher, server, challenge.resource_metadata.as_deref())
             .await?;
-        if scopes.is_none() && self.adopt_stored(&found) {
-            return Ok(()); // a token kept from an earlier run: tried before anything else
+        if scopes.is_none() && self.adopt_stored(&found).await? {
+            // A token kept from an earlier run (or another process): tried before anything
+            // else, refreshed first if it is expiring.
+            if !self.expiring() || self.refresh().await? {
+                return Ok(());
+            }
         }
         if scopes.is_none() && self.adopt_refused_primed(&found) && self.refresh().await? {
             return Ok(()); // the kept token was refused, its refresh token was not
@@ -479,11 +473,13 @@ impl OAuth {
 
     /// Takes up the credentials the store keeps for this authorization server and resource, if
     /// they hold another token than the one just refused.
-    fn adopt_stored(&self, found: &Found) -> bool {
+    async fn adopt_stored(&self, found: &Found) -> Result<bool, Error> {
         let key = store_key(&found.issuer, &found.resource);
-        let Some(stored) = self.inner.config.store.load(&key) else {
-            return false;
+        let stored = self.inner.config.store.read(&key).await;
+        let Some(stored) = stored.map_err(store_failure)? else {
+            return Ok(false);
         };
+        let stored = stored.credentials;
         let current = {
             let state = self.state();
             let held = state.granted.as_ref().map(|g| &g.credentials);
@@ -491,10 +487,10 @@ impl OAuth {
                 .and_then(|credentials| credentials.access_token.clone())
         };
         if !adoptable(&stored, current.as_deref(), now_secs()) {
-            return false;
+            return Ok(false);
         }
-        self.keep(&found.metadata, &found.resource, stored);
-        true
+        self.hold_grant(&found.metadata, &found.resource, stored);
+        Ok(true)
     }
 
     /// Holds the primed token that was just refused, now that its authorization server is
@@ -503,7 +499,7 @@ impl OAuth {
         let primed = self.state().primed.take();
         match primed.filter(|primed| primed.refresh_token.is_some()) {
             Some(primed) => {
-                self.keep(&found.metadata, &found.resource, primed);
+                self.hold_grant(&found.metadata, &found.resource, primed);
                 true
             }
             None => false,
@@ -538,31 +534,86 @@ impl OAuth {
         })
     }
 
-    /// Holds `credentials` as the current grant and stores them.
-    pub(super) fn keep(
+    /// Holds `credentials` as the current grant and stores them (a store that fails is
+    /// reported; the token is still held, for this process).
+    pub(super) async fn keep(
         &self,
         metadata: &AuthorizationServerMetadata,
         resource: &str,
         credentials: Credentials,
     ) {
-        let issuer = metadata.issuer.clone();
+        self.store_grant(metadata, resource, &credentials, None)
+            .await;
+        self.hold_grant(metadata, resource, credentials);
+    }
+
+    /// [`keep`](Self::keep) under the refresh lease: the write is refused if the lease was
+    /// taken over (the token is still held, for this process).
+    pub(super) async fn keep_under(
+        &self,
+        metadata: &AuthorizationServerMetadata,
+        resource: &str,
+        credentials: Credentials,
+        lease: &Lease,
+    ) {
+        self.store_grant(metadata, resource, &credentials, Some(lease))
+            .await;
+        self.hold_grant(metadata, resource, credentials);
+    }
+
+    /// Writes the grant under its key and the resource's latest key; the old authorization
+    /// server's entry is removed if the resource moved.
+    async fn store_grant(
+        &self,
+        metadata: &AuthorizationServerMetadata,
+        resource: &str,
+        credentials: &Credentials,
+        lease: Option<&Lease>,
+    ) {
         let store = &self.inner.config.store;
-        let mut state = self.state();
-        if let Some(old) = state.granted.as_ref().filter(|g| g.issuer != issuer) {
-            // The resource moved to another authorization server: nothing of the old one is
-            // reused, there or anywhere.
-            store.remove(&store_key(&old.issuer, &old.resource));
+        let moved_from = {
+            let state = self.state();
+            let old = state
+                .granted
+                .as_ref()
+                .filter(|g| g.issuer != metadata.issuer);
+            old.map(|old| store_key(&old.issuer, &old.resource))
+        };
+        let written = async {
+            if let Some(old) = moved_from {
+                // Nothing of the old authorization server is reused, there or anywhere.
+                store.remove(&old).await?;
+            }
+            store
+                .write(&store_key(&metadata.issuer, resource), credentials, lease)
+                .await?;
+            store.write(&latest_key(resource), credentials, None).await
+        };
+        if let Err(e) = written.await {
+            tracing::warn!(error = %e, "cannot store the credentials");
         }
-        store.save(&store_key(&issuer, resource), &credentials);
-        store.save(&latest_key(resource), &credentials);
+    }
+
+    /// Holds `credentials` as the current grant, without writing the store.
+    pub(super) fn hold_grant(
+        &self,
+        metadata: &AuthorizationServerMetadata,
+        resource: &str,
+        credentials: Credentials,
+    ) {
+        let mut state = self.state();
         state.primed = None;
         state.granted = Some(Grant {
-            issuer,
+            issuer: metadata.issuer.clone(),
             resource: resource.to_owned(),
             metadata: metadata.clone(),
             credentials,
         });
     }
+}
+
+fn store_failure(error: super::store::StoreError) -> Error {
+    failure(AuthErrorKind::Store, error.to_string())
 }
 
 #[cfg(test)]

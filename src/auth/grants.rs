@@ -298,7 +298,8 @@ impl OAuth {
             .await?;
         let mut credentials = credentials;
         apply_answer(&mut credentials, answer, scopes, now_secs());
-        self.keep(&found.metadata, &found.resource, credentials);
+        self.keep(&found.metadata, &found.resource, credentials)
+            .await;
         Ok(())
     }
 }

@@ -180,15 +180,24 @@ impl OAuth {
     ) -> Result<Credentials, Error> {
         let config = &self.inner.config;
         // Held for this issuer (never another's: a migrated resource gets a new registration).
-        let held = || {
+        let granted = {
             let state = self.state();
             let granted = state.granted.as_ref().filter(|g| g.issuer == found.issuer);
-            granted.map(|g| g.credentials.clone()).or_else(|| {
-                config
-                    .store
-                    .load(&store_key(&found.issuer, &found.resource))
-            })
+            granted.map(|g| g.credentials.clone())
         };
+        let held = match granted {
+            Some(granted) => Some(granted),
+            None => {
+                let key = store_key(&found.issuer, &found.resource);
+                let stored = config
+                    .store
+                    .read(&key)
+                    .await
+                    .map_err(|e| failure(crate::error::AuthErrorKind::Store, e.to_string()))?;
+                stored.map(|s| s.credentials)
+            }
+        };
+        let held = || held;
         let redirect_uri = self.inner.agent.redirect_uri();
         match choose_identity(config, redirect_uri, &found.metadata, held)? {
             Identity::Known(credentials) => Ok(credentials),

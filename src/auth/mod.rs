@@ -40,6 +40,7 @@ mod flow;
 mod grants;
 mod identity;
 mod jwt;
+mod refresh;
 mod store;
 mod web;
 
@@ -52,10 +53,15 @@ pub use self::{
     config::{ApplicationType, OAuthConfig, DEFAULT_SIGN_IN_TIMEOUT},
     discovery::{AuthorizationServerMetadata, ProtectedResourceMetadata},
     grants::IdentityAssertion,
-    store::{CredentialStore, Credentials, FileStore, MemoryStore, TokenAuthMethod},
+    store::{
+        CredentialStore, Credentials, FileStore, Lease, MemoryStore, StoreError, StoreFuture,
+        Stored, TokenAuthMethod,
+    },
 };
 pub use crate::error::AuthErrorKind;
 use crate::error::Error;
+#[cfg(feature = "redis")]
+pub use store::RedisStore;
 
 pub(crate) fn failure(kind: AuthErrorKind, message: String) -> Error {
     Error::Unauthorized { kind, message }
@@ -76,6 +82,8 @@ struct Inner {
     flight: tokio::sync::Mutex<()>,
     /// Proof of possession (RFC 9449), once an authorization server asks for it.
     dpop: Mutex<Option<dpop::Dpop>>,
+    /// Set once the store's token for the first resource was looked at (`OAuth::prime_once`).
+    primed: tokio::sync::OnceCell<()>,
 }
 
 impl std::fmt::Debug for OAuth {
@@ -96,8 +104,14 @@ impl OAuth {
                 state: Mutex::new(flow::State::default()),
                 flight: tokio::sync::Mutex::new(()),
                 dpop: Mutex::new(None),
+                primed: tokio::sync::OnceCell::new(),
             }),
         }
+    }
+
+    /// Takes up the token the store kept for `resource`, once (see `flow.rs`'s `prime`).
+    pub(crate) async fn prime_once(&self, resource: &str) {
+        self.inner.primed.get_or_init(|| self.prime(resource)).await;
     }
 
     /// Whether a token is held.

@@ -284,7 +284,8 @@ impl OAuth {
         let answer = TokenAnswer::from(&token);
         apply_answer(&mut credentials, answer, pending.scopes, now_secs());
         tracing::debug!(server = %pending.server, issuer = %pending.issuer, "authorized");
-        self.keep(&pending.metadata, &pending.resource, credentials);
+        self.keep(&pending.metadata, &pending.resource, credentials)
+            .await;
         Ok(())
     }
 }

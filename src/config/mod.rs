@@ -85,7 +85,9 @@ mod shape;
 use std::{collections::BTreeMap, fmt, io, path::Path, path::PathBuf, sync::Arc, time::Duration};
 
 #[cfg(feature = "auth")]
-use crate::auth::{CredentialStore, Credentials, Loopback, OAuth, OAuthConfig};
+use crate::auth::{
+    CredentialStore, Credentials, Lease, Loopback, OAuth, OAuthConfig, StoreFuture, Stored,
+};
 #[cfg(feature = "http")]
 use crate::transport::HttpTransport;
 use crate::{
@@ -293,14 +295,29 @@ struct SharedStore(Arc<dyn CredentialStore>);
 
 #[cfg(feature = "auth")]
 impl CredentialStore for SharedStore {
-    fn load(&self, key: &str) -> Option<Credentials> {
-        self.0.load(key)
+    fn read<'a>(&'a self, key: &'a str) -> StoreFuture<'a, Option<Stored>> {
+        self.0.read(key)
     }
-    fn save(&self, key: &str, credentials: &Credentials) {
-        self.0.save(key, credentials)
+    fn write<'a>(
+        &'a self,
+        key: &'a str,
+        credentials: &'a Credentials,
+        lease: Option<&'a Lease>,
+    ) -> StoreFuture<'a, u64> {
+        self.0.write(key, credentials, lease)
     }
-    fn remove(&self, key: &str) {
+    fn remove<'a>(&'a self, key: &'a str) -> StoreFuture<'a, ()> {
         self.0.remove(key)
+    }
+    fn try_lease<'a>(
+        &'a self,
+        key: &'a str,
+        ttl: std::time::Duration,
+    ) -> StoreFuture<'a, Option<Lease>> {
+        self.0.try_lease(key, ttl)
+    }
+    fn release<'a>(&'a self, lease: &'a Lease) -> StoreFuture<'a, ()> {
+        self.0.release(lease)
     }
 }
 

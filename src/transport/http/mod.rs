@@ -251,10 +251,6 @@ impl Transport for HttpTransport {
             Some(client) => client,
             None => clients::shared(self.http2_prior_knowledge)?,
         };
-        #[cfg(feature = "auth")]
-        if let Some(auth) = &self.auth {
-            auth.prime(url.as_str());
-        }
         let requests = HttpRequests::new(self.event_stream, self.renew_sessions, Caps::default());
         let shared = Shared::new(
             client,

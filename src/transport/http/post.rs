@@ -235,6 +235,11 @@ async fn send_authorized(
     loop {
         let seen = match &shared.auth {
             Some(auth) => {
+                if rounds == 0 && redirects == 0 {
+                    // The token a store kept for this server goes on the first request.
+                    let endpoint = shared.endpoint.borrow().to_string();
+                    Box::pin(auth.prime_once(&endpoint)).await;
+                }
                 let (_, seen) = auth.authorization();
                 // Boxed: the flows are rare and large, and every POST task would otherwise
                 // carry their state inline (several KiB per request in flight).
