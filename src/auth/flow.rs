@@ -547,23 +547,9 @@ impl OAuth {
         self.hold_grant(metadata, resource, credentials);
     }
 
-    /// [`keep`](Self::keep) under the refresh lease: the write is refused if the lease was
-    /// taken over (the token is still held, for this process).
-    pub(super) async fn keep_under(
-        &self,
-        metadata: &AuthorizationServerMetadata,
-        resource: &str,
-        credentials: Credentials,
-        lease: &Lease,
-    ) {
-        self.store_grant(metadata, resource, &credentials, Some(lease))
-            .await;
-        self.hold_grant(metadata, resource, credentials);
-    }
-
     /// Writes the grant under its key and the resource's latest key; the old authorization
     /// server's entry is removed if the resource moved.
-    async fn store_grant(
+    pub(super) async fn store_grant(
         &self,
         metadata: &AuthorizationServerMetadata,
         resource: &str,

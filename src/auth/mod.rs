@@ -41,6 +41,9 @@ mod grants;
 mod identity;
 mod jwt;
 mod refresh;
+#[cfg(test)]
+mod refresh_model;
+mod refresh_states;
 mod store;
 mod web;
 

@@ -15,9 +15,6 @@
 //! A refresh token the provider refuses is spent: it is removed from the store under the lease,
 //! so no other process sends it again, and the loss is reported once; one sign-in follows.
 
-use std::time::{Duration, Instant};
-
-use backon::BackoffBuilder;
 use oauth2::RefreshToken;
 
 use super::{
@@ -26,20 +23,13 @@ use super::{
     fetch::Fetcher,
     flow::{apply_answer, needs_refresh, store_key},
     grants::{now_secs, TokenAnswer},
-    store::{Lease, StoreError},
+    refresh_states::{
+        Action, Answer, Coordinator, Outcome, LEASE_TTL, REFRESH_REQUEST_TIMEOUT, WAIT_BOUND,
+    },
+    store::{now_ms, Lease, StoreError},
     web, AuthErrorKind, Credentials, OAuth,
 };
 use crate::error::Error;
-
-/// How long a refresh lease lasts: a holder that dies costs the others at most this.
-pub(super) const LEASE_TTL: Duration = Duration::from_secs(15);
-
-/// The token request's own bound, well inside the lease: a live holder writes before its lease
-/// can be taken over.
-const REFRESH_REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
-
-/// How long a process waits for another's refresh: a lease, and a margin.
-const WAIT_BOUND: Duration = Duration::from_secs(25);
 
 /// The grant to refresh, as the flow holds it.
 pub(super) struct Held {
@@ -84,13 +74,6 @@ pub(super) fn decide(held: &Credentials, stored: Option<&Credentials>, now: u64)
     }
 }
 
-/// How a refresh request ended.
-enum Exchange {
-    Granted(Credentials),
-    /// The provider refused the refresh token.
-    Refused(String),
-}
-
 fn store_failure(error: StoreError) -> Error {
     failure(AuthErrorKind::Store, error.to_string())
 }
@@ -100,93 +83,96 @@ impl OAuth {
     /// held (refreshed here or by another process); `Ok(false)`: nothing to refresh with, or
     /// the refresh token was refused (a sign-in follows).
     pub(super) async fn coordinated_refresh(&self, held: Held) -> Result<bool, Error> {
-        let store = self.inner.config.store.clone();
         let key = store_key(&held.issuer, &held.resource);
-        let started = Instant::now();
-        let mut pauses = backon::ExponentialBuilder::default()
-            .with_min_delay(Duration::from_millis(50))
-            .with_max_delay(Duration::from_millis(500))
-            .without_max_times()
-            .build();
-        loop {
-            if let Some(lease) = store
-                .try_lease(&key, LEASE_TTL)
-                .await
-                .map_err(store_failure)?
-            {
-                let outcome = self.refresh_under(&held, &key, &lease).await;
-                if let Err(e) = store.release(&lease).await {
-                    tracing::warn!(error = %e, "cannot release the refresh lease");
-                }
-                return outcome;
-            }
-            // Another process is refreshing: its token, once written, is ours.
-            if let Some(stored) = store.read(&key).await.map_err(store_failure)? {
-                if refreshed_by_another(&held.credentials, &stored.credentials, now_secs()) {
-                    self.hold(&held, stored.credentials);
-                    return Ok(true);
-                }
-            }
-            if started.elapsed() >= WAIT_BOUND {
-                return Err(failure(
-                    AuthErrorKind::RefreshWaitTimedOut,
-                    format!(
-                        "another process held the refresh lease of {} and wrote no new token \
-                         within {} s",
-                        held.resource,
-                        WAIT_BOUND.as_secs()
-                    ),
-                ));
-            }
-            let pause = pauses.next().unwrap_or(Duration::from_millis(500));
-            tokio::time::sleep(pause).await;
+        let mut lease = None;
+        let outcome = self.coordinate(&held, &key, &mut lease).await;
+        if let (Err(_), Some(lease)) = (&outcome, &lease) {
+            // The store failed while the lease was held: give it back, if the store lets us.
+            let _ = self.inner.config.store.release(lease).await;
         }
-    }
-
-    /// Step 2 and 3, holding `lease`.
-    async fn refresh_under(&self, held: &Held, key: &str, lease: &Lease) -> Result<bool, Error> {
-        let store = &self.inner.config.store;
-        let stored = store.read(key).await.map_err(store_failure)?;
-        let stored = stored.map(|s| s.credentials);
-        let base = match decide(&held.credentials, stored.as_ref(), now_secs()) {
-            Decision::Adopt(credentials) => {
-                self.hold(held, credentials);
-                return Ok(true);
-            }
-            Decision::SignIn => {
-                self.forget_refresh_token();
-                return Ok(false);
-            }
-            Decision::Refresh(base) => base,
-        };
-        match self
-            .exchange_refresh(&held.metadata, &held.resource, &base)
-            .await?
-        {
-            Exchange::Granted(updated) => {
-                self.keep_under(&held.metadata, &held.resource, updated, lease)
-                    .await;
+        match outcome.map_err(store_failure)? {
+            Outcome::Adopted(credentials) | Outcome::Refreshed(credentials) => {
+                self.hold_grant(&held.metadata, &held.resource, credentials);
                 Ok(true)
             }
-            Exchange::Refused(why) => {
-                tracing::warn!(
-                    resource = %held.resource,
-                    "the stored refresh token was refused ({why}); most likely another process \
-                     used it and ended before storing its successor. Signing in again"
-                );
-                // Spent: removed from the store, so that no process sends it again.
-                let spent = Credentials {
-                    access_token: None,
-                    refresh_token: None,
-                    expires_at: None,
-                    ..base
-                };
-                if let Err(e) = store.write(key, &spent, Some(lease)).await {
-                    tracing::warn!(error = %e, "cannot mark the refresh token spent");
+            Outcome::SignIn { lost } => {
+                if lost {
+                    tracing::warn!(
+                        resource = %held.resource,
+                        "the stored refresh token was refused: most likely another process used \
+                         it and ended before storing its successor. It is removed from the \
+                         store; signing in again"
+                    );
                 }
                 self.forget_refresh_token();
                 Ok(false)
             }
+            Outcome::TimedOut => Err(failure(
+                AuthErrorKind::RefreshWaitTimedOut,
+                format!(
+                    "another process held the refresh lease of {} and wrote no new token within \
+                     {} s",
+                    held.resource,
+                    WAIT_BOUND.as_secs()
+                ),
+            )),
+            Outcome::Failed => Err(failure(
+                AuthErrorKind::Token,
+                "the token refresh failed (see the log for why)".into(),
+            )),
+        }
+    }
+
+    /// Does what the [`Coordinator`] asks until it is done; `lease` is the one held meanwhile.
+    async fn coordinate(
+        &self,
+        held: &Held,
+        key: &str,
+        lease: &mut Option<Lease>,
+    ) -> Result<Outcome, StoreError> {
+        let store = &self.inner.config.store;
+        let (mut coordinator, mut action) = Coordinator::start(held.credentials.clone(), now_ms());
+        loop {
+            action = match action {
+                Action::Done(outcome) => return Ok(outcome),
+                Action::TryLease => {
+                    *lease = store.try_lease(key, LEASE_TTL).await?;
+                    coordinator.leased(lease.clone())
+                }
+                Action::Read => {
+                    let stored = store.read(key).await?.map(|s| s.credentials);
+                    coordinator.read(stored, now_ms())
+                }
+                Action::Sleep(pause) => {
+                    tokio::time::sleep(pause).await;
+                    coordinator.woke()
+                }
+                Action::Refresh(base) => {
+                    match self
+                        .exchange_refresh(&held.metadata, &held.resource, &base)
+                        .await
+                    {
+                        Ok(answer) => coordinator.refreshed(answer),
+                        Err(e) => {
+                            tracing::warn!(error = %e, "the token refresh failed");
+                            coordinator.refresh_failed()
+                        }
+                    }
+                }
+                Action::Write(credentials) => {
+                    let metadata = &held.metadata;
+                    self.store_grant(metadata, &held.resource, &credentials, lease.as_ref())
+                        .await;
+                    coordinator.written()
+                }
+                Action::Release(given) => {
+                    if let Err(e) = store.release(&given).await {
+                        tracing::warn!(error = %e, "cannot release the refresh lease");
+                    }
+                    *lease = None;
+                    coordinator.released()
+                }
+            };
         }
     }
 
@@ -196,9 +182,9 @@ impl OAuth {
         metadata: &AuthorizationServerMetadata,
         resource: &str,
         base: &Credentials,
-    ) -> Result<Exchange, Error> {
+    ) -> Result<Answer, Error> {
         let Some(refresh_token) = base.refresh_token.clone() else {
-            return Ok(Exchange::Refused("no refresh token".into()));
+            return Ok(Answer::Refused);
         };
         let fetcher = Fetcher::new()?;
         let client = self.oauth2_client(metadata, base)?;
@@ -224,18 +210,14 @@ impl OAuth {
                 let mut updated = base.clone();
                 let answer = TokenAnswer::from(&token);
                 apply_answer(&mut updated, answer, base.scopes.clone(), now_secs());
-                Ok(Exchange::Granted(updated))
+                Ok(Answer::Granted(updated))
             }
             Err(e @ oauth2::RequestTokenError::ServerResponse(_)) => {
-                Ok(Exchange::Refused(web::token_error(&e)))
+                tracing::debug!(error = %web::token_error(&e), "the refresh token was refused");
+                Ok(Answer::Refused)
             }
             Err(e) => Err(failure(AuthErrorKind::Token, web::token_error(&e))),
         }
-    }
-
-    /// Holds `credentials` as the grant's, without writing the store (another process did).
-    fn hold(&self, held: &Held, credentials: Credentials) {
-        self.hold_grant(&held.metadata, &held.resource, credentials);
     }
 
     fn forget_refresh_token(&self) {
