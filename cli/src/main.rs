@@ -15,6 +15,7 @@
 mod many;
 mod output;
 mod parse;
+mod store;
 mod tasks;
 mod telemetry;
 
@@ -23,7 +24,9 @@ use std::{
     time::{Duration, Instant},
 };
 
-use actix_mcp::auth::{FileStore, Loopback, OAuth, OAuthConfig};
+use std::sync::Arc;
+
+use actix_mcp::auth::{CredentialStore, Loopback, OAuth, OAuthConfig};
 use actix_mcp::{
     Cancellation, Client, CompletionReference, ConnectOptions, Error, HttpTransport, Progress,
     ProtocolEra, StdioTransport, Transport,
@@ -79,6 +82,12 @@ struct Cli {
     /// OAuth: the loopback port the browser is sent back to (http://127.0.0.1:PORT/callback).
     #[arg(long, value_name = "PORT", default_value_t = 8976, requires = "url")]
     callback_port: u16,
+    /// Where OAuth credentials are kept: a file (default
+    /// $XDG_CONFIG_HOME/actix-mcp/credentials.json), or redis://HOST:PORT/DB, shared by every
+    /// process given ACTIX_MCP_CREDENTIALS_KEY (64 hex digits; ACTIX_MCP_CREDENTIALS_PREFIX
+    /// names the keys). One refresh per expiry across all of them.
+    #[arg(long, global = true, value_name = "FILE|redis://HOST:PORT/DB")]
+    credentials: Option<String>,
     /// An mcp.json file (Claude Desktop's `mcpServers` or VS Code's `servers`): its servers
     /// are used by name with --server, or all together by `servers` and `tools --all`.
     #[arg(long, value_name = "FILE", conflicts_with_all = ["stdio", "url"])]
@@ -321,9 +330,10 @@ async fn run(cli: Cli) -> Result<(), Failure> {
             let config = many::load(path)?;
             let out = output::Printer { json: cli.json };
             let base = connect_options(&cli, &interrupt)?;
+            let store = store::open(cli.credentials.as_deref()).await?;
             return match cli.command {
-                Command::Servers => many::servers(&config, base, &out).await,
-                _ => many::all_tools(&config, base, &out).await,
+                Command::Servers => many::servers(&config, base, store, &out).await,
+                _ => many::all_tools(&config, base, store, &out).await,
             };
         }
     }
@@ -338,6 +348,7 @@ async fn run(cli: Cli) -> Result<(), Failure> {
 /// A client connected to the server the command line names (`--stdio` or `--url`).
 async fn connect(cli: &Cli, interrupt: &Cancellation) -> Result<Client, Failure> {
     let options = connect_options(cli, interrupt)?;
+    let store = store::open(cli.credentials.as_deref()).await?;
     let connected = match &cli.config {
         Some(path) => {
             if !cli.env.is_empty() {
@@ -347,9 +358,9 @@ async fn connect(cli: &Cli, interrupt: &Cancellation) -> Result<Client, Failure>
             }
             let config = many::load(path)?;
             let server = many::pick(&config, cli.server.as_deref())?;
-            many::connect(server, &options).await
+            many::connect(server, &options, store).await
         }
-        None => options.connect(transport(cli)?).await,
+        None => options.connect(transport(cli, store)?).await,
     };
     connected.map_err(|e| {
         // A server that refuses `server/discover` is most likely one of the older era.
@@ -415,20 +426,8 @@ fn client_secret(cli: &Cli) -> Result<Option<String>, Failure> {
     Ok(Some(secret.to_owned()))
 }
 
-/// Where the CLI keeps OAuth credentials: `$XDG_CONFIG_HOME/actix-mcp/credentials.json` (or
-/// `~/.config/…`), readable by the owner only.
-pub(crate) fn credentials_path() -> std::path::PathBuf {
-    let base = std::env::var_os("XDG_CONFIG_HOME")
-        .map(std::path::PathBuf::from)
-        .or_else(|| {
-            std::env::var_os("HOME").map(|home| std::path::Path::new(&home).join(".config"))
-        })
-        .unwrap_or_else(std::env::temp_dir);
-    base.join("actix-mcp").join("credentials.json")
-}
-
 /// The transport the command line names: `--stdio "<command>"` or `--url <URL>`.
-fn transport(cli: &Cli) -> Result<Box<dyn Transport>, Failure> {
+fn transport(cli: &Cli, store: Arc<dyn CredentialStore>) -> Result<Box<dyn Transport>, Failure> {
     let env = parse::env_vars(&cli.env)?;
     if let Some(url) = &cli.url {
         if !env.is_empty() {
@@ -444,11 +443,11 @@ fn transport(cli: &Cli) -> Result<Box<dyn Transport>, Failure> {
                 .ok_or_else(|| usage("--header takes \"name: value\""))?;
             http = http.header(name.trim(), value.trim());
         }
-        // When the server answers 401: the browser flow on a loopback redirect, tokens kept in
-        // an owner-only file for the next run.
+        // When the server answers 401: the browser flow on a loopback redirect, tokens kept
+        // (`--credentials`) for the next run and for the other processes.
         let mut config = OAuthConfig::default()
             .client_name("actix-mcp CLI")
-            .store(FileStore::new(credentials_path()));
+            .shared_store(store);
         if let Some(id) = &cli.client_id {
             config = config.client_id(id);
         }

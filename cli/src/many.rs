@@ -6,12 +6,12 @@ use std::{path::Path, sync::Arc};
 
 use actix_mcp::config::TransportConfig;
 use actix_mcp::{
-    auth::{CredentialStore, FileStore},
-    Client, Config, ConnectOptions, Error, ServerConfig, Servers, Status, Transport,
+    auth::CredentialStore, Client, Config, ConnectOptions, Error, ServerConfig, Servers, Status,
+    Transport,
 };
 use serde_json::{json, Value};
 
-use super::{credentials_path, output::Printer, usage, Failure};
+use super::{output::Printer, usage, Failure};
 
 /// Reads the configuration file, warnings to stderr.
 pub fn load(path: &Path) -> Result<Config, Failure> {
@@ -25,10 +25,11 @@ pub fn load(path: &Path) -> Result<Config, Failure> {
     Ok(config)
 }
 
-/// The transport of a configured server; OAuth credentials in the CLI's owner-only file.
-pub fn transport(server: &ServerConfig) -> Result<Box<dyn Transport>, Error> {
-    let store: Arc<dyn CredentialStore> = Arc::new(FileStore::new(credentials_path()));
-    server.transport_with_store(store)
+/// The transport of a configured server; OAuth credentials in `store` (`--credentials`).
+pub fn transport(
+    store: Arc<dyn CredentialStore>,
+) -> impl Fn(&ServerConfig) -> Result<Box<dyn Transport>, Error> + Clone + Send + Sync + 'static {
+    move |server| server.transport_with_store(store.clone())
 }
 
 /// The server `--server NAME` names, or the only enabled one.
@@ -72,10 +73,14 @@ pub fn pick<'c>(config: &'c Config, name: Option<&str>) -> Result<&'c ServerConf
 }
 
 /// One configured server, connected with its own options over the command line's.
-pub async fn connect(server: &ServerConfig, base: &ConnectOptions) -> Result<Client, Error> {
+pub async fn connect(
+    server: &ServerConfig,
+    base: &ConnectOptions,
+    store: Arc<dyn CredentialStore>,
+) -> Result<Client, Error> {
     server
         .connect_options(base)
-        .connect(transport(server)?)
+        .connect(transport(store)(server)?)
         .await
 }
 
@@ -90,8 +95,13 @@ fn kind(server: &ServerConfig) -> &'static str {
 
 /// `servers`: starts every enabled server, reports each, stops them all. A server that cannot
 /// start is `failed` with its error; the others are reported all the same.
-pub async fn servers(config: &Config, base: ConnectOptions, out: &Printer) -> Result<(), Failure> {
-    let servers = Servers::from_config_with(config, base, transport);
+pub async fn servers(
+    config: &Config,
+    base: ConnectOptions,
+    store: Arc<dyn CredentialStore>,
+    out: &Printer,
+) -> Result<(), Failure> {
+    let servers = Servers::from_config_with(config, base, transport(store));
     servers.start_all().await;
     let mut rows = Vec::new();
     for status in servers.status() {
@@ -126,9 +136,10 @@ pub async fn servers(config: &Config, base: ConnectOptions, out: &Printer) -> Re
 pub async fn all_tools(
     config: &Config,
     base: ConnectOptions,
+    store: Arc<dyn CredentialStore>,
     out: &Printer,
 ) -> Result<(), Failure> {
-    let servers = Servers::from_config_with(config, base, transport);
+    let servers = Servers::from_config_with(config, base, transport(store));
     let catalogue = servers.catalogue().await;
     servers.stop().await;
     for (server, error) in &catalogue.unavailable {

@@ -122,6 +122,13 @@ impl OAuthConfig {
         self
     }
 
+    /// Where the credentials are kept, shared with others holding the same `Arc` (e.g. one
+    /// [`FileStore`](super::FileStore) or `RedisStore` for every server of a config).
+    pub fn shared_store(mut self, store: Arc<dyn CredentialStore>) -> Self {
+        self.store = store;
+        self
+    }
+
     /// Authenticate to the token endpoint with a signed assertion (`private_key_jwt`, RFC 7523)
     /// made with this PKCS#8 PEM P-256 key (ES256), instead of a secret.
     pub fn private_key_jwt(mut self, pem: impl Into<String>) -> Self {

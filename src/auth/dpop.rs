@@ -15,7 +15,7 @@ use super::{
     flow::is_dpop,
     grants::{self, now_secs, TokenAnswer},
     jwt::{self, Es256Key},
-    OAuth,
+    Credentials, OAuth,
 };
 use crate::error::Error;
 
@@ -83,6 +83,35 @@ impl OAuth {
                 authorization_server_nonce: None,
                 resource_server_nonce: None,
             });
+        }
+    }
+
+    /// The DPoP key, as kept with the tokens bound to it (`Credentials::dpop_key`).
+    pub(super) fn dpop_secret(&self) -> Option<String> {
+        self.lock_dpop().as_ref().map(|dpop| dpop.key.to_secret())
+    }
+
+    /// Proves possession with the key `credentials` were bound to (another process's), if they
+    /// keep one: their refresh token only works with it.
+    pub(super) fn use_dpop_key_of(&self, credentials: &Credentials) {
+        let Some(key) = credentials.dpop_key.as_deref().and_then(Es256Key::from_secret) else {
+            return;
+        };
+        let mut dpop = self.lock_dpop();
+        match dpop.as_mut() {
+            Some(dpop) if dpop.key.to_secret() == key.to_secret() => {}
+            Some(dpop) => {
+                dpop.key = key;
+                dpop.authorization_server_nonce = None;
+                dpop.resource_server_nonce = None;
+            }
+            None => {
+                *dpop = Some(Dpop {
+                    key,
+                    authorization_server_nonce: None,
+                    resource_server_nonce: None,
+                })
+            }
         }
     }
 

@@ -557,6 +557,18 @@ impl OAuth {
         lease: Option<&Lease>,
     ) {
         let store = &self.inner.config.store;
+        // A DPoP-bound grant is kept with its key: another process's refresh needs it.
+        let with_key;
+        let credentials = match self.dpop_secret() {
+            Some(key) if is_dpop(credentials) && credentials.dpop_key.is_none() => {
+                with_key = Credentials {
+                    dpop_key: Some(key),
+                    ..credentials.clone()
+                };
+                &with_key
+            }
+            _ => credentials,
+        };
         let moved_from = {
             let state = self.state();
             let old = state
@@ -587,6 +599,7 @@ impl OAuth {
         resource: &str,
         credentials: Credentials,
     ) {
+        self.use_dpop_key_of(&credentials);
         let mut state = self.state();
         state.primed = None;
         state.granted = Some(Grant {

@@ -61,6 +61,18 @@ impl Es256Key {
         }
     }
 
+    /// The private scalar, base64url: how a DPoP key is kept with the tokens bound to it.
+    pub fn to_secret(&self) -> String {
+        URL_SAFE_NO_PAD.encode(self.key.to_bytes())
+    }
+
+    /// A key kept by [`to_secret`](Self::to_secret); `None` if `secret` is not one.
+    pub fn from_secret(secret: &str) -> Option<Self> {
+        let bytes = URL_SAFE_NO_PAD.decode(secret).ok()?;
+        let key = SigningKey::from_slice(&bytes).ok()?;
+        Some(Self { key })
+    }
+
     /// The public key as a JWK.
     pub fn public_jwk(&self) -> Jwk {
         let point = self.key.verifying_key().to_encoded_point(false);

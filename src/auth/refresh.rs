@@ -148,6 +148,8 @@ impl OAuth {
                     coordinator.woke()
                 }
                 Action::Refresh(base) => {
+                    // Its refresh token may be bound to the DPoP key of the process that got it.
+                    self.use_dpop_key_of(&base);
                     match self
                         .exchange_refresh(&held.metadata, &held.resource, &base)
                         .await

@@ -85,9 +85,7 @@ mod shape;
 use std::{collections::BTreeMap, fmt, io, path::Path, path::PathBuf, sync::Arc, time::Duration};
 
 #[cfg(feature = "auth")]
-use crate::auth::{
-    CredentialStore, Credentials, Lease, Loopback, OAuth, OAuthConfig, StoreFuture, Stored,
-};
+use crate::auth::{CredentialStore, Loopback, OAuth, OAuthConfig};
 #[cfg(feature = "http")]
 use crate::transport::HttpTransport;
 use crate::{
@@ -289,38 +287,6 @@ fn unsupported(server: &str, what: &str) -> Error {
     }
 }
 
-/// One credential store shared by the OAuth of several servers.
-#[cfg(feature = "auth")]
-struct SharedStore(Arc<dyn CredentialStore>);
-
-#[cfg(feature = "auth")]
-impl CredentialStore for SharedStore {
-    fn read<'a>(&'a self, key: &'a str) -> StoreFuture<'a, Option<Stored>> {
-        self.0.read(key)
-    }
-    fn write<'a>(
-        &'a self,
-        key: &'a str,
-        credentials: &'a Credentials,
-        lease: Option<&'a Lease>,
-    ) -> StoreFuture<'a, u64> {
-        self.0.write(key, credentials, lease)
-    }
-    fn remove<'a>(&'a self, key: &'a str) -> StoreFuture<'a, ()> {
-        self.0.remove(key)
-    }
-    fn try_lease<'a>(
-        &'a self,
-        key: &'a str,
-        ttl: std::time::Duration,
-    ) -> StoreFuture<'a, Option<Lease>> {
-        self.0.try_lease(key, ttl)
-    }
-    fn release<'a>(&'a self, lease: &'a Lease) -> StoreFuture<'a, ()> {
-        self.0.release(lease)
-    }
-}
-
 impl ServerConfig {
     /// The transport to connect with: a [`StdioTransport`] with the `args`, `env` and `cwd`; an
     /// `HttpTransport` with the headers and, when the server has an `auth` object (feature
@@ -358,7 +324,7 @@ impl ServerConfig {
     pub fn oauth(&self, store: Option<Arc<dyn CredentialStore>>) -> Result<OAuth, Error> {
         let mut config = OAuthConfig::default();
         if let Some(store) = store {
-            config = config.store(SharedStore(store));
+            config = config.shared_store(store);
         }
         let mut port = DEFAULT_CALLBACK_PORT;
         if let Some(auth) = &self.auth {

@@ -61,6 +61,10 @@ pub struct Credentials {
     /// The scopes asked for when the token was obtained.
     #[serde(default)]
     pub scopes: Vec<String>,
+    /// The DPoP key (RFC 9449) the tokens are bound to, as the private P-256 scalar
+    /// (base64url): kept with them, so that another process can use a DPoP-bound refresh token.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dpop_key: Option<String>,
 }
 
 /// How a client authenticates to the token endpoint (RFC 7591 `token_endpoint_auth_method`),
@@ -128,6 +132,7 @@ impl std::fmt::Debug for Credentials {
             .field("auth_method", &self.auth_method)
             .field("access_token", &hidden(&self.access_token))
             .field("refresh_token", &hidden(&self.refresh_token))
+            .field("dpop_key", &hidden(&self.dpop_key))
             .field("expires_at", &self.expires_at)
             .field("scopes", &self.scopes)
             .finish()

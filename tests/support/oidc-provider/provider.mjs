@@ -10,6 +10,8 @@
 //   ACCESS_TOKEN_TTL        seconds an access token lives (short: the test waits past it)
 //   RESOURCE_SERVER_SECRET  the secret of the pre-registered client `mcp-resource-server`, with
 //                           which the MCP server introspects (and may revoke) tokens
+//   TOKEN_DELAY_MS          optional: how long the token endpoint takes to answer (a slow
+//                           provider: concurrent refreshes then overlap)
 //
 // Stdout, one line each: `listening <port>` once bound, then `event <name> <details>` for every
 // provider event the test counts (never a token or a secret). Warnings go to stderr.
@@ -132,6 +134,16 @@ provider.on('server_error', (ctx, error) => {
   say(`event server_error ${error.message}`);
   console.error(error);
 });
+
+const tokenDelay = Number(process.env.TOKEN_DELAY_MS || 0);
+if (tokenDelay > 0) {
+  provider.use(async (ctx, next) => {
+    if (ctx.method === 'POST' && ctx.path === '/token') {
+      await new Promise((resolve) => setTimeout(resolve, tokenDelay));
+    }
+    await next();
+  });
+}
 
 server.on('request', provider.callback());
 say(`listening ${port}`);

@@ -1,0 +1,166 @@
+//! Many processes, one grant, a provider that rotates refresh tokens and revokes a grant whose
+//! refresh token comes back (the npm `oidc-provider`, DPoP on): after the access token
+//! expired, three `actix-mcp` commands started together refresh it once. The provider's own
+//! events count the refreshes, the refusals and the sign-ins; the protected MCP server sees each
+//! command's call. Over the file store and over Redis (Debian's `redis-server` on 127.0.0.1).
+//!
+//! Before the stores coordinated, the same three commands sent the same refresh token: the
+//! provider answered `200, 400, 400` and revoked the grant.
+#![cfg(all(feature = "auth", feature = "actix-web", feature = "redis"))]
+#![allow(dead_code, unused_imports)]
+
+#[path = "support/redis.rs"]
+mod redis_server;
+#[path = "support/workspace_bins.rs"]
+mod workspace_bins;
+
+include!("support/oidc.rs");
+
+use actix_mcp::auth::{FileStore, RedisStore};
+
+/// The key the Redis store encrypts with, as the CLI takes it (64 hex digits).
+const KEY_HEX: &str = "000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f";
+
+fn key() -> [u8; 32] {
+    let mut key = [0; 32];
+    for (i, byte) in key.iter_mut().enumerate() {
+        *byte = u8::try_from(i).unwrap();
+    }
+    key
+}
+
+/// Signs the person in once through the provider's pages, with `store` keeping the grant; the
+/// access token's expiry.
+async fn sign_in_once(server: &ResourceServer, store: Arc<dyn CredentialStore>) -> u64 {
+    let log = Arc::new(AgentLog::default());
+    let config = OAuthConfig::default().shared_store(store.clone());
+    let oauth = OAuth::new(Person { log: log.clone() }, config);
+    let client = Client::connect(HttpTransport::new(&server.mcp_url).auth(oauth))
+        .await
+        .expect("connect through the provider's sign-in");
+    echo(&client, "signed in").await.expect("the first call");
+    client.shutdown().await;
+    assert_eq!(log.runs.load(Ordering::SeqCst), 1, "one sign-in");
+    let latest = format!("latest {}", server.mcp_url);
+    let stored = store.read(&latest).await.expect("readable").expect("stored");
+    assert!(stored.credentials.refresh_token.is_some(), "a refresh token");
+    assert!(stored.credentials.dpop_key.is_some(), "the DPoP key kept with it");
+    stored.credentials.expires_at.expect("an expiry")
+}
+
+/// Waits until the Unix time is past `expires_at`.
+async fn until_expired(expires_at: u64) {
+    loop {
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_secs();
+        if now > expires_at {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// Runs `n` `actix-mcp … call echo` at once with `--credentials credentials` (and `env`).
+fn commands_at_once(
+    n: usize,
+    server: &ResourceServer,
+    credentials: &str,
+    env: &[(&str, &str)],
+) -> Vec<std::process::Output> {
+    let cli = workspace_bins::program(workspace_bins::ALL, workspace_bins::CLI, true);
+    let children: Vec<Child> = (0..n)
+        .map(|i| {
+            let mut command = Command::new(&cli);
+            command
+                .args(["--url", &server.mcp_url, "--credentials", credentials])
+                // A sign-in would wait for a browser: none comes, so it fails fast instead.
+                .args(["--sign-in-timeout", "3", "--callback-port", "0"])
+                .args(["call", "echo", &format!(r#"{{"text":"from {i}"}}"#)])
+                .env_remove("OTEL_EXPORTER_OTLP_ENDPOINT")
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped());
+            for (name, value) in env {
+                command.env(name, value);
+            }
+            command.spawn().expect("the CLI starts")
+        })
+        .collect();
+    children
+        .into_iter()
+        .map(|child| child.wait_with_output().expect("the CLI ends"))
+        .collect()
+}
+
+/// What the provider saw after the sign-in: one refresh, no refusal, no sign-in; and every
+/// command answered.
+fn check(provider: &OpenIdProvider, before: usize, outputs: &[std::process::Output]) {
+    for (i, output) in outputs.iter().enumerate() {
+        assert!(
+            output.status.success(),
+            "command {i}: {}\n{}",
+            output.status,
+            String::from_utf8_lossy(&output.stderr)
+        );
+        assert_eq!(
+            String::from_utf8_lossy(&output.stdout).trim(),
+            format!("from {i}")
+        );
+    }
+    let events = provider.events();
+    let after = &events[before..];
+    let count = |prefix: &str| after.iter().filter(|e| e.starts_with(prefix)).count();
+    assert_eq!(
+        count("grant.success grant_type=refresh_token"),
+        1,
+        "one refresh: {after:#?}"
+    );
+    assert_eq!(count("grant.error"), 0, "no refusal: {after:#?}");
+    assert_eq!(count("grant.revoked"), 0, "no revocation: {after:#?}");
+    assert_eq!(count("interaction.started"), 0, "no sign-in: {after:#?}");
+}
+
+/// A provider whose token endpoint takes a second: a refresh is still on its way when the other
+/// commands come to theirs (without the lease, each sends the same refresh token).
+async fn slow_provider(server: &ResourceServer) -> OpenIdProvider {
+    let env = [("TOKEN_DELAY_MS", "1500")];
+    OpenIdProvider::start_with(&server.mcp_url, &server.secret, &env).await
+}
+
+#[actix::test]
+async fn three_commands_over_one_file_refresh_once() {
+    installed();
+    let server = ResourceServer::start();
+    let provider = slow_provider(&server).await;
+    *server.issuer.lock().unwrap() = provider.issuer.clone();
+    let dir = std::env::temp_dir().join(format!("actix-mcp-shared-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let path = dir.join("credentials.json");
+    let expires_at = sign_in_once(&server, Arc::new(FileStore::new(&path))).await;
+    until_expired(expires_at).await;
+
+    let before = provider.events().len();
+    let outputs = commands_at_once(3, &server, &path.to_string_lossy(), &[]);
+    check(&provider, before, &outputs);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[actix::test]
+async fn three_commands_over_one_redis_refresh_once() {
+    installed();
+    let redis = redis_server::start();
+    let server = ResourceServer::start();
+    let provider = slow_provider(&server).await;
+    *server.issuer.lock().unwrap() = provider.issuer.clone();
+    let store = RedisStore::connect(&redis.url(), key(), "actix-mcp:")
+        .await
+        .expect("Redis");
+    let expires_at = sign_in_once(&server, Arc::new(store)).await;
+    until_expired(expires_at).await;
+
+    let before = provider.events().len();
+    let env = [("ACTIX_MCP_CREDENTIALS_KEY", KEY_HEX)];
+    let outputs = commands_at_once(3, &server, &redis.url(), &env);
+    check(&provider, before, &outputs);
+}
