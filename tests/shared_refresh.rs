@@ -42,9 +42,19 @@ async fn sign_in_once(server: &ResourceServer, store: Arc<dyn CredentialStore>) 
     client.shutdown().await;
     assert_eq!(log.runs.load(Ordering::SeqCst), 1, "one sign-in");
     let latest = format!("latest {}", server.mcp_url);
-    let stored = store.read(&latest).await.expect("readable").expect("stored");
-    assert!(stored.credentials.refresh_token.is_some(), "a refresh token");
-    assert!(stored.credentials.dpop_key.is_some(), "the DPoP key kept with it");
+    let stored = store
+        .read(&latest)
+        .await
+        .expect("readable")
+        .expect("stored");
+    assert!(
+        stored.credentials.refresh_token.is_some(),
+        "a refresh token"
+    );
+    assert!(
+        stored.credentials.dpop_key.is_some(),
+        "the DPoP key kept with it"
+    );
     stored.credentials.expires_at.expect("an expiry")
 }
 
@@ -121,8 +131,9 @@ fn check(provider: &OpenIdProvider, before: usize, outputs: &[std::process::Outp
     assert_eq!(count("interaction.started"), 0, "no sign-in: {after:#?}");
 }
 
-/// A provider whose token endpoint takes a second: a refresh is still on its way when the other
-/// commands come to theirs (without the lease, each sends the same refresh token).
+/// A provider whose token endpoint holds its answers back 1.5 s: a refresh is still on its way
+/// when the other commands come to theirs (without the lease, each sends the refresh token
+/// the first one just spent).
 async fn slow_provider(server: &ResourceServer) -> OpenIdProvider {
     let env = [("TOKEN_DELAY_MS", "1500")];
     OpenIdProvider::start_with(&server.mcp_url, &server.secret, &env).await
@@ -163,4 +174,118 @@ async fn three_commands_over_one_redis_refresh_once() {
     let env = [("ACTIX_MCP_CREDENTIALS_KEY", KEY_HEX)];
     let outputs = commands_at_once(3, &server, &redis.url(), &env);
     check(&provider, before, &outputs);
+}
+
+/// A command's lease left behind by a process that died before its refresh reached the
+/// provider (taken here, never released): the others wait out that one lease, one of them
+/// refreshes, and nobody signs in.
+#[actix::test]
+async fn a_holder_dead_before_its_refresh_costs_one_lease_and_no_sign_in() {
+    installed();
+    let server = ResourceServer::start();
+    let provider = slow_provider(&server).await;
+    *server.issuer.lock().unwrap() = provider.issuer.clone();
+    let dir = std::env::temp_dir().join(format!("actix-mcp-dead-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let path = dir.join("credentials.json");
+    let store = FileStore::new(&path);
+    let expires_at = sign_in_once(&server, Arc::new(store.clone())).await;
+    until_expired(expires_at).await;
+    let key = format!("{} {}", provider.issuer, server.mcp_url);
+    let dead = store
+        .try_lease(&key, Duration::from_secs(15))
+        .await
+        .expect("the store")
+        .expect("the lease is free");
+
+    let before = provider.events().len();
+    let started = Instant::now();
+    let outputs = commands_at_once(2, &server, &path.to_string_lossy(), &[]);
+    check(&provider, before, &outputs);
+    // They waited for the dead holder's lease (a bound, not a timing assertion).
+    let waited_from = Duration::from_millis(
+        dead.deadline_ms.saturating_sub(
+            u64::try_from(
+                std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .unwrap()
+                    .as_millis(),
+            )
+            .unwrap(),
+        ),
+    );
+    assert_eq!(
+        waited_from,
+        Duration::ZERO,
+        "the refresh came after the lease ended"
+    );
+    assert!(started.elapsed() < Duration::from_secs(60));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The command holding the lease is killed (SIGKILL) after its refresh reached the provider
+/// (which rotates the refresh token all the same) and before it stored the answer: the next
+/// command's refresh is refused once, the loss is reported once and clearly, and the commands
+/// need a sign-in. Never a loop of replays.
+#[actix::test]
+async fn a_holder_killed_after_the_rotation_costs_one_refusal_and_a_sign_in() {
+    installed();
+    let server = ResourceServer::start();
+    let provider = slow_provider(&server).await;
+    *server.issuer.lock().unwrap() = provider.issuer.clone();
+    let dir = std::env::temp_dir().join(format!("actix-mcp-killed-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let path = dir.join("credentials.json");
+    let expires_at = sign_in_once(&server, Arc::new(FileStore::new(&path))).await;
+    until_expired(expires_at).await;
+
+    let before = provider.events().len();
+    let cli = workspace_bins::program(workspace_bins::ALL, workspace_bins::CLI, true);
+    let mut holder = Command::new(&cli)
+        .args(["--url", &server.mcp_url, "--credentials"])
+        .arg(&path)
+        .args(["call", "echo", r#"{"text":"killed"}"#])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("the CLI starts");
+    // The provider has rotated the refresh token and holds its answer back: kill the holder.
+    loop_until("the holder's refresh done at the provider", || {
+        provider.events()[before..]
+            .iter()
+            .any(|e| e == "token.answered")
+            .then_some(())
+    })
+    .await;
+    holder.kill().expect("SIGKILL");
+    let _ = holder.wait();
+    let rotated = provider.events()[before..]
+        .iter()
+        .filter(|e| e.starts_with("grant.success grant_type=refresh_token"))
+        .count();
+    assert_eq!(rotated, 1, "the holder's refresh rotated the token");
+
+    let after_kill = provider.events().len();
+    let outputs = commands_at_once(2, &server, &path.to_string_lossy(), &[]);
+    let events = provider.events();
+    let after = &events[after_kill..];
+    let count = |prefix: &str| after.iter().filter(|e| e.starts_with(prefix)).count();
+    assert_eq!(count("grant.error"), 1, "one refusal, no loop: {after:#?}");
+    assert_eq!(
+        count("grant.success grant_type=refresh_token"),
+        0,
+        "{after:#?}"
+    );
+    let reported = outputs
+        .iter()
+        .filter(|o| {
+            String::from_utf8_lossy(&o.stderr).contains("the stored refresh token was refused")
+        })
+        .count();
+    assert_eq!(reported, 1, "the loss is reported once");
+    for output in &outputs {
+        // No browser comes: the sign-in each now needs times out.
+        assert_eq!(output.status.code(), Some(124), "{output:?}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
 }

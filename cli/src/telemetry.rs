@@ -70,10 +70,58 @@ pub fn wanted(var: impl Fn(&str) -> Option<String>) -> Result<bool, String> {
     Ok(endpoint || exporter.is_some())
 }
 
+/// The library's warnings (a refresh token refused, a store that cannot be written) on
+/// stderr, one line each, control characters made visible.
+fn warnings<S>() -> impl tracing_subscriber::Layer<S>
+where
+    S: tracing::Subscriber + for<'a> tracing_subscriber::registry::LookupSpan<'a>,
+{
+    let only = Targets::new()
+        .with_target(
+            "actix_mcp::server_stderr",
+            tracing::level_filters::LevelFilter::OFF,
+        )
+        .with_target("actix_mcp", tracing::Level::WARN);
+    tracing_subscriber::fmt::layer()
+        .with_writer(std::io::stderr)
+        .event_format(Warning)
+        .with_filter(only)
+}
+
+/// `actix-mcp: warning: <message> <fields>`.
+struct Warning;
+
+impl<S, N> tracing_subscriber::fmt::FormatEvent<S, N> for Warning
+where
+    S: tracing::Subscriber + for<'a> tracing_subscriber::registry::LookupSpan<'a>,
+    N: for<'a> tracing_subscriber::fmt::FormatFields<'a> + 'static,
+{
+    fn format_event(
+        &self,
+        ctx: &tracing_subscriber::fmt::FmtContext<'_, S, N>,
+        mut writer: tracing_subscriber::fmt::format::Writer<'_>,
+        event: &tracing::Event<'_>,
+    ) -> std::fmt::Result {
+        let mut text = String::new();
+        use tracing_subscriber::fmt::FormatFields as _;
+        ctx.format_fields(
+            tracing_subscriber::fmt::format::Writer::new(&mut text),
+            event,
+        )?;
+        writeln!(
+            writer,
+            "actix-mcp: warning: {}",
+            actix_mcp::visible::visible(&text)
+        )
+    }
+}
+
 impl Telemetry {
-    /// Sets up exporting if the environment asks for it.
+    /// Sets up exporting if the environment asks for it; the library's warnings go to stderr
+    /// either way.
     pub fn start() -> Result<Self, String> {
         if !wanted(|name| std::env::var(name).ok())? {
+            let _ = tracing_subscriber::registry().with(warnings()).try_init();
             return Ok(Self {
                 provider: None,
                 meters: None,
@@ -118,6 +166,7 @@ impl Telemetry {
             .with_target("actix_mcp_cli", tracing::Level::INFO);
         tracing_subscriber::registry()
             .with(layer.with_filter(only))
+            .with(warnings())
             .try_init()
             .map_err(|e| format!("OpenTelemetry: {e}"))?;
         Ok(Self {

@@ -94,7 +94,11 @@ impl OAuth {
     /// Proves possession with the key `credentials` were bound to (another process's), if they
     /// keep one: their refresh token only works with it.
     pub(super) fn use_dpop_key_of(&self, credentials: &Credentials) {
-        let Some(key) = credentials.dpop_key.as_deref().and_then(Es256Key::from_secret) else {
+        let Some(key) = credentials
+            .dpop_key
+            .as_deref()
+            .and_then(Es256Key::from_secret)
+        else {
             return;
         };
         let mut dpop = self.lock_dpop();

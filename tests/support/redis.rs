@@ -63,7 +63,14 @@ pub fn start() -> Redis {
         .port();
     let child = Command::new(binary())
         .args(["--bind", "127.0.0.1", "--port", &port.to_string()])
-        .args(["--save", "", "--appendonly", "no", "--protected-mode", "yes"])
+        .args([
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+            "--protected-mode",
+            "yes",
+        ])
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()

@@ -10,8 +10,9 @@
 //   ACCESS_TOKEN_TTL        seconds an access token lives (short: the test waits past it)
 //   RESOURCE_SERVER_SECRET  the secret of the pre-registered client `mcp-resource-server`, with
 //                           which the MCP server introspects (and may revoke) tokens
-//   TOKEN_DELAY_MS          optional: how long the token endpoint takes to answer (a slow
-//                           provider: concurrent refreshes then overlap)
+//   TOKEN_DELAY_MS          optional: how long the token endpoint holds its answer back once
+//                           done (a slow provider: concurrent refreshes then overlap); each
+//                           answer is then told as `event token.answered` before the wait
 //
 // Stdout, one line each: `listening <port>` once bound, then `event <name> <details>` for every
 // provider event the test counts (never a token or a secret). Warnings go to stderr.
@@ -138,10 +139,12 @@ provider.on('server_error', (ctx, error) => {
 const tokenDelay = Number(process.env.TOKEN_DELAY_MS || 0);
 if (tokenDelay > 0) {
   provider.use(async (ctx, next) => {
+    await next();
     if (ctx.method === 'POST' && ctx.path === '/token') {
+      // Done (a refresh token rotated), the answer held back.
+      say('event token.answered');
       await new Promise((resolve) => setTimeout(resolve, tokenDelay));
     }
-    await next();
   });
 }
 
