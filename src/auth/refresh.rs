@@ -212,7 +212,7 @@ impl OAuth {
                 let mut updated = base.clone();
                 let answer = TokenAnswer::from(&token);
                 apply_answer(&mut updated, answer, base.scopes.clone(), now_secs());
-                Ok(Answer::Granted(updated))
+                Ok(Answer::Granted(Box::new(updated)))
             }
             Err(e @ oauth2::RequestTokenError::ServerResponse(_)) => {
                 tracing::debug!(error = %web::token_error(&e), "the refresh token was refused");

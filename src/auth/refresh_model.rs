@@ -48,13 +48,13 @@ impl Provider {
             self.issued += 1;
             self.current = format!("r{}", self.issued);
             let now = now_ms / 1000;
-            return Answer::Granted(Credentials {
+            return Answer::Granted(Box::new(Credentials {
                 access_token: Some(format!("a{}", self.issued)),
                 refresh_token: Some(self.current.clone()),
                 expires_at: Some(now + 3_600),
                 issued_at: Some(now),
                 ..Credentials::default()
-            });
+            }));
         }
         if self.spent.contains(token) {
             self.replays += 1;

@@ -70,7 +70,7 @@ pub(super) enum Outcome {
 /// How the provider answered a refresh.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(super) enum Answer {
-    Granted(Credentials),
+    Granted(Box<Credentials>),
     /// The refresh token was refused (`invalid_grant`).
     Refused,
 }
@@ -174,7 +174,7 @@ impl Coordinator {
             return self.done(Outcome::Failed);
         };
         let (write, outcome) = match answer {
-            Answer::Granted(updated) => (updated.clone(), Outcome::Refreshed(updated)),
+            Answer::Granted(updated) => (*updated.clone(), Outcome::Refreshed(*updated)),
             // Spent: removed from the store, so that no process sends it again.
             Answer::Refused => {
                 let spent = Credentials {
