@@ -2,6 +2,9 @@
 //!
 //! ```text
 //! cargo run --example web_auth --features actix-web -- https://mcp.example.com/mcp
+//! # several replicas sharing one Redis (each user's tokens, refreshed once for all of them):
+//! REDIS_URL=redis://127.0.0.1:6379/0 CREDENTIALS_KEY=<64 hex digits> PORT=8081 \
+//!   cargo run --example web_auth --features actix-web,redis -- https://mcp.example.com/mcp
 //! # then, in a browser:
 //! #   http://127.0.0.1:8080/login?user=alice     → the MCP server's sign-in page, then back
 //! #   http://127.0.0.1:8080/tools?user=alice     → the tools, listed with alice's token
@@ -13,6 +16,11 @@
 //! browser to the authorization server; `/callback` runs the second half (`OAuth::complete`)
 //! and connects a `Client` for that user. A user who has not signed in gets `401` from the
 //! service, never someone else's session.
+//!
+//! With a `RedisStore` (feature `redis`) the service runs as several replicas: each user's
+//! tokens are kept in Redis under that user's scope, a replica that never saw the user connects
+//! with them, and a token that expires is refreshed once for every replica. (The two halves of
+//! a sign-in, `/login` and its `/callback`, go to the replica that began it: keep them sticky.)
 
 use std::{
     collections::HashMap,
@@ -32,6 +40,9 @@ use serde_json::json;
 pub struct Service {
     pub mcp_url: String,
     pub callback_url: String,
+    /// Where the users' tokens live when replicas share them.
+    #[cfg(feature = "redis")]
+    store: Option<actix_mcp::auth::RedisStore>,
     users: Mutex<HashMap<String, User>>,
     /// Authorizations begun and not completed: `state` → user.
     begun: Mutex<HashMap<String, String>>,
@@ -47,9 +58,41 @@ impl Service {
         Arc::new(Self {
             mcp_url: mcp_url.into(),
             callback_url: callback_url.into(),
+            #[cfg(feature = "redis")]
+            store: None,
             users: Mutex::default(),
             begun: Mutex::default(),
         })
+    }
+
+    /// A replica: the users' tokens in `store`, shared with the other replicas.
+    #[cfg(feature = "redis")]
+    pub fn replica(
+        mcp_url: impl Into<String>,
+        callback_url: impl Into<String>,
+        store: actix_mcp::auth::RedisStore,
+    ) -> Arc<Self> {
+        Arc::new(Self {
+            mcp_url: mcp_url.into(),
+            callback_url: callback_url.into(),
+            store: Some(store),
+            users: Mutex::default(),
+            begun: Mutex::default(),
+        })
+    }
+
+    /// The user's configuration: their tokens in memory, or in the shared store under their
+    /// scope.
+    fn config_of(&self, user: &str) -> OAuthConfig {
+        let config = OAuthConfig::default()
+            .client_name("actix-mcp web example")
+            .application_type(ApplicationType::Web);
+        #[cfg(feature = "redis")]
+        if let Some(store) = &self.store {
+            return config.shared_store(Arc::new(store.scoped(user)));
+        }
+        let _ = user;
+        config
     }
 
     fn oauth_of(&self, user: &str) -> OAuth {
@@ -59,9 +102,7 @@ impl Service {
             .or_insert_with(|| User {
                 oauth: OAuth::new(
                     Application::new(self.callback_url.clone()),
-                    OAuthConfig::default()
-                        .client_name("actix-mcp web example")
-                        .application_type(ApplicationType::Web),
+                    self.config_of(user),
                 ),
                 client: None,
             })
@@ -72,6 +113,26 @@ impl Service {
     fn client_of(&self, user: &str) -> Option<Client> {
         let users = self.users.lock().unwrap_or_else(|e| e.into_inner());
         users.get(user).and_then(|u| u.client.clone())
+    }
+
+    /// The user's connection: this replica's, else (with a shared store) one made with the
+    /// tokens another replica keeps there. `None`: the user has not signed in.
+    async fn client_for(&self, user: &str) -> Option<Client> {
+        if let Some(client) = self.client_of(user) {
+            return Some(client);
+        }
+        #[cfg(feature = "redis")]
+        if self.store.is_some() {
+            let transport = HttpTransport::new(self.mcp_url.clone()).auth(self.oauth_of(user));
+            // Without stored tokens the server's 401 asks for a sign-in: no connection.
+            let client = Client::connect(transport).await.ok()?;
+            let mut users = self.users.lock().unwrap_or_else(|e| e.into_inner());
+            if let Some(entry) = users.get_mut(user) {
+                entry.client = Some(client.clone());
+            }
+            return Some(client);
+        }
+        None
     }
 }
 
@@ -136,7 +197,7 @@ async fn callback(
 }
 
 async fn tools(service: web::Data<Arc<Service>>, query: web::Query<UserQuery>) -> HttpResponse {
-    let Some(client) = service.client_of(&query.user) else {
+    let Some(client) = service.client_for(&query.user).await else {
         return HttpResponse::Unauthorized().body("sign in first: /login?user=…");
     };
     match client.tools().await {
@@ -156,7 +217,7 @@ struct CallQuery {
 }
 
 async fn call(service: web::Data<Arc<Service>>, query: web::Query<CallQuery>) -> HttpResponse {
-    let Some(client) = service.client_of(&query.user) else {
+    let Some(client) = service.client_for(&query.user).await else {
         return HttpResponse::Unauthorized().body("sign in first: /login?user=…");
     };
     let arguments = json!({ "message": query.message.clone().unwrap_or_default() });
@@ -181,14 +242,38 @@ async fn main() -> std::io::Result<()> {
     let mcp_url = std::env::args()
         .nth(1)
         .unwrap_or_else(|| "http://127.0.0.1:3001/mcp".into());
-    let service = Service::new(mcp_url, "http://127.0.0.1:8080/callback");
-    println!("open http://127.0.0.1:8080/login?user=alice");
+    let port: u16 = std::env::var("PORT")
+        .ok()
+        .and_then(|p| p.parse().ok())
+        .unwrap_or(8080);
+    let callback = format!("http://127.0.0.1:{port}/callback");
+    let service = service(mcp_url, callback).await?;
+    println!("open http://127.0.0.1:{port}/login?user=alice");
     actix_web::HttpServer::new(move || {
         actix_web::App::new()
             .app_data(web::Data::new(service.clone()))
             .configure(routes)
     })
-    .bind(("127.0.0.1", 8080))?
+    .bind(("127.0.0.1", port))?
     .run()
     .await
+}
+
+/// A replica sharing Redis when `REDIS_URL` is set (with `CREDENTIALS_KEY`, 64 hex digits),
+/// else a service of its own.
+#[allow(dead_code)]
+async fn service(mcp_url: String, callback: String) -> std::io::Result<Arc<Service>> {
+    #[cfg(feature = "redis")]
+    if let Ok(redis) = std::env::var("REDIS_URL") {
+        let hex = std::env::var("CREDENTIALS_KEY").unwrap_or_default();
+        let key: [u8; 32] = hex::decode(hex.trim())
+            .ok()
+            .and_then(|key| key.try_into().ok())
+            .ok_or_else(|| std::io::Error::other("CREDENTIALS_KEY: 32 bytes as 64 hex digits"))?;
+        let store = actix_mcp::auth::RedisStore::connect(&redis, key, "web-auth-example:")
+            .await
+            .map_err(std::io::Error::other)?;
+        return Ok(Service::replica(mcp_url, callback, store));
+    }
+    Ok(Service::new(mcp_url, callback))
 }

@@ -23,6 +23,9 @@ use tokio::sync::Notify;
 
 mod common;
 
+#[cfg(feature = "redis")]
+#[path = "support/redis.rs"]
+mod redis_server;
 #[path = "../examples/web_auth.rs"]
 #[allow(dead_code)]
 mod web_auth;
@@ -853,4 +856,79 @@ async fn the_cli_bounds_the_browser_wait_by_its_sign_in_timeout() {
         "{stderr}"
     );
     let _ = std::fs::remove_dir_all(&config_home);
+}
+
+/// The web service as two replicas sharing one `RedisStore` (Debian's `redis-server`): alice
+/// signs in through replica A; replica B, which never saw her, calls tools with her token from
+/// Redis; once it expired, both replicas call at once and the authorization server sees one
+/// refresh. Each user's tokens are kept under their own scope: bob has none.
+#[cfg(feature = "redis")]
+#[actix::test]
+async fn web_service_replicas_share_each_users_tokens_and_refresh_once() {
+    let (mcp_url, servers) = start();
+    servers.refresh.store(true, Ordering::SeqCst);
+    servers.expires_in.store(2, Ordering::SeqCst);
+    let redis = redis_server::start();
+    let mut urls = Vec::new();
+    for _ in 0..2 {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1");
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        let store = actix_mcp::auth::RedisStore::connect(&redis.url(), [9; 32], "replicas:")
+            .await
+            .expect("Redis");
+        let service = web_auth::Service::replica(&mcp_url, format!("{url}/callback"), store);
+        let server = HttpServer::new(move || {
+            App::new()
+                .app_data(web::Data::new(service.clone()))
+                .configure(web_auth::routes)
+        })
+        .workers(1)
+        .listen(listener)
+        .expect("listen")
+        .run();
+        actix_rt::spawn(server);
+        urls.push(url);
+    }
+    let (a, b) = (&urls[0], &urls[1]);
+    let browser = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap();
+    let get = |url: String| {
+        let browser = browser.clone();
+        async move { browser.get(url).send().await.expect("GET") }
+    };
+    let location = |response: &reqwest::Response| {
+        response.headers()["location"]
+            .to_str()
+            .expect("a redirect")
+            .to_owned()
+    };
+    let login = get(format!("{a}/login?user=alice")).await;
+    let approved = get(location(&login)).await;
+    let signed_in = get(location(&approved)).await;
+    assert_eq!(signed_in.status(), 200, "{:?}", signed_in.text().await);
+    let authorizations = servers.authorizations.load(Ordering::SeqCst);
+
+    let call = |replica: &str| get(format!("{replica}/call?user=alice&tool=echo&message=hi"));
+    let on_b = call(b).await;
+    assert_eq!(on_b.status(), 200, "replica B serves alice");
+    assert_eq!(on_b.json::<Value>().await.unwrap()["text"], "hi");
+    assert_eq!(get(format!("{b}/tools?user=bob")).await.status(), 401);
+
+    // Past the access token's life: both replicas at once.
+    tokio::time::sleep(Duration::from_millis(2_500)).await;
+    let refreshes = servers.refresh_grants.load(Ordering::SeqCst);
+    let (on_a, on_b) = futures::join!(call(a), call(b));
+    assert_eq!((on_a.status().as_u16(), on_b.status().as_u16()), (200, 200));
+    assert_eq!(
+        servers.refresh_grants.load(Ordering::SeqCst) - refreshes,
+        1,
+        "one refresh for both replicas"
+    );
+    assert_eq!(
+        servers.authorizations.load(Ordering::SeqCst),
+        authorizations,
+        "no new sign-in"
+    );
 }

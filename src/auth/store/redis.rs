@@ -80,6 +80,17 @@ impl RedisStore {
         })
     }
 
+    /// The same store under a scope of its own, e.g. one user of a multi-user service (each
+    /// user's grant has the same authorization server and resource). Shares the connection.
+    pub fn scoped(&self, scope: &str) -> Self {
+        // Length-prefixed, so that no two scopes (`a:b` + `c`, `a` + `b:c`) meet.
+        let prefix = format!("{}{}:{scope}:", self.prefix, scope.len());
+        Self {
+            prefix,
+            ..self.clone()
+        }
+    }
+
     fn name(&self, kind: &str, key: &str) -> String {
         format!("{}{kind}:{key}", self.prefix)
     }
