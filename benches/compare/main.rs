@@ -16,7 +16,9 @@
 //! one server; `--connections` for other sizes) also runs only when asked for, from actix and
 //! from plain tokio (`--clients actix-mcp-tokio`, or `actix-mcp-tokio-http`/`-h2` over HTTP).
 //! The manager (`--scenarios manager`): a config of 100 and 1,000 stdio servers started,
-//! catalogued, called and stopped by `Servers`.
+//! catalogued, called and stopped by `Servers`. The refresh storm (`--scenarios refresh`; Redis
+//! too with `--features redis`): processes sharing one credential store against an
+//! authorization server that rotates refresh tokens and revokes on reuse.
 //!
 //! Each (scenario, client, run) runs in a fresh worker process of this program against a fresh
 //! server process, so memory figures are the client's own. The default server is the crate's
@@ -30,6 +32,7 @@ mod children;
 mod clients;
 mod fleet;
 mod manager;
+mod refresh;
 mod scenarios;
 #[path = "../../tests/support/workspace_bins.rs"]
 mod workspace_bins;
@@ -146,6 +149,12 @@ fn main() -> ExitCode {
         (true, true) => Sizes::HTTP_SMOKE,
         (true, false) => Sizes::HTTP,
     };
+    if args.scenario.as_deref() == Some("refresh-storm") {
+        return refresh::worker();
+    }
+    if args.scenarios.as_deref() == Some(&["refresh".to_owned()][..]) {
+        return refresh::orchestrate(args.smoke);
+    }
     if let (Some(client), Some(scenario)) = (&args.worker, &args.scenario) {
         let mut server = ServerCmd {
             http: args.http,
