@@ -173,10 +173,6 @@ pub enum AuthErrorKind {
     /// The credential store could not be read or written (its message says which and why; a
     /// corrupted file is reported, never taken for an empty one).
     Store,
-    /// The stored refresh token was refused: most likely another process used it and ended
-    /// before storing its successor. A new sign-in follows (once: the spent token is removed
-    /// from the store, so no process sends it again).
-    RefreshTokenLost,
     /// Another process held the refresh lease and no new token appeared within the wait's
     /// bound.
     RefreshWaitTimedOut,
