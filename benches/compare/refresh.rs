@@ -155,13 +155,15 @@ async fn authorization_server(
             let redirect = query.get("redirect_uri").cloned().unwrap_or_default();
             let state = query.get("state").cloned().unwrap_or_default();
             HttpResponse::Found()
-                .insert_header(("location", format!("{redirect}?code=the-code&state={state}")))
+                .insert_header((
+                    "location",
+                    format!("{redirect}?code=the-code&state={state}"),
+                ))
                 .finish()
         }
         "/token" => {
-            let form: HashMap<String, String> = url::form_urlencoded::parse(&body)
-                .into_owned()
-                .collect();
+            let form: HashMap<String, String> =
+                url::form_urlencoded::parse(&body).into_owned().collect();
             match form.get("grant_type").map(String::as_str) {
                 Some("authorization_code") => {
                     authority.sign_ins.fetch_add(1, Ordering::Relaxed);

@@ -70,18 +70,14 @@ pub fn wanted(var: impl Fn(&str) -> Option<String>) -> Result<bool, String> {
     Ok(endpoint || exporter.is_some())
 }
 
-/// The library's warnings (a refresh token refused, a store that cannot be written) on
-/// stderr, one line each, control characters made visible.
+/// The authorization's warnings (a refresh token refused, a store that cannot be written) on
+/// stderr, one line each, control characters made visible. Other warnings end in an error the
+/// command reports anyway.
 fn warnings<S>() -> impl tracing_subscriber::Layer<S>
 where
     S: tracing::Subscriber + for<'a> tracing_subscriber::registry::LookupSpan<'a>,
 {
-    let only = Targets::new()
-        .with_target(
-            "actix_mcp::server_stderr",
-            tracing::level_filters::LevelFilter::OFF,
-        )
-        .with_target("actix_mcp", tracing::Level::WARN);
+    let only = Targets::new().with_target("actix_mcp::auth", tracing::Level::WARN);
     tracing_subscriber::fmt::layer()
         .with_writer(std::io::stderr)
         .event_format(Warning)

@@ -109,6 +109,50 @@ struct Observers {
     counters: Option<CountersObserver>,
 }
 
+/// Told of each notification on the connection's thread, before it is published: the cached
+/// lists it makes stale, the tasks it reports. It reaches the client's state through a weak
+/// reference, set once the client exists.
+fn notification_observer(
+    list_cache: &Arc<ListCache>,
+    client_state: &Arc<OnceLock<Weak<Shared>>>,
+) -> NotificationObserver {
+    let list_cache = list_cache.clone();
+    let client_state = client_state.clone();
+    Box::new(move |notification: &ServerNotification| {
+        if let ServerNotification::Other { method, params } = notification {
+            if matches!(
+                method.as_str(),
+                "notifications/tasks/status" | "notifications/tasks"
+            ) {
+                if let Some(shared) = client_state.get().and_then(Weak::upgrade) {
+                    shared.task_status(params.as_ref());
+                }
+            }
+            return;
+        }
+        let Some(family) = Family::changed_by(notification) else {
+            return;
+        };
+        list_cache.invalidate(family);
+        if family == Family::Tools {
+            if let Some(shared) = client_state.get().and_then(Weak::upgrade) {
+                shared.refetch_tools();
+            }
+        }
+    })
+}
+
+/// Offered the progress no request listens to: a task's, under its creating call's token.
+fn progress_observer(client_state: &Arc<OnceLock<Weak<Shared>>>) -> ProgressObserver {
+    let client_state = client_state.clone();
+    Box::new(move |token, progress| {
+        client_state
+            .get()
+            .and_then(Weak::upgrade)
+            .is_some_and(|shared| shared.task_progress(token, progress))
+    })
+}
+
 /// Default bound on the handshake.
 pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
 
@@ -401,44 +445,9 @@ impl ConnectOptions {
         let notifications = Publisher::default();
         let inbox = Arc::new(Inbox::default());
         let list_cache = Arc::new(ListCache::default());
-        // The observer runs on the connection's thread, before the notification is published;
-        // it reaches the client's state through a weak reference, set once the client exists.
         let client_state: Arc<OnceLock<Weak<Shared>>> = Arc::default();
-        let observer = {
-            let list_cache = list_cache.clone();
-            let client_state = client_state.clone();
-            Box::new(move |notification: &ServerNotification| {
-                if let ServerNotification::Other { method, params } = notification {
-                    if matches!(
-                        method.as_str(),
-                        "notifications/tasks/status" | "notifications/tasks"
-                    ) {
-                        if let Some(shared) = client_state.get().and_then(Weak::upgrade) {
-                            shared.task_status(params.as_ref());
-                        }
-                    }
-                    return;
-                }
-                let Some(family) = Family::changed_by(notification) else {
-                    return;
-                };
-                list_cache.invalidate(family);
-                if family == Family::Tools {
-                    if let Some(shared) = client_state.get().and_then(Weak::upgrade) {
-                        shared.refetch_tools();
-                    }
-                }
-            })
-        };
-        let progress_observer: ProgressObserver = {
-            let client_state = client_state.clone();
-            Box::new(move |token, progress| {
-                client_state
-                    .get()
-                    .and_then(Weak::upgrade)
-                    .is_some_and(|shared| shared.task_progress(token, progress))
-            })
-        };
+        let observer = notification_observer(&list_cache, &client_state);
+        let progress_observer = progress_observer(&client_state);
         #[cfg(feature = "otel")]
         let metrics = self
             .meter
