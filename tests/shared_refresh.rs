@@ -176,50 +176,51 @@ async fn three_commands_over_one_redis_refresh_once() {
     check(&provider, before, &outputs);
 }
 
-/// A command's lease left behind by a process that died before its refresh reached the
-/// provider (taken here, never released): the others wait out that one lease, one of them
-/// refreshes, and nobody signs in.
+/// The command holding the lease is killed (SIGKILL) while its refresh waits at the provider's
+/// door (the provider holds that request and never processes it: it never reached it). The
+/// others wait out that one lease, one of them refreshes, and nobody signs in.
 #[actix::test]
-async fn a_holder_dead_before_its_refresh_costs_one_lease_and_no_sign_in() {
+async fn a_holder_killed_before_its_refresh_reached_the_provider_costs_one_lease() {
     installed();
     let server = ResourceServer::start();
-    let provider = slow_provider(&server).await;
+    // Token request 1 is the sign-in's; 2 is the holder's refresh, never processed.
+    let env = [("TOKEN_DELAY_MS", "1500"), ("HOLD_TOKEN_REQUEST", "2")];
+    let provider = OpenIdProvider::start_with(&server.mcp_url, &server.secret, &env).await;
     *server.issuer.lock().unwrap() = provider.issuer.clone();
     let dir = std::env::temp_dir().join(format!("actix-mcp-dead-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     let path = dir.join("credentials.json");
-    let store = FileStore::new(&path);
-    let expires_at = sign_in_once(&server, Arc::new(store.clone())).await;
+    let expires_at = sign_in_once(&server, Arc::new(FileStore::new(&path))).await;
     until_expired(expires_at).await;
-    let key = format!("{} {}", provider.issuer, server.mcp_url);
-    let dead = store
-        .try_lease(&key, Duration::from_secs(15))
-        .await
-        .expect("the store")
-        .expect("the lease is free");
 
     let before = provider.events().len();
-    let started = Instant::now();
+    let cli = workspace_bins::program(workspace_bins::ALL, workspace_bins::CLI, true);
+    let mut holder = Command::new(&cli)
+        .args(["--url", &server.mcp_url, "--credentials"])
+        .arg(&path)
+        .args(["call", "echo", r#"{"text":"killed"}"#])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("the CLI starts");
+    loop_until("the holder's refresh held at the provider", || {
+        let events = provider.events();
+        events[before..]
+            .iter()
+            .any(|e| e == "token.held")
+            .then_some(())
+    })
+    .await;
+    holder.kill().expect("SIGKILL");
+    let _ = holder.wait();
+    let killed_at = std::time::SystemTime::now();
+
+    let after_kill = provider.events().len();
     let outputs = commands_at_once(2, &server, &path.to_string_lossy(), &[]);
-    check(&provider, before, &outputs);
-    // They waited for the dead holder's lease (a bound, not a timing assertion).
-    let waited_from = Duration::from_millis(
-        dead.deadline_ms.saturating_sub(
-            u64::try_from(
-                std::time::SystemTime::now()
-                    .duration_since(std::time::UNIX_EPOCH)
-                    .unwrap()
-                    .as_millis(),
-            )
-            .unwrap(),
-        ),
-    );
-    assert_eq!(
-        waited_from,
-        Duration::ZERO,
-        "the refresh came after the lease ended"
-    );
-    assert!(started.elapsed() < Duration::from_secs(60));
+    check(&provider, after_kill, &outputs);
+    // They waited for the dead holder's lease to end (a bound, not a timing assertion).
+    let waited = killed_at.elapsed().unwrap_or_default();
+    assert!(waited < Duration::from_secs(60), "{waited:?}");
     let _ = std::fs::remove_dir_all(&dir);
 }
 

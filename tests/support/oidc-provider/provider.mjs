@@ -13,6 +13,8 @@
 //   TOKEN_DELAY_MS          optional: how long the token endpoint holds its answer back once
 //                           done (a slow provider: concurrent refreshes then overlap); each
 //                           answer is then told as `event token.answered` before the wait
+//   HOLD_TOKEN_REQUEST      optional: the Nth token request (counting from 1) is held forever,
+//                           never processed, told as `event token.held`
 //
 // Stdout, one line each: `listening <port>` once bound, then `event <name> <details>` for every
 // provider event the test counts (never a token or a secret). Warnings go to stderr.
@@ -137,8 +139,18 @@ provider.on('server_error', (ctx, error) => {
 });
 
 const tokenDelay = Number(process.env.TOKEN_DELAY_MS || 0);
-if (tokenDelay > 0) {
+const holdTokenRequest = Number(process.env.HOLD_TOKEN_REQUEST || 0);
+let tokenRequests = 0;
+if (tokenDelay > 0 || holdTokenRequest > 0) {
   provider.use(async (ctx, next) => {
+    if (ctx.method === 'POST' && ctx.path === '/token') {
+      tokenRequests += 1;
+      if (tokenRequests === holdTokenRequest) {
+        // Never processed: as if the request had never reached the provider.
+        say('event token.held');
+        await new Promise(() => {});
+      }
+    }
     await next();
     if (ctx.method === 'POST' && ctx.path === '/token') {
       // Done (a refresh token rotated), the answer held back.
