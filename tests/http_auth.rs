@@ -660,6 +660,32 @@ async fn secrets_never_show_in_debug_output() {
     );
 }
 
+/// A browser that follows no redirect: each step of a sign-in is the test's.
+#[derive(Clone)]
+struct Browser(reqwest::Client);
+
+impl Browser {
+    fn new() -> Self {
+        let client = reqwest::Client::builder()
+            .redirect(reqwest::redirect::Policy::none())
+            .build()
+            .expect("a client");
+        Self(client)
+    }
+
+    async fn get(&self, url: String) -> reqwest::Response {
+        self.0.get(url).send().await.expect("GET")
+    }
+}
+
+/// Where a redirect sends the browser.
+fn location(response: &reqwest::Response) -> String {
+    response.headers()["location"]
+        .to_str()
+        .expect("a redirect")
+        .to_owned()
+}
+
 /// The web-service flow (`examples/web_auth.rs`): a user signs in through the service (begin: to
 /// the authorization server; complete: the service's own callback route), then the service calls
 /// tools with that user's token. A user who did not sign in gets nothing.
@@ -679,20 +705,8 @@ async fn a_web_service_signs_a_user_in_and_calls_tools_on_their_behalf() {
     .expect("listen")
     .run();
     actix_rt::spawn(server);
-    let browser = reqwest::Client::builder()
-        .redirect(reqwest::redirect::Policy::none())
-        .build()
-        .unwrap();
-    let get = |url: String| {
-        let browser = browser.clone();
-        async move { browser.get(url).send().await.expect("GET") }
-    };
-    let location = |response: &reqwest::Response| {
-        response.headers()["location"]
-            .to_str()
-            .expect("a redirect")
-            .to_owned()
-    };
+    let browser = Browser::new();
+    let get = |url: String| browser.get(url);
 
     let bob = get(format!("{service_url}/tools?user=bob")).await;
     assert_eq!(bob.status(), 401, "not signed in");
@@ -890,20 +904,8 @@ async fn web_service_replicas_share_each_users_tokens_and_refresh_once() {
         urls.push(url);
     }
     let (a, b) = (&urls[0], &urls[1]);
-    let browser = reqwest::Client::builder()
-        .redirect(reqwest::redirect::Policy::none())
-        .build()
-        .unwrap();
-    let get = |url: String| {
-        let browser = browser.clone();
-        async move { browser.get(url).send().await.expect("GET") }
-    };
-    let location = |response: &reqwest::Response| {
-        response.headers()["location"]
-            .to_str()
-            .expect("a redirect")
-            .to_owned()
-    };
+    let browser = Browser::new();
+    let get = |url: String| browser.get(url);
     let login = get(format!("{a}/login?user=alice")).await;
     let approved = get(location(&login)).await;
     let signed_in = get(location(&approved)).await;

@@ -141,20 +141,11 @@ async fn slow_provider(server: &ResourceServer) -> OpenIdProvider {
 
 #[actix::test]
 async fn three_commands_over_one_file_refresh_once() {
-    installed();
-    let server = ResourceServer::start();
-    let provider = slow_provider(&server).await;
-    *server.issuer.lock().unwrap() = provider.issuer.clone();
-    let dir = std::env::temp_dir().join(format!("actix-mcp-shared-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    let path = dir.join("credentials.json");
-    let expires_at = sign_in_once(&server, Arc::new(FileStore::new(&path))).await;
-    until_expired(expires_at).await;
-
-    let before = provider.events().len();
-    let outputs = commands_at_once(3, &server, &path.to_string_lossy(), &[]);
-    check(&provider, before, &outputs);
-    let _ = std::fs::remove_dir_all(&dir);
+    let grant = Expired::new("shared", &[("TOKEN_DELAY_MS", "1500")]).await;
+    let before = grant.provider.events().len();
+    let path = grant.path.to_string_lossy();
+    let outputs = commands_at_once(3, &grant.server, &path, &[]);
+    check(&grant.provider, before, &outputs);
 }
 
 #[actix::test]
@@ -176,52 +167,79 @@ async fn three_commands_over_one_redis_refresh_once() {
     check(&provider, before, &outputs);
 }
 
+/// A grant signed in once into a file store, its access token expired, at a provider started
+/// with `env`.
+struct Expired {
+    server: Arc<ResourceServer>,
+    provider: OpenIdProvider,
+    dir: PathBuf,
+    path: PathBuf,
+}
+
+impl Expired {
+    async fn new(name: &str, env: &[(&str, &str)]) -> Self {
+        installed();
+        let server = ResourceServer::start();
+        let provider = OpenIdProvider::start_with(&server.mcp_url, &server.secret, env).await;
+        *server.issuer.lock().unwrap() = provider.issuer.clone();
+        let dir = std::env::temp_dir().join(format!("actix-mcp-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let path = dir.join("credentials.json");
+        let expires_at = sign_in_once(&server, Arc::new(FileStore::new(&path))).await;
+        until_expired(expires_at).await;
+        Self {
+            server,
+            provider,
+            dir,
+            path,
+        }
+    }
+
+    /// One command, killed (SIGKILL) once the provider says `event` after `before`.
+    async fn kill_holder_at(&self, event: &str) {
+        let before = self.provider.events().len();
+        let cli = workspace_bins::program(workspace_bins::ALL, workspace_bins::CLI, true);
+        let mut holder = Command::new(&cli)
+            .args(["--url", &self.server.mcp_url, "--credentials"])
+            .arg(&self.path)
+            .args(["call", "echo", r#"{"text":"killed"}"#])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("the CLI starts");
+        loop_until(event, || {
+            let events = self.provider.events();
+            events[before..].iter().any(|e| e == event).then_some(())
+        })
+        .await;
+        holder.kill().expect("SIGKILL");
+        let _ = holder.wait();
+    }
+}
+
+impl Drop for Expired {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
 /// The command holding the lease is killed (SIGKILL) while its refresh waits at the provider's
 /// door (the provider holds that request and never processes it: it never reached it). The
 /// others wait out that one lease, one of them refreshes, and nobody signs in.
 #[actix::test]
 async fn a_holder_killed_before_its_refresh_reached_the_provider_costs_one_lease() {
-    installed();
-    let server = ResourceServer::start();
     // Token request 1 is the sign-in's; 2 is the holder's refresh, never processed.
     let env = [("TOKEN_DELAY_MS", "1500"), ("HOLD_TOKEN_REQUEST", "2")];
-    let provider = OpenIdProvider::start_with(&server.mcp_url, &server.secret, &env).await;
-    *server.issuer.lock().unwrap() = provider.issuer.clone();
-    let dir = std::env::temp_dir().join(format!("actix-mcp-dead-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    let path = dir.join("credentials.json");
-    let expires_at = sign_in_once(&server, Arc::new(FileStore::new(&path))).await;
-    until_expired(expires_at).await;
+    let grant = Expired::new("dead", &env).await;
+    grant.kill_holder_at("token.held").await;
+    let killed_at = Instant::now();
 
-    let before = provider.events().len();
-    let cli = workspace_bins::program(workspace_bins::ALL, workspace_bins::CLI, true);
-    let mut holder = Command::new(&cli)
-        .args(["--url", &server.mcp_url, "--credentials"])
-        .arg(&path)
-        .args(["call", "echo", r#"{"text":"killed"}"#])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("the CLI starts");
-    loop_until("the holder's refresh held at the provider", || {
-        let events = provider.events();
-        events[before..]
-            .iter()
-            .any(|e| e == "token.held")
-            .then_some(())
-    })
-    .await;
-    holder.kill().expect("SIGKILL");
-    let _ = holder.wait();
-    let killed_at = std::time::SystemTime::now();
-
-    let after_kill = provider.events().len();
-    let outputs = commands_at_once(2, &server, &path.to_string_lossy(), &[]);
-    check(&provider, after_kill, &outputs);
+    let after_kill = grant.provider.events().len();
+    let path = grant.path.to_string_lossy();
+    let outputs = commands_at_once(2, &grant.server, &path, &[]);
+    check(&grant.provider, after_kill, &outputs);
     // They waited for the dead holder's lease to end (a bound, not a timing assertion).
-    let waited = killed_at.elapsed().unwrap_or_default();
-    assert!(waited < Duration::from_secs(60), "{waited:?}");
-    let _ = std::fs::remove_dir_all(&dir);
+    assert!(killed_at.elapsed() < Duration::from_secs(60));
 }
 
 /// The command holding the lease is killed (SIGKILL) after its refresh reached the provider
@@ -230,36 +248,11 @@ async fn a_holder_killed_before_its_refresh_reached_the_provider_costs_one_lease
 /// need a sign-in. Never a loop of replays.
 #[actix::test]
 async fn a_holder_killed_after_the_rotation_costs_one_refusal_and_a_sign_in() {
-    installed();
-    let server = ResourceServer::start();
-    let provider = slow_provider(&server).await;
-    *server.issuer.lock().unwrap() = provider.issuer.clone();
-    let dir = std::env::temp_dir().join(format!("actix-mcp-killed-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    let path = dir.join("credentials.json");
-    let expires_at = sign_in_once(&server, Arc::new(FileStore::new(&path))).await;
-    until_expired(expires_at).await;
-
-    let before = provider.events().len();
-    let cli = workspace_bins::program(workspace_bins::ALL, workspace_bins::CLI, true);
-    let mut holder = Command::new(&cli)
-        .args(["--url", &server.mcp_url, "--credentials"])
-        .arg(&path)
-        .args(["call", "echo", r#"{"text":"killed"}"#])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("the CLI starts");
+    let grant = Expired::new("killed", &[("TOKEN_DELAY_MS", "1500")]).await;
+    let before = grant.provider.events().len();
     // The provider has rotated the refresh token and holds its answer back: kill the holder.
-    loop_until("the holder's refresh done at the provider", || {
-        provider.events()[before..]
-            .iter()
-            .any(|e| e == "token.answered")
-            .then_some(())
-    })
-    .await;
-    holder.kill().expect("SIGKILL");
-    let _ = holder.wait();
+    grant.kill_holder_at("token.answered").await;
+    let (server, provider, path) = (&grant.server, &grant.provider, &grant.path);
     let rotated = provider.events()[before..]
         .iter()
         .filter(|e| e.starts_with("grant.success grant_type=refresh_token"))
@@ -267,7 +260,7 @@ async fn a_holder_killed_after_the_rotation_costs_one_refusal_and_a_sign_in() {
     assert_eq!(rotated, 1, "the holder's refresh rotated the token");
 
     let after_kill = provider.events().len();
-    let outputs = commands_at_once(2, &server, &path.to_string_lossy(), &[]);
+    let outputs = commands_at_once(2, server, &path.to_string_lossy(), &[]);
     let events = provider.events();
     let after = &events[after_kill..];
     let count = |prefix: &str| after.iter().filter(|e| e.starts_with(prefix)).count();
@@ -288,5 +281,4 @@ async fn a_holder_killed_after_the_rotation_costs_one_refusal_and_a_sign_in() {
         // No browser comes: the sign-in each now needs times out.
         assert_eq!(output.status.code(), Some(124), "{output:?}");
     }
-    let _ = std::fs::remove_dir_all(&dir);
 }
