@@ -1,0 +1,71 @@
+//! `actix-mcp-gateway`: the servers of an `mcp.json` behind one MCP endpoint.
+//!
+//! ```text
+//! actix-mcp-gateway --config mcp.json --stdio      # one downstream client over stdio
+//! ```
+//!
+//! One upstream connection per server (the library's `Servers`: supervised, shared by every
+//! downstream call); one catalogue of their tools under names valid by the spec's rules
+//! (`server__tool`); each `tools/call` routed to its server, cancellable end to end: a
+//! downstream `notifications/cancelled`, or a downstream client that goes away, cancels the
+//! upstream call with the library's guarantees (nothing sent for a call not yet written; the
+//! cancel after its write for one written). At the end, owed cancels are written before the
+//! servers stop.
+
+mod in_flight;
+mod names;
+mod session;
+mod stdio;
+
+use std::{path::PathBuf, process::ExitCode};
+
+use actix_mcp::{Client, Config, Servers};
+use clap::Parser;
+
+#[derive(Parser)]
+#[command(
+    version,
+    about = "Many MCP servers behind one endpoint, every cancellation carried end to end"
+)]
+struct Args {
+    /// The mcp.json of the upstream servers (Claude Desktop's `mcpServers` or VS Code's
+    /// `servers`).
+    #[arg(long, value_name = "FILE")]
+    config: PathBuf,
+    /// Serve one downstream client over stdio.
+    #[arg(long)]
+    stdio: bool,
+}
+
+fn main() -> ExitCode {
+    let args = Args::parse();
+    if !args.stdio {
+        eprintln!("actix-mcp-gateway: say how to serve: --stdio (HTTP is not built yet)");
+        return ExitCode::from(2);
+    }
+    let config = match Config::load(&args.config) {
+        Ok(config) => config,
+        Err(e) => {
+            eprintln!("actix-mcp-gateway: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    for warning in &config.warnings {
+        eprintln!("actix-mcp-gateway: warning: {warning}");
+    }
+    let served = actix_rt::System::new().block_on(async move {
+        let servers = Servers::from_config(&config, Client::builder());
+        servers.start_all().await;
+        let served = stdio::serve(servers.clone()).await;
+        // Every owed cancel is written before the servers are closed.
+        servers.stop().await;
+        served
+    });
+    match served {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("actix-mcp-gateway: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}

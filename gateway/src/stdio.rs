@@ -1,0 +1,39 @@
+//! One downstream client over stdio: a JSON-RPC message per line on stdin, answers per line on
+//! stdout. At the end of stdin the client is gone: what it left in flight is cancelled upstream.
+
+use actix_mcp::Servers;
+use serde_json::Value;
+use tokio::{
+    io::{AsyncBufReadExt, AsyncWriteExt, BufReader},
+    sync::mpsc,
+};
+
+use crate::session::Session;
+
+pub async fn serve(servers: Servers) -> std::io::Result<()> {
+    let (out, mut lines) = mpsc::unbounded_channel::<Vec<u8>>();
+    let writer = actix_rt::spawn(async move {
+        let mut stdout = tokio::io::stdout();
+        while let Some(line) = lines.recv().await {
+            if stdout.write_all(&line).await.is_err() || stdout.flush().await.is_err() {
+                break;
+            }
+        }
+    });
+    let session = std::rc::Rc::new(Session::new(servers, out));
+    let mut stdin = BufReader::new(tokio::io::stdin()).lines();
+    while let Some(line) = stdin.next_line().await? {
+        if line.trim().is_empty() {
+            continue;
+        }
+        let Ok(message) = serde_json::from_str::<Value>(&line) else {
+            tracing::warn!("a downstream line that is not JSON was skipped");
+            continue;
+        };
+        session.message(message);
+    }
+    session.end("the downstream client went away").await;
+    drop(session);
+    let _ = writer.await;
+    Ok(())
+}

@@ -1,0 +1,206 @@
+//! The gateway over stdio in front of two demo servers (real processes, each journalling what it
+//! reads): one catalogue under `server__tool` names, calls routed to their server, and every
+//! cancellation carried to the upstream server, ordered after its request, whether the
+//! downstream client cancels or goes away.
+
+#[path = "../../tests/support/workspace_bins.rs"]
+mod workspace_bins;
+
+use std::{
+    future::IntoFuture,
+    io::{BufRead, BufReader, Write},
+    path::{Path, PathBuf},
+    process::{Command, Stdio},
+    time::{Duration, Instant},
+};
+
+use actix_mcp::{Cancellation, Client, StdioTransport};
+use serde_json::{json, Value};
+
+struct Upstreams {
+    dir: PathBuf,
+    config: PathBuf,
+}
+
+impl Upstreams {
+    /// A config of two demo servers, `a` and `b`, each journalling to `<dir>/<name>.jsonl`.
+    fn new(name: &str) -> Self {
+        let demo = workspace_bins::program(
+            &[workspace_bins::DEMO_SERVER],
+            workspace_bins::DEMO_SERVER,
+            true,
+        );
+        let dir = std::env::temp_dir().join(format!("gateway-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let server = |name: &str| json!({"command": demo, "args": ["--journal", dir.join(format!("{name}.jsonl"))]});
+        let config = dir.join("mcp.json");
+        let text = json!({"mcpServers": {"a": server("a"), "b": server("b")}});
+        std::fs::write(&config, text.to_string()).unwrap();
+        Self { dir, config }
+    }
+
+    /// What server `name` read, one JSON message each.
+    fn read_by(&self, name: &str) -> Vec<Value> {
+        journal(&self.dir.join(format!("{name}.jsonl")))
+    }
+
+    fn gateway(&self) -> Command {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_actix-mcp-gateway"));
+        command.arg("--config").arg(&self.config).arg("--stdio");
+        command
+    }
+
+    /// The gateway as a downstream client of this library reaches it.
+    fn transport(&self) -> StdioTransport {
+        StdioTransport::new(env!("CARGO_BIN_EXE_actix-mcp-gateway"))
+            .arg("--config")
+            .arg(&self.config)
+            .arg("--stdio")
+    }
+}
+
+impl Drop for Upstreams {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+fn journal(path: &Path) -> Vec<Value> {
+    std::fs::read_to_string(path)
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|line| serde_json::from_str(line).ok())
+        .collect()
+}
+
+/// Polls `check` until it gives a value; fails after 30 s (a bound, not a timing assertion).
+async fn until<T>(what: &str, mut check: impl FnMut() -> Option<T>) -> T {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        if let Some(value) = check() {
+            return value;
+        }
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// The upstream id of the `tools/call` of `tool` that `server` read, once it has.
+async fn upstream_call(upstreams: &Upstreams, server: &str, tool: &str) -> Value {
+    until(&format!("{server} reading the call of {tool}"), || {
+        upstreams
+            .read_by(server)
+            .into_iter()
+            .find(|m| m["method"] == "tools/call" && m["params"]["name"] == tool)
+            .map(|m| m["id"].clone())
+    })
+    .await
+}
+
+/// Where in `server`'s journal the cancel of `id` is, after the request it cancels.
+async fn cancel_after_request(upstreams: &Upstreams, server: &str, id: &Value) -> Value {
+    until(&format!("{server} reading the cancel of {id}"), || {
+        let read = upstreams.read_by(server);
+        let request = read
+            .iter()
+            .position(|m| m["id"] == *id && m["method"].is_string())?;
+        let cancel = read.iter().position(|m| {
+            m["method"] == "notifications/cancelled" && m["params"]["requestId"] == *id
+        })?;
+        assert!(cancel > request, "the cancel overtook its request");
+        Some(read[cancel].clone())
+    })
+    .await
+}
+
+#[actix_rt::test]
+async fn every_servers_tools_are_listed_under_its_name_and_routed_to_it() {
+    let upstreams = Upstreams::new("routes");
+    let client = Client::connect(upstreams.transport())
+        .await
+        .expect("the gateway");
+    let tools = client.tools().await.expect("a list");
+    let names: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
+    assert!(
+        names.contains(&"a__echo") && names.contains(&"b__echo"),
+        "{names:?}"
+    );
+    assert!(names.iter().all(|n| n.len() <= 64), "{names:?}");
+
+    let answer = client
+        .call_tool("b__echo", json!({"text": "to b"}))
+        .await
+        .expect("answered");
+    assert_eq!(answer.text(), "to b");
+    let calls_at = |server: &str| {
+        upstreams
+            .read_by(server)
+            .into_iter()
+            .filter(|m| m["method"] == "tools/call")
+            .count()
+    };
+    assert_eq!((calls_at("a"), calls_at("b")), (0, 1));
+    let unknown = client.call_tool("c__echo", json!({})).await;
+    assert!(unknown.is_err(), "{unknown:?}");
+    client.shutdown().await;
+}
+
+#[actix_rt::test]
+async fn a_downstream_cancel_reaches_the_upstream_server_after_its_request() {
+    let upstreams = Upstreams::new("cancel");
+    let client = Client::connect(upstreams.transport())
+        .await
+        .expect("the gateway");
+    let token = Cancellation::new();
+    let sleeping = client
+        .call_tool("a__sleep", json!({"ms": 60_000}))
+        .cancellation(&token)
+        .into_future();
+    let cancel = async {
+        let id = upstream_call(&upstreams, "a", "sleep").await;
+        token.cancel_with_reason("the user left");
+        id
+    };
+    let (outcome, id) = tokio::join!(sleeping, cancel);
+    assert!(outcome.is_err_and(|e| e.is_cancelled()));
+    let cancelled = cancel_after_request(&upstreams, "a", &id).await;
+    let reason = cancelled["params"]["reason"].as_str().unwrap_or_default();
+    assert!(reason.contains("the user left"), "{cancelled}");
+    client.shutdown().await;
+}
+
+/// A downstream client that goes away (its stdin closed, mid-call): the gateway cancels the call
+/// upstream before it exits, and the servers are stopped.
+#[actix_rt::test]
+async fn a_downstream_client_that_goes_away_cancels_its_calls_upstream() {
+    let upstreams = Upstreams::new("gone");
+    let mut gateway = upstreams
+        .gateway()
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("the gateway starts");
+    let mut stdin = gateway.stdin.take().unwrap();
+    let mut stdout = BufReader::new(gateway.stdout.take().unwrap());
+    let mut send = |message: Value| writeln!(&mut stdin, "{message}").expect("written");
+    send(
+        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {},
+        "clientInfo": {"name": "raw", "version": "1"}}}),
+    );
+    let mut line = String::new();
+    stdout.read_line(&mut line).expect("the initialize answer");
+    assert!(line.contains("actix-mcp-gateway"), "{line}");
+    send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+    send(json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+        "params": {"name": "a__sleep", "arguments": {"ms": 60_000}}}));
+    let id = upstream_call(&upstreams, "a", "sleep").await;
+    // The downstream client goes away.
+    drop(stdin);
+    let status = until("the gateway exits", || gateway.try_wait().expect("status")).await;
+    assert!(status.success(), "{status}");
+    let cancelled = cancel_after_request(&upstreams, "a", &id).await;
+    let reason = cancelled["params"]["reason"].as_str().unwrap_or_default();
+    assert!(reason.contains("went away"), "{cancelled}");
+}
