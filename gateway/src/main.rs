@@ -1,7 +1,8 @@
 //! `actix-mcp-gateway`: the servers of an `mcp.json` behind one MCP endpoint.
 //!
 //! ```text
-//! actix-mcp-gateway --config mcp.json --stdio      # one downstream client over stdio
+//! actix-mcp-gateway --config mcp.json --listen 127.0.0.1:8080   # serves http://127.0.0.1:8080/mcp
+//! actix-mcp-gateway --config mcp.json --stdio                    # one downstream client over stdio
 //! ```
 //!
 //! One upstream connection per server (the library's `Servers`: supervised, shared by every
@@ -12,6 +13,7 @@
 //! cancel after its write for one written). At the end, owed cancels are written before the
 //! servers stop.
 
+mod http;
 mod in_flight;
 mod names;
 mod session;
@@ -32,6 +34,9 @@ struct Args {
     /// `servers`).
     #[arg(long, value_name = "FILE")]
     config: PathBuf,
+    /// Serve Streamable HTTP at http://ADDR/mcp (port 0: any free port, printed on stderr).
+    #[arg(long, value_name = "ADDR", conflicts_with = "stdio")]
+    listen: Option<std::net::SocketAddr>,
     /// Serve one downstream client over stdio.
     #[arg(long)]
     stdio: bool,
@@ -39,8 +44,8 @@ struct Args {
 
 fn main() -> ExitCode {
     let args = Args::parse();
-    if !args.stdio {
-        eprintln!("actix-mcp-gateway: say how to serve: --stdio (HTTP is not built yet)");
+    if !args.stdio && args.listen.is_none() {
+        eprintln!("actix-mcp-gateway: say how to serve: --listen ADDR or --stdio");
         return ExitCode::from(2);
     }
     let config = match Config::load(&args.config) {
@@ -56,7 +61,10 @@ fn main() -> ExitCode {
     let served = actix_rt::System::new().block_on(async move {
         let servers = Servers::from_config(&config, Client::builder());
         servers.start_all().await;
-        let served = stdio::serve(servers.clone()).await;
+        let served = match args.listen {
+            Some(listen) => http::serve(servers.clone(), listen).await,
+            None => stdio::serve(servers.clone()).await,
+        };
         // Every owed cancel is written before the servers are closed.
         servers.stop().await;
         served

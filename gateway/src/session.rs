@@ -2,15 +2,17 @@
 //! and `ping` are answered here; `tools/list` is the catalogue of every ready server under the
 //! gateway's names (`names.rs`); `tools/call` is routed to its server's one shared connection,
 //! with a token that a downstream `notifications/cancelled` (or the session's end) fires.
-//! Answers go to `out`, one JSON text each, in the order they are ready.
+//! Answers go to `out` (`Answers`), in the order they are ready: stdio writes each as a line,
+//! HTTP hands each to the POST that carried its request.
 
 use std::{cell::RefCell, rc::Rc};
 
+use crate::{in_flight::InFlight, names::Names};
 use actix_mcp::{Error, Servers, ServersError};
 use serde_json::{json, Value};
-use tokio::sync::mpsc;
 
-use crate::{in_flight::InFlight, names::Names};
+/// Where a session's answers go.
+pub type Answers = Rc<dyn Fn(Value)>;
 
 /// The protocol versions a downstream client may ask for (the first is offered otherwise).
 const VERSIONS: [&str; 4] = ["2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"];
@@ -22,7 +24,7 @@ const INTERNAL_ERROR: i64 = -32603;
 
 pub struct Session {
     servers: Servers,
-    out: mpsc::UnboundedSender<Vec<u8>>,
+    out: Answers,
     state: Rc<RefCell<State>>,
 }
 
@@ -63,7 +65,7 @@ fn call_error(id: &Value, failure: &ServersError) -> Value {
 }
 
 impl Session {
-    pub fn new(servers: Servers, out: mpsc::UnboundedSender<Vec<u8>>) -> Self {
+    pub fn new(servers: Servers, out: Answers) -> Self {
         Self {
             servers,
             out,
@@ -72,9 +74,7 @@ impl Session {
     }
 
     fn send(&self, message: &Value) {
-        let mut line = message.to_string().into_bytes();
-        line.push(b'\n');
-        let _ = self.out.send(line);
+        (self.out)(message.clone());
     }
 
     /// One message from the downstream client, taken in the order they come: a call is in

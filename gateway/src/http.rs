@@ -1,0 +1,169 @@
+//! Downstream Streamable HTTP at `/mcp` (the 2025-11-25 era, JSON answers): `initialize` opens a
+//! session (`Mcp-Session-Id`); each POST of a request waits for its answer; a notification or an
+//! answer gets `202`; `DELETE` ends the session, cancelling upstream what it left in flight;
+//! `GET` (a server-sent stream) gets `405`. Every session shares the one upstream connection of
+//! each server.
+//!
+//! One actix-web worker: the sessions live on its thread (the upstream connections run on the
+//! library's pool, spread over every core).
+
+use std::{cell::RefCell, collections::HashMap, net::SocketAddr, rc::Rc};
+
+use actix_mcp::Servers;
+use actix_web::{web, App, HttpRequest, HttpResponse, HttpServer};
+use serde_json::Value;
+use tokio::sync::oneshot;
+
+use crate::session::{Answers, Session};
+
+/// The header naming a session.
+const SESSION: &str = "mcp-session-id";
+
+/// A downstream session and the POSTs waiting for their answers, by request id.
+struct HttpSession {
+    session: Rc<Session>,
+    waiting: Rc<RefCell<HashMap<String, oneshot::Sender<Value>>>>,
+}
+
+impl HttpSession {
+    fn new(servers: Servers) -> Self {
+        let waiting: Rc<RefCell<HashMap<String, oneshot::Sender<Value>>>> = Rc::default();
+        let answers: Answers = {
+            let waiting = waiting.clone();
+            Rc::new(move |answer: Value| {
+                let post = waiting.borrow_mut().remove(&answer["id"].to_string());
+                if let Some(post) = post {
+                    let _ = post.send(answer);
+                }
+            })
+        };
+        Self {
+            session: Rc::new(Session::new(servers, answers)),
+            waiting,
+        }
+    }
+
+    /// One message; the answer, if it is a request (`None`: it was cancelled meanwhile).
+    async fn exchange(&self, message: Value) -> Option<Value> {
+        let is_request = message["method"].is_string() && message.get("id").is_some();
+        if message["method"] == "notifications/cancelled" {
+            // The cancelled request's POST ends without an answer.
+            let id = message["params"]["requestId"].to_string();
+            self.waiting.borrow_mut().remove(&id);
+        }
+        if !is_request {
+            self.session.message(message);
+            return None;
+        }
+        let (post, answer) = oneshot::channel();
+        self.waiting
+            .borrow_mut()
+            .insert(message["id"].to_string(), post);
+        self.session.message(message);
+        answer.await.ok()
+    }
+}
+
+struct Gateway {
+    servers: Servers,
+    sessions: RefCell<HashMap<String, Rc<HttpSession>>>,
+}
+
+fn json(answer: &Value) -> HttpResponse {
+    HttpResponse::Ok()
+        .content_type("application/json")
+        .body(answer.to_string())
+}
+
+async fn post(
+    request: HttpRequest,
+    body: web::Bytes,
+    gateway: web::Data<Rc<Gateway>>,
+) -> HttpResponse {
+    let Ok(message) = serde_json::from_slice::<Value>(&body) else {
+        return HttpResponse::BadRequest().body("the body is not a JSON-RPC message");
+    };
+    if !message.is_object() {
+        return HttpResponse::BadRequest().body("one JSON-RPC message per POST");
+    }
+    let named = request
+        .headers()
+        .get(SESSION)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned);
+    if message["method"] == "initialize" {
+        let id = uuid::Uuid::new_v4().simple().to_string();
+        let session = Rc::new(HttpSession::new(gateway.servers.clone()));
+        gateway
+            .sessions
+            .borrow_mut()
+            .insert(id.clone(), session.clone());
+        return match session.exchange(message).await {
+            Some(answer) => {
+                let mut response = json(&answer);
+                if let Ok(value) = actix_web::http::header::HeaderValue::from_str(&id) {
+                    response.headers_mut().insert(
+                        actix_web::http::header::HeaderName::from_static(SESSION),
+                        value,
+                    );
+                }
+                response
+            }
+            None => HttpResponse::Accepted().finish(),
+        };
+    }
+    let Some(named) = named else {
+        return HttpResponse::BadRequest().body("no Mcp-Session-Id: initialize first");
+    };
+    let Some(session) = gateway.sessions.borrow().get(&named).cloned() else {
+        return HttpResponse::NotFound().body("no such session");
+    };
+    match session.exchange(message).await {
+        Some(answer) => json(&answer),
+        None => HttpResponse::Accepted().finish(),
+    }
+}
+
+async fn delete(request: HttpRequest, gateway: web::Data<Rc<Gateway>>) -> HttpResponse {
+    let named = request.headers().get(SESSION).and_then(|v| v.to_str().ok());
+    let session = named.and_then(|id| gateway.sessions.borrow_mut().remove(id));
+    match session {
+        Some(session) => {
+            // Its POSTs still waiting end without an answer.
+            session.waiting.borrow_mut().clear();
+            session
+                .session
+                .end("the downstream session was closed")
+                .await;
+            HttpResponse::Ok().finish()
+        }
+        None => HttpResponse::NotFound().finish(),
+    }
+}
+
+/// Serves `/mcp` on `listen` until the process is interrupted (SIGINT, SIGTERM). POSTs still
+/// waiting get 5 s; then the worker's tasks end with it: each routed call still in flight is
+/// dropped, which cancels it upstream.
+pub async fn serve(servers: Servers, listen: SocketAddr) -> std::io::Result<()> {
+    let server = HttpServer::new({
+        let servers = servers.clone();
+        move || {
+            let gateway = Rc::new(Gateway {
+                servers: servers.clone(),
+                sessions: RefCell::default(),
+            });
+            App::new()
+                .app_data(web::Data::new(gateway))
+                .route("/mcp", web::post().to(post))
+                .route("/mcp", web::delete().to(delete))
+                .route("/mcp", web::get().to(HttpResponse::MethodNotAllowed))
+        }
+    })
+    .workers(1)
+    .shutdown_timeout(5)
+    .bind(listen)?;
+    for address in server.addrs() {
+        eprintln!("actix-mcp-gateway: listening on http://{address}/mcp");
+    }
+    server.run().await
+}

@@ -1,0 +1,163 @@
+//! The gateway over Streamable HTTP (2025-11-25 sessions, JSON answers) in front of two demo
+//! servers: a client of this library lists and calls through it, a downstream cancel reaches the
+//! upstream server after its request, and a session closed mid-call (`DELETE`) cancels it
+//! upstream. Two downstream sessions share the one upstream connection of each server.
+
+mod support;
+
+use std::{
+    future::IntoFuture,
+    io::{BufRead, BufReader},
+    process::{Child, Stdio},
+};
+
+use actix_mcp::{Cancellation, Client, HttpTransport};
+use serde_json::json;
+use support::*;
+
+/// The gateway on a free port: its process and its URL.
+struct Listening(Child, String);
+
+impl Drop for Listening {
+    /// Interrupts the gateway as a person would (it stops its servers), killing it only if it
+    /// does not end.
+    fn drop(&mut self) {
+        let pid = self.0.id().to_string();
+        let _ = std::process::Command::new("kill")
+            .args(["-INT", &pid])
+            .status();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+        while std::time::Instant::now() < deadline {
+            if let Ok(Some(_)) = self.0.try_wait() {
+                return;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn listen(upstreams: &Upstreams) -> Listening {
+    let mut child = upstreams
+        .gateway_with(&["--listen", "127.0.0.1:0"])
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("the gateway starts");
+    let mut stderr = BufReader::new(child.stderr.take().unwrap());
+    let mut line = String::new();
+    let url = loop {
+        line.clear();
+        assert!(
+            stderr.read_line(&mut line).unwrap() > 0,
+            "the gateway ended"
+        );
+        if let Some(url) = line.trim().strip_prefix("actix-mcp-gateway: listening on ") {
+            break url.to_owned();
+        }
+    };
+    std::thread::spawn(move || std::io::copy(&mut stderr, &mut std::io::sink()));
+    Listening(child, url)
+}
+
+#[actix_rt::test]
+async fn sessions_list_call_and_cancel_through_one_upstream_connection() {
+    let upstreams = Upstreams::new("http");
+    let gateway = listen(&upstreams);
+    let first = Client::connect(HttpTransport::new(&gateway.1))
+        .await
+        .expect("a session");
+    let second = Client::connect(HttpTransport::new(&gateway.1))
+        .await
+        .expect("another session");
+    assert!(first.session_id().is_some());
+    let tools = first.tools().await.expect("a list");
+    assert!(tools.iter().any(|t| t.name == "a__echo"));
+    for (client, text) in [(&first, "one"), (&second, "two")] {
+        let answer = client
+            .call_tool("b__echo", json!({ "text": text }))
+            .await
+            .expect("answered");
+        assert_eq!(answer.text(), text);
+    }
+    let handshakes = upstreams
+        .read_by("b")
+        .into_iter()
+        .filter(|m| m["method"] == "initialize")
+        .count();
+    assert_eq!(handshakes, 1, "two sessions, one upstream connection");
+
+    let token = Cancellation::new();
+    let sleeping = first
+        .call_tool("a__sleep", json!({"ms": 60_000}))
+        .cancellation(&token)
+        .into_future();
+    let cancel = async {
+        let id = upstream_call(&upstreams, "a", "sleep").await;
+        token.cancel_with_reason("the user left");
+        id
+    };
+    let (outcome, id) = tokio::join!(sleeping, cancel);
+    assert!(outcome.is_err_and(|e| e.is_cancelled()));
+    let cancelled = cancel_after_request(&upstreams, "a", &id).await;
+    let reason = cancelled["params"]["reason"].as_str().unwrap_or_default();
+    assert!(reason.contains("the user left"), "{cancelled}");
+    first.shutdown().await;
+    second.shutdown().await;
+}
+
+/// A raw HTTP/1.1 request (`Connection: close`); the response's head and body.
+fn http(url: &str, method: &str, session: Option<&str>, body: &str) -> (String, String) {
+    use std::io::{Read, Write};
+    let rest = url.trim_start_matches("http://");
+    let (host, path) = rest.split_once('/').expect("a path");
+    let mut stream = std::net::TcpStream::connect(host).expect("connects");
+    let session = session.map_or(String::new(), |id| format!("Mcp-Session-Id: {id}\r\n"));
+    write!(
+        stream,
+        "{method} /{path} HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\n\
+         Accept: application/json, text/event-stream\r\n{session}Content-Length: {}\r\n\
+         Connection: close\r\n\r\n{body}",
+        body.len()
+    )
+    .expect("sent");
+    let mut response = String::new();
+    stream.read_to_string(&mut response).expect("read");
+    let (head, body) = response.split_once("\r\n\r\n").unwrap_or((&response, ""));
+    (head.to_owned(), body.to_owned())
+}
+
+/// A downstream session closed (`DELETE`) while its call runs: the call is cancelled upstream,
+/// after its request, and its POST ends without an answer.
+#[actix_rt::test]
+async fn a_session_closed_mid_call_cancels_it_upstream() {
+    let upstreams = Upstreams::new("http-delete");
+    let gateway = listen(&upstreams);
+    let url = gateway.1.clone();
+    let initialize = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {},
+        "clientInfo": {"name": "raw", "version": "1"}}});
+    let (head, _) = http(&url, "POST", None, &initialize.to_string());
+    let session = head
+        .lines()
+        .find_map(|l| {
+            let (name, value) = l.split_once(':')?;
+            name.eq_ignore_ascii_case("mcp-session-id")
+                .then(|| value.trim().to_owned())
+        })
+        .expect("a session id");
+    let call = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+        "params": {"name": "a__sleep", "arguments": {"ms": 60_000}}});
+    let post = std::thread::spawn({
+        let (url, session) = (url.clone(), session.clone());
+        move || http(&url, "POST", Some(&session), &call.to_string())
+    });
+    let id = upstream_call(&upstreams, "a", "sleep").await;
+    let (deleted, _) = http(&url, "DELETE", Some(&session), "");
+    assert!(deleted.starts_with("HTTP/1.1 200"), "{deleted}");
+    let cancelled = cancel_after_request(&upstreams, "a", &id).await;
+    let reason = cancelled["params"]["reason"].as_str().unwrap_or_default();
+    assert!(reason.contains("session was closed"), "{cancelled}");
+    let (head, body) = post.join().expect("the POST ends");
+    assert!(head.starts_with("HTTP/1.1 202"), "{head}\n{body}");
+}

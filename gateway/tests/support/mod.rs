@@ -1,0 +1,117 @@
+//! Two demo servers (real processes, each journalling what it reads) behind the gateway, and
+//! what the tests ask of their journals.
+#![allow(dead_code)]
+
+#[path = "../../../tests/support/workspace_bins.rs"]
+mod workspace_bins;
+
+use std::{
+    path::{Path, PathBuf},
+    process::Command,
+    time::{Duration, Instant},
+};
+
+use actix_mcp::StdioTransport;
+use serde_json::{json, Value};
+
+pub struct Upstreams {
+    pub dir: PathBuf,
+    pub config: PathBuf,
+}
+
+impl Upstreams {
+    /// A config of two demo servers, `a` and `b`, each journalling to `<dir>/<name>.jsonl`.
+    pub fn new(name: &str) -> Self {
+        let demo = workspace_bins::program(
+            &[workspace_bins::DEMO_SERVER],
+            workspace_bins::DEMO_SERVER,
+            true,
+        );
+        let dir = std::env::temp_dir().join(format!("gateway-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let server = |name: &str| json!({"command": demo, "args": ["--journal", dir.join(format!("{name}.jsonl"))]});
+        let config = dir.join("mcp.json");
+        let text = json!({"mcpServers": {"a": server("a"), "b": server("b")}});
+        std::fs::write(&config, text.to_string()).unwrap();
+        Self { dir, config }
+    }
+
+    /// What server `name` read, one JSON message each.
+    pub fn read_by(&self, name: &str) -> Vec<Value> {
+        journal(&self.dir.join(format!("{name}.jsonl")))
+    }
+
+    pub fn gateway(&self) -> Command {
+        self.gateway_with(&["--stdio"])
+    }
+
+    /// The gateway before these servers, serving as `how` says.
+    pub fn gateway_with(&self, how: &[&str]) -> Command {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_actix-mcp-gateway"));
+        command.arg("--config").arg(&self.config).args(how);
+        command
+    }
+
+    /// The gateway as a downstream client of this library reaches it.
+    pub fn transport(&self) -> StdioTransport {
+        StdioTransport::new(env!("CARGO_BIN_EXE_actix-mcp-gateway"))
+            .arg("--config")
+            .arg(&self.config)
+            .arg("--stdio")
+    }
+}
+
+impl Drop for Upstreams {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+pub fn journal(path: &Path) -> Vec<Value> {
+    std::fs::read_to_string(path)
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|line| serde_json::from_str(line).ok())
+        .collect()
+}
+
+/// Polls `check` until it gives a value; fails after 30 s (a bound, not a timing assertion).
+pub async fn until<T>(what: &str, mut check: impl FnMut() -> Option<T>) -> T {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        if let Some(value) = check() {
+            return value;
+        }
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// The upstream id of the `tools/call` of `tool` that `server` read, once it has.
+pub async fn upstream_call(upstreams: &Upstreams, server: &str, tool: &str) -> Value {
+    until(&format!("{server} reading the call of {tool}"), || {
+        upstreams
+            .read_by(server)
+            .into_iter()
+            .find(|m| m["method"] == "tools/call" && m["params"]["name"] == tool)
+            .map(|m| m["id"].clone())
+    })
+    .await
+}
+
+/// Where in `server`'s journal the cancel of `id` is, after the request it cancels.
+pub async fn cancel_after_request(upstreams: &Upstreams, server: &str, id: &Value) -> Value {
+    until(&format!("{server} reading the cancel of {id}"), || {
+        let read = upstreams.read_by(server);
+        let request = read
+            .iter()
+            .position(|m| m["id"] == *id && m["method"].is_string())?;
+        let cancel = read.iter().position(|m| {
+            m["method"] == "notifications/cancelled" && m["params"]["requestId"] == *id
+        })?;
+        assert!(cancel > request, "the cancel overtook its request");
+        Some(read[cancel].clone())
+    })
+    .await
+}
