@@ -161,3 +161,41 @@ async fn a_session_closed_mid_call_cancels_it_upstream() {
     let (head, body) = post.join().expect("the POST ends");
     assert!(head.starts_with("HTTP/1.1 202"), "{head}\n{body}");
 }
+
+/// A client on the official Python SDK through the gateway: it lists the tools under their
+/// gateway names, calls one, and abandons a call; the upstream server sees the cancel after
+/// the request it cancels.
+#[actix_rt::test]
+async fn the_python_sdk_client_lists_calls_and_cancels_through_the_gateway() {
+    let upstreams = Upstreams::new("http-python");
+    let gateway = listen(&upstreams);
+    let script =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/python_client.py");
+    let output = tokio::process::Command::new(python())
+        .arg(script)
+        .arg(&gateway.1)
+        .output()
+        .await
+        .expect("the Python client runs");
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let steps: Vec<serde_json::Value> = String::from_utf8_lossy(&output.stdout)
+        .lines()
+        .filter_map(|line| serde_json::from_str(line).ok())
+        .collect();
+    let tools = steps[0]["tools"].as_array().expect("the tool names");
+    assert!(tools.contains(&json!("a__sleep")) && tools.contains(&json!("b__echo")));
+    assert_eq!(steps[1]["echo"], "from python");
+    assert_eq!(steps[2]["abandoned"], true);
+    let id = upstream_call(&upstreams, "a", "sleep").await;
+    let cancelled = cancel_after_request(&upstreams, "a", &id).await;
+    assert!(
+        cancelled["params"]["reason"]
+            .as_str()
+            .is_some_and(|r| r.contains("downstream client")),
+        "{cancelled}"
+    );
+}

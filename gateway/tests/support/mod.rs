@@ -115,3 +115,33 @@ pub async fn cancel_after_request(upstreams: &Upstreams, server: &str, id: &Valu
     })
     .await
 }
+
+/// The Python SDK (`mcp==2.3.0`) in the workspace's virtual environment (`target/py-mcp`, as
+/// the library's tests and `.ci/run` make it), made here if missing (needs `python3` and PyPI).
+pub fn python() -> PathBuf {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("the workspace")
+        .to_owned();
+    let venv = root.join("target/py-mcp");
+    let python = venv.join("bin/python");
+    let installed = Command::new(&python)
+        .args(["-c", "import mcp"])
+        .status()
+        .is_ok_and(|s| s.success());
+    if !installed {
+        let made = Command::new("python3")
+            .args(["-m", "venv"])
+            .arg(&venv)
+            .status();
+        assert!(made.is_ok_and(|s| s.success()), "python3 -m venv failed");
+        let pip = Command::new(venv.join("bin/pip"))
+            .args(["install", "--quiet", "mcp==2.3.0"])
+            .status();
+        assert!(
+            pip.is_ok_and(|s| s.success()),
+            "pip install mcp==2.3.0 failed"
+        );
+    }
+    python
+}
