@@ -2,7 +2,7 @@
 //! session (`Mcp-Session-Id`); each POST of a request waits for its answer; a notification or an
 //! answer gets `202`; `DELETE` ends the session, cancelling upstream what it left in flight;
 //! `GET` (a server-sent stream) gets `405`. Every session shares the one upstream connection of
-//! each server.
+//! each server. `GET /healthz` says where each upstream server is.
 //!
 //! One actix-web worker: the sessions live on its thread (the upstream connections run on the
 //! library's pool, spread over every core).
@@ -141,6 +141,17 @@ async fn delete(request: HttpRequest, gateway: web::Data<Rc<Gateway>>) -> HttpRe
     }
 }
 
+/// `/healthz`: the gateway answers, and says where each upstream server is.
+async fn healthz(gateway: web::Data<Rc<Gateway>>) -> HttpResponse {
+    let servers: Vec<Value> = gateway
+        .servers
+        .status()
+        .iter()
+        .map(|s| serde_json::json!({"name": s.name, "status": s.status.name()}))
+        .collect();
+    json(&serde_json::json!({ "servers": servers }))
+}
+
 /// Serves `/mcp` on `listen` until the process is interrupted (SIGINT, SIGTERM). POSTs still
 /// waiting get 5 s; then the worker's tasks end with it: each routed call still in flight is
 /// dropped, which cancels it upstream.
@@ -157,6 +168,7 @@ pub async fn serve(servers: Servers, listen: SocketAddr) -> std::io::Result<()> 
                 .route("/mcp", web::post().to(post))
                 .route("/mcp", web::delete().to(delete))
                 .route("/mcp", web::get().to(HttpResponse::MethodNotAllowed))
+                .route("/healthz", web::get().to(healthz))
         }
     })
     .workers(1)

@@ -59,7 +59,9 @@ fn main() -> ExitCode {
         eprintln!("actix-mcp-gateway: warning: {warning}");
     }
     let served = actix_rt::System::new().block_on(async move {
-        let servers = Servers::from_config(&config, Client::builder());
+        // No upstream timeout of the gateway's own: the downstream client's timeout, carried as
+        // its cancel, is the one.
+        let servers = Servers::from_config(&config, Client::builder().no_request_timeout());
         servers.start_all().await;
         let served = match args.listen {
             Some(listen) => http::serve(servers.clone(), listen).await,

@@ -8,6 +8,25 @@
 use std::{cell::RefCell, rc::Rc};
 
 use crate::{in_flight::InFlight, names::Names};
+
+/// Where each listed name goes: tools and prompts by their gateway names, resources by URI
+/// (the first server listing a URI serves it).
+#[derive(Default)]
+struct Routes {
+    tools: Names,
+    prompts: Names,
+    resources: std::collections::HashMap<String, String>,
+    /// The lists as the downstream client gets them.
+    lists: Lists,
+}
+
+#[derive(Default)]
+struct Lists {
+    tools: Vec<Value>,
+    prompts: Vec<Value>,
+    resources: Vec<Value>,
+    templates: Vec<Value>,
+}
 use actix_mcp::{Error, Servers, ServersError};
 use serde_json::{json, Value};
 
@@ -31,8 +50,8 @@ pub struct Session {
 #[derive(Default)]
 struct State {
     in_flight: InFlight,
-    /// The names of the last tool list (made on first use if no list was asked yet).
-    names: Option<Rc<Names>>,
+    /// The routes of the last lists (made on first use if no list was asked yet).
+    routes: Option<Rc<Routes>>,
     /// The routed calls' tasks, to wait for at the end.
     tasks: Vec<tokio::task::JoinHandle<()>>,
 }
@@ -45,22 +64,41 @@ fn result(id: &Value, result: Value) -> Value {
     json!({"jsonrpc": "2.0", "id": id, "result": result})
 }
 
-/// The downstream error for an upstream call that failed: the server's own JSON-RPC error as it
-/// was, anything else an internal error naming what happened.
-fn call_error(id: &Value, failure: &ServersError) -> Value {
-    match failure.client_error() {
-        Some(Error::Server {
-            code,
-            message,
-            data,
-        }) => {
-            let mut object = json!({"code": code, "message": message});
-            if let Some(data) = data {
-                object["data"] = data.clone();
-            }
-            json!({"jsonrpc": "2.0", "id": id, "error": object})
+/// A downstream error: code, message, data. The upstream server's own JSON-RPC error is passed
+/// on as it was; anything else is an internal error naming what happened.
+struct Refusal(i64, String, Option<Value>);
+
+impl Refusal {
+    fn params(message: impl Into<String>) -> Self {
+        Self(INVALID_PARAMS, message.into(), None)
+    }
+
+    fn from_error(failure: &Error) -> Self {
+        match failure {
+            Error::Server {
+                code,
+                message,
+                data,
+            } => Self(*code, message.clone(), data.clone()),
+            other => Self(INTERNAL_ERROR, other.to_string(), None),
         }
-        _ => error(id, INTERNAL_ERROR, failure.to_string()),
+    }
+
+    fn with_id(self, id: &Value) -> Value {
+        let mut object = json!({"code": self.0, "message": self.1});
+        if let Some(data) = self.2 {
+            object["data"] = data;
+        }
+        json!({"jsonrpc": "2.0", "id": id, "error": object})
+    }
+}
+
+impl From<ServersError> for Refusal {
+    fn from(failure: ServersError) -> Self {
+        match failure.client_error() {
+            Some(error) => Self::from_error(error),
+            None => Self(INTERNAL_ERROR, failure.to_string(), None),
+        }
     }
 }
 
@@ -116,21 +154,33 @@ impl Session {
                     &id,
                     json!({
                         "protocolVersion": version,
-                        "capabilities": {"tools": {"listChanged": true}},
+                        "capabilities": {
+                            "tools": {"listChanged": true},
+                            "resources": {"listChanged": true},
+                            "prompts": {"listChanged": true},
+                        },
                         "serverInfo": {"name": "actix-mcp-gateway", "version": env!("CARGO_PKG_VERSION")},
                     }),
                 )
             }
             "ping" => result(&id, json!({})),
-            "tools/list" => {
-                let session = self.clone();
+            "tools/list" | "prompts/list" | "resources/list" | "resources/templates/list" => {
+                let (session, method) = (self.clone(), method.to_owned());
                 self.spawn(async move {
-                    let tools = session.tools().await;
-                    session.send(&result(&id, tools));
+                    let routes = session.catalogue().await;
+                    let lists = &routes.lists;
+                    let (key, items) = match method.as_str() {
+                        "tools/list" => ("tools", &lists.tools),
+                        "prompts/list" => ("prompts", &lists.prompts),
+                        "resources/list" => ("resources", &lists.resources),
+                        _ => ("resourceTemplates", &lists.templates),
+                    };
+                    session.send(&result(&id, json!({ key: items })));
                 });
                 return;
             }
-            "tools/call" => return self.call(id, params),
+            "resources/read" | "prompts/get" => return self.call(id, method, params),
+            "tools/call" => return self.call(id, method, params),
             _ => error(
                 &id,
                 METHOD_NOT_FOUND,
@@ -147,38 +197,71 @@ impl Session {
         tasks.push(task);
     }
 
-    /// The catalogue's tools under the gateway's names; the names are kept for routing.
-    async fn tools(&self) -> Value {
+    /// Every ready server's lists under the gateway's names, kept for routing.
+    async fn catalogue(&self) -> Rc<Routes> {
         let catalogue = self.servers.catalogue().await;
         for (server, why) in &catalogue.unavailable {
-            tracing::info!(%server, %why, "left out of the tool list");
+            tracing::info!(%server, %why, "left out of the lists");
         }
-        let names = Names::new(
+        let tools = Names::new(
             catalogue
                 .tools
                 .iter()
                 .map(|t| (t.server.as_str(), t.item.name.as_str())),
         );
-        let tools: Vec<Value> = catalogue
-            .tools
-            .iter()
-            .filter_map(|listed| {
-                let name = names.name_of(&listed.server, &listed.item.name)?;
-                let mut tool = serde_json::to_value(&listed.item).ok()?;
-                tool["name"] = Value::String(name.to_owned());
-                Some(tool)
-            })
-            .collect();
-        self.state.borrow_mut().names = Some(Rc::new(names));
-        json!({ "tools": tools })
+        let prompts = Names::new(
+            catalogue
+                .prompts
+                .iter()
+                .map(|p| (p.server.as_str(), p.item.name.as_str())),
+        );
+        let renamed = |names: &Names, server: &str, name: &str, item: Value| {
+            let mut item = item;
+            item["name"] = Value::String(names.name_of(server, name)?.to_owned());
+            Some(item)
+        };
+        let mut lists = Lists::default();
+        for listed in &catalogue.tools {
+            let item = serde_json::to_value(&listed.item).unwrap_or_default();
+            lists
+                .tools
+                .extend(renamed(&tools, &listed.server, &listed.item.name, item));
+        }
+        for listed in &catalogue.prompts {
+            let item = serde_json::to_value(&listed.item).unwrap_or_default();
+            lists
+                .prompts
+                .extend(renamed(&prompts, &listed.server, &listed.item.name, item));
+        }
+        let mut resources = std::collections::HashMap::new();
+        for listed in &catalogue.resources {
+            if resources.contains_key(&listed.item.uri) {
+                continue; // the first server listing a URI serves it
+            }
+            resources.insert(listed.item.uri.clone(), listed.server.clone());
+            lists
+                .resources
+                .extend(serde_json::to_value(&listed.item).ok());
+        }
+        for listed in &catalogue.resource_templates {
+            lists
+                .templates
+                .extend(serde_json::to_value(&listed.item).ok());
+        }
+        let routes = Rc::new(Routes {
+            tools,
+            prompts,
+            resources,
+            lists,
+        });
+        self.state.borrow_mut().routes = Some(routes.clone());
+        routes
     }
 
-    /// Routes a `tools/call` to its server: in flight at once, answered when the upstream call
-    /// ends, unless the downstream client cancelled it meanwhile.
-    fn call(self: &Rc<Self>, id: Value, params: &Value) {
-        let Some(name) = params["name"].as_str().map(str::to_owned) else {
-            return self.send(&error(&id, INVALID_PARAMS, "tools/call needs a name"));
-        };
+    /// Routes a `tools/call`, `prompts/get` or `resources/read` to its server: in flight at
+    /// once, answered when the upstream request ends, unless the downstream client cancelled it
+    /// meanwhile.
+    fn call(self: &Rc<Self>, id: Value, method: &str, params: &Value) {
         let Some(token) = self.state.borrow_mut().in_flight.begin(&id) else {
             return self.send(&error(
                 &id,
@@ -186,37 +269,78 @@ impl Session {
                 "a request with this id is in flight",
             ));
         };
-        let arguments = params.get("arguments").cloned().unwrap_or(json!({}));
-        let session = self.clone();
+        let (session, method, params) = (self.clone(), method.to_owned(), params.clone());
         self.spawn(async move {
-            let names = session.names().await;
-            let answer = match names.route(&name) {
-                None => error(&id, INVALID_PARAMS, format!("no tool named {name:?}")),
-                Some((server, tool)) => {
-                    let call = session.servers.call_tool(server, tool, arguments);
-                    match call.cancellation(&token).await {
-                        Ok(value) => match serde_json::to_value(value) {
-                            Ok(value) => result(&id, value),
-                            Err(e) => error(&id, INTERNAL_ERROR, e.to_string()),
-                        },
-                        Err(failure) => call_error(&id, &failure),
-                    }
-                }
+            let answer = match session.routed(&method, &params, &token).await {
+                Ok(value) => result(&id, value),
+                Err(answer) => answer.with_id(&id),
             };
-            // A call cancelled downstream is owed no answer.
+            // A request cancelled downstream is owed no answer.
             if session.state.borrow_mut().in_flight.end(&id) {
                 session.send(&answer);
             }
         });
     }
 
-    /// The names of the last tool list, made now if none was asked for yet.
-    async fn names(&self) -> Rc<Names> {
-        if let Some(names) = self.state.borrow().names.clone() {
-            return names;
+    /// The upstream request of a routed downstream one, with the downstream's token.
+    async fn routed(
+        &self,
+        method: &str,
+        params: &Value,
+        token: &actix_mcp::Cancellation,
+    ) -> Result<Value, Refusal> {
+        let routes = self.routes().await;
+        let text = |key: &str| params[key].as_str().map(str::to_owned);
+        let to_value = |value: Result<Value, serde_json::Error>| {
+            value.map_err(|e| Refusal(INTERNAL_ERROR, e.to_string(), None))
+        };
+        match method {
+            "tools/call" => {
+                let name =
+                    text("name").ok_or_else(|| Refusal::params("tools/call needs a name"))?;
+                let (server, tool) = routes
+                    .tools
+                    .route(&name)
+                    .ok_or_else(|| Refusal::params(format!("no tool named {name:?}")))?;
+                let arguments = params.get("arguments").cloned().unwrap_or(json!({}));
+                let call = self.servers.call_tool(server, tool, arguments);
+                let answer = call.cancellation(token).await.map_err(Refusal::from)?;
+                to_value(serde_json::to_value(answer))
+            }
+            "prompts/get" => {
+                let name =
+                    text("name").ok_or_else(|| Refusal::params("prompts/get needs a name"))?;
+                let (server, prompt) = routes
+                    .prompts
+                    .route(&name)
+                    .ok_or_else(|| Refusal::params(format!("no prompt named {name:?}")))?;
+                let arguments = params["arguments"].as_object().cloned().unwrap_or_default();
+                let client = self.servers.client(server).await.map_err(Refusal::from)?;
+                let call = client.get_prompt(prompt, arguments).cancellation(token);
+                let answer = call.await.map_err(|e| Refusal::from_error(&e))?;
+                to_value(serde_json::to_value(answer))
+            }
+            _ => {
+                let uri =
+                    text("uri").ok_or_else(|| Refusal::params("resources/read needs a uri"))?;
+                let server = routes
+                    .resources
+                    .get(&uri)
+                    .ok_or_else(|| Refusal::params(format!("no resource {uri:?}")))?;
+                let client = self.servers.client(server).await.map_err(Refusal::from)?;
+                let call = client.read_resource(&uri).cancellation(token);
+                let answer = call.await.map_err(|e| Refusal::from_error(&e))?;
+                to_value(serde_json::to_value(answer))
+            }
         }
-        let _ = self.tools().await;
-        self.state.borrow().names.clone().unwrap_or_default()
+    }
+
+    /// The routes of the last lists, made now if none was asked for yet.
+    async fn routes(&self) -> Rc<Routes> {
+        if let Some(routes) = self.state.borrow().routes.clone() {
+            return routes;
+        }
+        self.catalogue().await
     }
 
     /// The downstream client went away: every call it left in flight is cancelled upstream, and

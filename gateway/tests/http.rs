@@ -104,6 +104,16 @@ async fn sessions_list_call_and_cancel_through_one_upstream_connection() {
     assert!(reason.contains("the user left"), "{cancelled}");
     first.shutdown().await;
     second.shutdown().await;
+
+    let (head, body) = http(&gateway.1.replace("/mcp", "/healthz"), "GET", None, "");
+    assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+    let health: serde_json::Value = serde_json::from_str(&body).expect("JSON");
+    assert_eq!(
+        health["servers"].as_array().map(Vec::len),
+        Some(2),
+        "{health}"
+    );
+    assert!(health["servers"][0]["status"] == "ready", "{health}");
 }
 
 /// A raw HTTP/1.1 request (`Connection: close`); the response's head and body.

@@ -44,6 +44,30 @@ async fn every_servers_tools_are_listed_under_its_name_and_routed_to_it() {
     assert_eq!((calls_at("a"), calls_at("b")), (0, 1));
     let unknown = client.call_tool("c__echo", json!({})).await;
     assert!(unknown.is_err(), "{unknown:?}");
+
+    // Prompts by their gateway names; resources by URI, served by the first server listing it.
+    let prompts = client.prompts().await.expect("prompts");
+    assert!(prompts.iter().any(|p| p.name == "b__greet"), "{prompts:?}");
+    let mut arguments = serde_json::Map::new();
+    arguments.insert("name".into(), json!("Ada"));
+    let greeting = client
+        .get_prompt("b__greet", arguments)
+        .await
+        .expect("a prompt");
+    assert!(serde_json::to_string(&greeting).unwrap().contains("Ada"));
+    let resources = client.resources().await.expect("resources");
+    assert!(resources.iter().any(|r| r.uri == "demo://counter"));
+    client.read_resource("demo://counter").await.expect("read");
+    let reads_at = |server: &str| {
+        upstreams
+            .read_by(server)
+            .into_iter()
+            .filter(|m| m["method"] == "resources/read" || m["method"] == "prompts/get")
+            .map(|m| m["method"].as_str().unwrap_or_default().to_owned())
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(reads_at("a"), ["resources/read"]);
+    assert_eq!(reads_at("b"), ["prompts/get"]);
     client.shutdown().await;
 }
 
