@@ -1,6 +1,7 @@
-//! Downstream Streamable HTTP at `/mcp` (the 2025-11-25 era, JSON answers): `initialize` opens a
-//! session (`Mcp-Session-Id`); each POST of a request waits for its answer; a notification or an
-//! answer gets `202`; `DELETE` ends the session, cancelling upstream what it left in flight;
+//! Downstream Streamable HTTP at `/mcp` (the 2025-11-25 era): `initialize` opens a session
+//! (`Mcp-Session-Id`); each POST of a request carries back its progress and its answer, as an
+//! event stream when the client takes one, else the answer as JSON; a notification or an answer
+//! gets `202`; `DELETE` ends the session, cancelling upstream what it left in flight;
 //! `GET` (a server-sent stream) gets `405`. Every session shares the one upstream connection of
 //! each server. `GET /healthz` says where each upstream server is.
 //!
@@ -12,28 +13,37 @@ use std::{cell::RefCell, collections::HashMap, net::SocketAddr, rc::Rc};
 use actix_mcp::Servers;
 use actix_web::{web, App, HttpRequest, HttpResponse, HttpServer};
 use serde_json::Value;
-use tokio::sync::oneshot;
+use tokio::sync::mpsc;
 
 use crate::session::{Answers, Session};
 
 /// The header naming a session.
 const SESSION: &str = "mcp-session-id";
 
+/// The messages for one request's POST: its progress, then its answer (the stream ends there).
+type Messages = mpsc::UnboundedReceiver<Value>;
+
 /// A downstream session and the POSTs waiting for their answers, by request id.
 struct HttpSession {
     session: Rc<Session>,
-    waiting: Rc<RefCell<HashMap<String, oneshot::Sender<Value>>>>,
+    waiting: Rc<RefCell<HashMap<String, mpsc::UnboundedSender<Value>>>>,
 }
 
 impl HttpSession {
     fn new(servers: Servers) -> Self {
-        let waiting: Rc<RefCell<HashMap<String, oneshot::Sender<Value>>>> = Rc::default();
+        let waiting: Rc<RefCell<HashMap<String, mpsc::UnboundedSender<Value>>>> = Rc::default();
         let answers: Answers = {
             let waiting = waiting.clone();
-            Rc::new(move |answer: Value| {
-                let post = waiting.borrow_mut().remove(&answer["id"].to_string());
+            Rc::new(move |message: Value, related: Option<&Value>| {
+                let mut waiting = waiting.borrow_mut();
+                let post = match related {
+                    // A notification of a request in flight: on that request's POST.
+                    Some(id) => waiting.get(&id.to_string()).cloned(),
+                    // An answer: the last message of its POST.
+                    None => waiting.remove(&message["id"].to_string()),
+                };
                 if let Some(post) = post {
-                    let _ = post.send(answer);
+                    let _ = post.send(message);
                 }
             })
         };
@@ -43,8 +53,8 @@ impl HttpSession {
         }
     }
 
-    /// One message; the answer, if it is a request (`None`: it was cancelled meanwhile).
-    async fn exchange(&self, message: Value) -> Option<Value> {
+    /// One message; for a request, the messages its POST carries back.
+    fn exchange(&self, message: Value) -> Option<Messages> {
         let is_request = message["method"].is_string() && message.get("id").is_some();
         if message["method"] == "notifications/cancelled" {
             // The cancelled request's POST ends without an answer.
@@ -55,13 +65,43 @@ impl HttpSession {
             self.session.message(message);
             return None;
         }
-        let (post, answer) = oneshot::channel();
+        let (post, messages) = mpsc::unbounded_channel();
         self.waiting
             .borrow_mut()
             .insert(message["id"].to_string(), post);
         self.session.message(message);
-        answer.await.ok()
+        Some(messages)
     }
+}
+
+/// What a request's POST answers: an event stream of its messages when the client takes one,
+/// else the answer as JSON (`202` if it was cancelled meanwhile).
+async fn reply(request: &HttpRequest, messages: Option<Messages>) -> HttpResponse {
+    let Some(mut messages) = messages else {
+        return HttpResponse::Accepted().finish();
+    };
+    let accepts = request
+        .headers()
+        .get(actix_web::http::header::ACCEPT)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|accept| accept.contains("text/event-stream"));
+    if accepts {
+        let events = futures::stream::unfold(messages, |mut messages| async move {
+            let message = messages.recv().await?;
+            let event = bytes::Bytes::from(format!("event: message\ndata: {message}\n\n"));
+            Some((Ok::<_, std::convert::Infallible>(event), messages))
+        });
+        return HttpResponse::Ok()
+            .content_type("text/event-stream")
+            .insert_header(("cache-control", "no-cache"))
+            .streaming(events);
+    }
+    while let Some(message) = messages.recv().await {
+        if message.get("id").is_some() {
+            return json(&message);
+        }
+    }
+    HttpResponse::Accepted().finish()
 }
 
 struct Gateway {
@@ -98,19 +138,14 @@ async fn post(
             .sessions
             .borrow_mut()
             .insert(id.clone(), session.clone());
-        return match session.exchange(message).await {
-            Some(answer) => {
-                let mut response = json(&answer);
-                if let Ok(value) = actix_web::http::header::HeaderValue::from_str(&id) {
-                    response.headers_mut().insert(
-                        actix_web::http::header::HeaderName::from_static(SESSION),
-                        value,
-                    );
-                }
-                response
-            }
-            None => HttpResponse::Accepted().finish(),
-        };
+        let mut response = reply(&request, session.exchange(message)).await;
+        if let Ok(value) = actix_web::http::header::HeaderValue::from_str(&id) {
+            response.headers_mut().insert(
+                actix_web::http::header::HeaderName::from_static(SESSION),
+                value,
+            );
+        }
+        return response;
     }
     let Some(named) = named else {
         return HttpResponse::BadRequest().body("no Mcp-Session-Id: initialize first");
@@ -118,10 +153,7 @@ async fn post(
     let Some(session) = gateway.sessions.borrow().get(&named).cloned() else {
         return HttpResponse::NotFound().body("no such session");
     };
-    match session.exchange(message).await {
-        Some(answer) => json(&answer),
-        None => HttpResponse::Accepted().finish(),
-    }
+    reply(&request, session.exchange(message)).await
 }
 
 async fn delete(request: HttpRequest, gateway: web::Data<Rc<Gateway>>) -> HttpResponse {

@@ -30,8 +30,9 @@ struct Lists {
 use actix_mcp::{Error, Servers, ServersError};
 use serde_json::{json, Value};
 
-/// Where a session's answers go.
-pub type Answers = Rc<dyn Fn(Value)>;
+/// Where a session's messages go: answers, and the notifications of a request in flight
+/// (its progress), with that request's downstream id.
+pub type Answers = Rc<dyn Fn(Value, Option<&Value>)>;
 
 /// The protocol versions a downstream client may ask for (the first is offered otherwise).
 const VERSIONS: [&str; 4] = ["2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"];
@@ -112,7 +113,7 @@ impl Session {
     }
 
     fn send(&self, message: &Value) {
-        (self.out)(message.clone());
+        (self.out)(message.clone(), None);
     }
 
     /// One message from the downstream client, taken in the order they come: a call is in
@@ -271,7 +272,7 @@ impl Session {
         };
         let (session, method, params) = (self.clone(), method.to_owned(), params.clone());
         self.spawn(async move {
-            let answer = match session.routed(&method, &params, &token).await {
+            let answer = match session.routed(&id, &method, &params, &token).await {
                 Ok(value) => result(&id, value),
                 Err(answer) => answer.with_id(&id),
             };
@@ -285,6 +286,7 @@ impl Session {
     /// The upstream request of a routed downstream one, with the downstream's token.
     async fn routed(
         &self,
+        id: &Value,
         method: &str,
         params: &Value,
         token: &actix_mcp::Cancellation,
@@ -303,8 +305,18 @@ impl Session {
                     .route(&name)
                     .ok_or_else(|| Refusal::params(format!("no tool named {name:?}")))?;
                 let arguments = params.get("arguments").cloned().unwrap_or(json!({}));
-                let call = self.servers.call_tool(server, tool, arguments);
-                let answer = call.cancellation(token).await.map_err(Refusal::from)?;
+                let progress_token = params["_meta"].get("progressToken").cloned();
+                let answer = match progress_token {
+                    None => {
+                        let call = self.servers.call_tool(server, tool, arguments);
+                        call.cancellation(token).await.map_err(Refusal::from)?
+                    }
+                    Some(progress_token) => {
+                        let client = self.servers.client(server).await.map_err(Refusal::from)?;
+                        let call = client.call_tool(tool, arguments).cancellation(token);
+                        self.with_progress(id, progress_token, call).await?
+                    }
+                };
                 to_value(serde_json::to_value(answer))
             }
             "prompts/get" => {
@@ -333,6 +345,38 @@ impl Session {
                 to_value(serde_json::to_value(answer))
             }
         }
+    }
+
+    /// Runs `call`, passing its upstream progress downstream under the downstream's token.
+    async fn with_progress(
+        &self,
+        id: &Value,
+        progress_token: Value,
+        call: actix_mcp::Call<actix_mcp::CallToolResult>,
+    ) -> Result<actix_mcp::CallToolResult, Refusal> {
+        use futures::{FutureExt as _, StreamExt as _};
+        let (call, mut progress) = call.progress_stream();
+        let mut call = std::pin::pin!(std::future::IntoFuture::into_future(call));
+        let pass_on = |update: actix_mcp::Progress| {
+            let mut params = serde_json::to_value(&update).unwrap_or_default();
+            params["progressToken"] = progress_token.clone();
+            let notification = json!({
+                "jsonrpc": "2.0", "method": "notifications/progress", "params": params
+            });
+            (self.out)(notification, Some(id));
+        };
+        let answer = loop {
+            tokio::select! {
+                biased;
+                Some(update) = progress.next() => pass_on(update),
+                answer = &mut call => break answer,
+            }
+        };
+        // The progress that came before the answer is in the stream already: it goes first.
+        while let Some(Some(update)) = progress.next().now_or_never() {
+            pass_on(update);
+        }
+        answer.map_err(|e| Refusal::from_error(&e))
     }
 
     /// The routes of the last lists, made now if none was asked for yet.

@@ -20,11 +20,12 @@ pub async fn serve(servers: Servers) -> std::io::Result<()> {
             }
         }
     });
-    let answers: crate::session::Answers = std::rc::Rc::new(move |answer: Value| {
-        let mut line = answer.to_string().into_bytes();
-        line.push(b'\n');
-        let _ = out.send(line);
-    });
+    let answers: crate::session::Answers =
+        std::rc::Rc::new(move |answer: Value, _: Option<&Value>| {
+            let mut line = answer.to_string().into_bytes();
+            line.push(b'\n');
+            let _ = out.send(line);
+        });
     let session = std::rc::Rc::new(Session::new(servers, answers));
     let mut stdin = BufReader::new(tokio::io::stdin()).lines();
     while let Some(line) = stdin.next_line().await? {

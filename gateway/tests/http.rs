@@ -138,7 +138,7 @@ fn http(url: &str, method: &str, session: Option<&str>, body: &str) -> (String, 
 }
 
 /// A downstream session closed (`DELETE`) while its call runs: the call is cancelled upstream,
-/// after its request, and its POST ends without an answer.
+/// after its request, and its POST's event stream ends without an answer.
 #[actix_rt::test]
 async fn a_session_closed_mid_call_cancels_it_upstream() {
     let upstreams = Upstreams::new("http-delete");
@@ -168,8 +168,13 @@ async fn a_session_closed_mid_call_cancels_it_upstream() {
     let cancelled = cancel_after_request(&upstreams, "a", &id).await;
     let reason = cancelled["params"]["reason"].as_str().unwrap_or_default();
     assert!(reason.contains("session was closed"), "{cancelled}");
+    // Its POST (an event stream: the raw client takes one) ends with no answer in it.
     let (head, body) = post.join().expect("the POST ends");
-    assert!(head.starts_with("HTTP/1.1 202"), "{head}\n{body}");
+    assert!(head.starts_with("HTTP/1.1 200"), "{head}\n{body}");
+    assert!(
+        !body.contains("\"result\"") && !body.contains("\"error\""),
+        "{body}"
+    );
 }
 
 /// A client on the official Python SDK through the gateway: it lists the tools under their
@@ -208,4 +213,24 @@ async fn the_python_sdk_client_lists_calls_and_cancels_through_the_gateway() {
             .is_some_and(|r| r.contains("downstream client")),
         "{cancelled}"
     );
+}
+
+/// Over HTTP, a call's progress comes back on its POST's event stream, before its answer.
+#[actix_rt::test]
+async fn progress_comes_back_on_the_calls_event_stream() {
+    let upstreams = Upstreams::new("http-progress");
+    let gateway = listen(&upstreams);
+    let client = Client::connect(HttpTransport::new(&gateway.1))
+        .await
+        .expect("a session");
+    let updates = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let seen = updates.clone();
+    let answer = client
+        .call_tool("b__progress", json!({"steps": 3, "interval_ms": 10}))
+        .on_progress(move |p| seen.lock().unwrap().push(p.progress))
+        .await
+        .expect("answered");
+    assert_ne!(answer.is_error, Some(true));
+    assert_eq!(updates.lock().unwrap().len(), 3);
+    client.shutdown().await;
 }

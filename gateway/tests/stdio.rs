@@ -129,3 +129,24 @@ async fn a_downstream_client_that_goes_away_cancels_its_calls_upstream() {
     let reason = cancelled["params"]["reason"].as_str().unwrap_or_default();
     assert!(reason.contains("went away"), "{cancelled}");
 }
+
+/// A call with a progress token: the upstream server's progress reaches the downstream client
+/// under the downstream's own token, then the answer.
+#[actix_rt::test]
+async fn upstream_progress_reaches_the_downstream_client() {
+    let upstreams = Upstreams::new("progress");
+    let client = Client::connect(upstreams.transport())
+        .await
+        .expect("the gateway");
+    let updates = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let seen = updates.clone();
+    let answer = client
+        .call_tool("a__progress", json!({"steps": 3, "interval_ms": 10}))
+        .on_progress(move |p| seen.lock().unwrap().push(p.progress))
+        .await
+        .expect("answered");
+    assert_ne!(answer.is_error, Some(true));
+    let updates = updates.lock().unwrap().clone();
+    assert_eq!(updates.len(), 3, "{updates:?}");
+    client.shutdown().await;
+}
