@@ -2,8 +2,9 @@
 //! (`Mcp-Session-Id`); each POST of a request carries back its progress and its answer, as an
 //! event stream when the client takes one, else the answer as JSON; a notification or an answer
 //! gets `202`; `DELETE` ends the session, cancelling upstream what it left in flight;
-//! `GET` (a server-sent stream) gets `405`. Every session shares the one upstream connection of
-//! each server. `GET /healthz` says where each upstream server is.
+//! `GET` opens the session's stream of what belongs to no request (an upstream `list_changed`).
+//! Every session shares the one upstream connection of each server. `GET /healthz` says where
+//! each upstream server is.
 //!
 //! One actix-web worker: the sessions live on its thread (the upstream connections run on the
 //! library's pool, spread over every core).
@@ -13,9 +14,12 @@ use std::{cell::RefCell, collections::HashMap, net::SocketAddr, rc::Rc};
 use actix_mcp::Servers;
 use actix_web::{web, App, HttpRequest, HttpResponse, HttpServer};
 use serde_json::Value;
-use tokio::sync::mpsc;
+use tokio::sync::{broadcast, mpsc};
 
-use crate::session::{Answers, Session};
+use crate::{
+    changes::Changed,
+    session::{Answers, Session},
+};
 
 /// The header naming a session.
 const SESSION: &str = "mcp-session-id";
@@ -27,29 +31,37 @@ type Messages = mpsc::UnboundedReceiver<Value>;
 struct HttpSession {
     session: Rc<Session>,
     waiting: Rc<RefCell<HashMap<String, mpsc::UnboundedSender<Value>>>>,
+    /// The session's GET stream, while one is open: what belongs to no request (`list_changed`).
+    stream: Rc<RefCell<Option<mpsc::UnboundedSender<Value>>>>,
 }
 
 impl HttpSession {
-    fn new(servers: Servers) -> Self {
+    fn new(servers: Servers, changes: &broadcast::Sender<Changed>) -> Self {
         let waiting: Rc<RefCell<HashMap<String, mpsc::UnboundedSender<Value>>>> = Rc::default();
+        let stream: Rc<RefCell<Option<mpsc::UnboundedSender<Value>>>> = Rc::default();
         let answers: Answers = {
-            let waiting = waiting.clone();
+            let (waiting, stream) = (waiting.clone(), stream.clone());
             Rc::new(move |message: Value, related: Option<&Value>| {
                 let mut waiting = waiting.borrow_mut();
-                let post = match related {
+                let post = match (related, message.get("id")) {
                     // A notification of a request in flight: on that request's POST.
-                    Some(id) => waiting.get(&id.to_string()).cloned(),
+                    (Some(id), _) => waiting.get(&id.to_string()).cloned(),
                     // An answer: the last message of its POST.
-                    None => waiting.remove(&message["id"].to_string()),
+                    (None, Some(id)) => waiting.remove(&id.to_string()),
+                    // A notification of no request: on the GET stream, if one is open.
+                    (None, None) => stream.borrow().clone(),
                 };
                 if let Some(post) = post {
                     let _ = post.send(message);
                 }
             })
         };
+        let session = Rc::new(Session::new(servers, answers));
+        session.follow(changes.subscribe());
         Self {
-            session: Rc::new(Session::new(servers, answers)),
+            session,
             waiting,
+            stream,
         }
     }
 
@@ -106,6 +118,7 @@ async fn reply(request: &HttpRequest, messages: Option<Messages>) -> HttpRespons
 
 struct Gateway {
     servers: Servers,
+    changes: broadcast::Sender<Changed>,
     sessions: RefCell<HashMap<String, Rc<HttpSession>>>,
 }
 
@@ -133,7 +146,7 @@ async fn post(
         .map(str::to_owned);
     if message["method"] == "initialize" {
         let id = uuid::Uuid::new_v4().simple().to_string();
-        let session = Rc::new(HttpSession::new(gateway.servers.clone()));
+        let session = Rc::new(HttpSession::new(gateway.servers.clone(), &gateway.changes));
         gateway
             .sessions
             .borrow_mut()
@@ -173,6 +186,29 @@ async fn delete(request: HttpRequest, gateway: web::Data<Rc<Gateway>>) -> HttpRe
     }
 }
 
+/// `GET /mcp`: the session's stream of what belongs to no request (a new one replaces the
+/// last).
+async fn get(request: HttpRequest, gateway: web::Data<Rc<Gateway>>) -> HttpResponse {
+    let named = request.headers().get(SESSION).and_then(|v| v.to_str().ok());
+    let Some(named) = named else {
+        return HttpResponse::BadRequest().body("no Mcp-Session-Id");
+    };
+    let Some(session) = gateway.sessions.borrow().get(named).cloned() else {
+        return HttpResponse::NotFound().body("no such session");
+    };
+    let (tx, rx) = mpsc::unbounded_channel::<Value>();
+    *session.stream.borrow_mut() = Some(tx);
+    let events = futures::stream::unfold(rx, |mut rx| async move {
+        let message = rx.recv().await?;
+        let event = bytes::Bytes::from(format!("event: message\ndata: {message}\n\n"));
+        Some((Ok::<_, std::convert::Infallible>(event), rx))
+    });
+    HttpResponse::Ok()
+        .content_type("text/event-stream")
+        .insert_header(("cache-control", "no-cache"))
+        .streaming(events)
+}
+
 /// `/healthz`: the gateway answers, and says where each upstream server is.
 async fn healthz(gateway: web::Data<Rc<Gateway>>) -> HttpResponse {
     let servers: Vec<Value> = gateway
@@ -187,19 +223,24 @@ async fn healthz(gateway: web::Data<Rc<Gateway>>) -> HttpResponse {
 /// Serves `/mcp` on `listen` until the process is interrupted (SIGINT, SIGTERM). POSTs still
 /// waiting get 5 s; then the worker's tasks end with it: each routed call still in flight is
 /// dropped, which cancels it upstream.
-pub async fn serve(servers: Servers, listen: SocketAddr) -> std::io::Result<()> {
+pub async fn serve(
+    servers: Servers,
+    listen: SocketAddr,
+    changes: broadcast::Sender<Changed>,
+) -> std::io::Result<()> {
     let server = HttpServer::new({
         let servers = servers.clone();
         move || {
             let gateway = Rc::new(Gateway {
                 servers: servers.clone(),
+                changes: changes.clone(),
                 sessions: RefCell::default(),
             });
             App::new()
                 .app_data(web::Data::new(gateway))
                 .route("/mcp", web::post().to(post))
                 .route("/mcp", web::delete().to(delete))
-                .route("/mcp", web::get().to(HttpResponse::MethodNotAllowed))
+                .route("/mcp", web::get().to(get))
                 .route("/healthz", web::get().to(healthz))
         }
     })

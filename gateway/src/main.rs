@@ -13,6 +13,7 @@
 //! cancel after its write for one written). At the end, owed cancels are written before the
 //! servers stop.
 
+mod changes;
 mod http;
 mod in_flight;
 mod names;
@@ -63,9 +64,11 @@ fn main() -> ExitCode {
         // its cancel, is the one.
         let servers = Servers::from_config(&config, Client::builder().no_request_timeout());
         servers.start_all().await;
+        let (changes, _) = tokio::sync::broadcast::channel(64);
+        changes::watch(&servers, changes.clone());
         let served = match args.listen {
-            Some(listen) => http::serve(servers.clone(), listen).await,
-            None => stdio::serve(servers.clone()).await,
+            Some(listen) => http::serve(servers.clone(), listen, changes).await,
+            None => stdio::serve(servers.clone(), changes).await,
         };
         // Every owed cancel is written before the servers are closed.
         servers.stop().await;

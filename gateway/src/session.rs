@@ -387,6 +387,36 @@ impl Session {
         self.catalogue().await
     }
 
+    /// An upstream list changed: the routes are made anew at the next use, and the downstream
+    /// client is told.
+    pub fn list_changed(&self, changed: crate::changes::Changed) {
+        self.state.borrow_mut().routes = None;
+        let method = format!("notifications/{changed}/list_changed");
+        self.send(&json!({"jsonrpc": "2.0", "method": method}));
+    }
+
+    /// Tells this session of every change `changes` reports, for as long as it lives.
+    pub fn follow(
+        self: &Rc<Self>,
+        mut changes: tokio::sync::broadcast::Receiver<crate::changes::Changed>,
+    ) {
+        let session = Rc::downgrade(self);
+        actix_rt::spawn(async move {
+            loop {
+                let changed = match changes.recv().await {
+                    Ok(changed) => changed,
+                    // Fell behind: every list may have changed.
+                    Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => "tools",
+                    Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
+                };
+                let Some(session) = session.upgrade() else {
+                    return;
+                };
+                session.list_changed(changed);
+            }
+        });
+    }
+
     /// The downstream client went away: every call it left in flight is cancelled upstream, and
     /// their tasks have ended (each cancel handed to its connection) when this returns.
     pub async fn end(&self, reason: &str) {

@@ -10,7 +10,10 @@ use tokio::{
 
 use crate::session::Session;
 
-pub async fn serve(servers: Servers) -> std::io::Result<()> {
+pub async fn serve(
+    servers: Servers,
+    changes: tokio::sync::broadcast::Sender<crate::changes::Changed>,
+) -> std::io::Result<()> {
     let (out, mut lines) = mpsc::unbounded_channel::<Vec<u8>>();
     let writer = actix_rt::spawn(async move {
         let mut stdout = tokio::io::stdout();
@@ -27,6 +30,7 @@ pub async fn serve(servers: Servers) -> std::io::Result<()> {
             let _ = out.send(line);
         });
     let session = std::rc::Rc::new(Session::new(servers, answers));
+    session.follow(changes.subscribe());
     let mut stdin = BufReader::new(tokio::io::stdin()).lines();
     while let Some(line) = stdin.next_line().await? {
         if line.trim().is_empty() {

@@ -234,3 +234,40 @@ async fn progress_comes_back_on_the_calls_event_stream() {
     assert_eq!(updates.lock().unwrap().len(), 3);
     client.shutdown().await;
 }
+
+/// Over HTTP, an upstream `list_changed` comes on the session's GET stream.
+#[actix_rt::test]
+async fn an_upstream_list_changed_comes_on_the_sessions_stream() {
+    let upstreams = Upstreams::new("http-changed");
+    let gateway = listen(&upstreams);
+    let client = Client::connect(HttpTransport::new(&gateway.1))
+        .await
+        .expect("a session");
+    let mut notifications = client.notifications();
+    // The client opens its GET stream once connected; a change may come before it is open, so
+    // ask until one comes (a bound, not a timing assertion).
+    let changed = tokio::time::timeout(std::time::Duration::from_secs(20), async {
+        loop {
+            client
+                .call_tool("b__notify", json!({"kind": "prompts"}))
+                .await
+                .expect("sent");
+            let next = tokio::time::timeout(std::time::Duration::from_millis(500), async {
+                loop {
+                    match notifications.next().await {
+                        Some(actix_mcp::ServerNotification::PromptsListChanged) => return true,
+                        Some(_) => continue,
+                        None => return false,
+                    }
+                }
+            })
+            .await;
+            if let Ok(seen) = next {
+                return seen;
+            }
+        }
+    })
+    .await;
+    assert_eq!(changed, Ok(true));
+    client.shutdown().await;
+}

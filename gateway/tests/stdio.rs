@@ -150,3 +150,29 @@ async fn upstream_progress_reaches_the_downstream_client() {
     assert_eq!(updates.len(), 3, "{updates:?}");
     client.shutdown().await;
 }
+
+/// An upstream server's `tools/list_changed` reaches the downstream client.
+#[actix_rt::test]
+async fn an_upstream_list_changed_reaches_the_downstream_client() {
+    let upstreams = Upstreams::new("changed");
+    let client = Client::connect(upstreams.transport())
+        .await
+        .expect("the gateway");
+    let mut notifications = client.notifications();
+    client
+        .call_tool("a__notify", json!({"kind": "tools"}))
+        .await
+        .expect("sent");
+    let changed = tokio::time::timeout(std::time::Duration::from_secs(10), async {
+        loop {
+            match notifications.next().await {
+                Some(actix_mcp::ServerNotification::ToolsListChanged) => return true,
+                Some(_) => continue,
+                None => return false,
+            }
+        }
+    })
+    .await;
+    assert_eq!(changed, Ok(true));
+    client.shutdown().await;
+}
