@@ -1,4 +1,5 @@
-//! Downstream Streamable HTTP at `/mcp` (the 2025-11-25 era): `initialize` opens a session
+//! Downstream Streamable HTTP at `/mcp`. The 2026-07-28 era: `server/discover`, each request on
+//! its own POST without a session, the POST aborted its cancel. The 2025-11-25 era: `initialize` opens a session
 //! (`Mcp-Session-Id`); each POST of a request carries back its progress and its answer, as an
 //! event stream when the client takes one, else the answer as JSON; a notification or an answer
 //! gets `202`; `DELETE` ends the session, cancelling upstream what it left in flight;
@@ -86,9 +87,32 @@ impl HttpSession {
     }
 }
 
+/// A stateless (2026-07-28) request in flight: its POST aborted (this dropped before the
+/// answer) is its cancel.
+struct AbortIsCancel {
+    session: Rc<Session>,
+    id: Value,
+    answered: bool,
+}
+
+impl Drop for AbortIsCancel {
+    fn drop(&mut self) {
+        if !self.answered {
+            self.session
+                .abandoned(&self.id, "the downstream client aborted the request");
+        }
+    }
+}
+
 /// What a request's POST answers: an event stream of its messages when the client takes one,
-/// else the answer as JSON (`202` if it was cancelled meanwhile).
-async fn reply(request: &HttpRequest, messages: Option<Messages>) -> HttpResponse {
+/// else the answer as JSON (`202` if it was cancelled meanwhile). With `abort`, the POST's end
+/// before its answer cancels the request.
+async fn reply(
+    request: &HttpRequest,
+    messages: Option<Messages>,
+    mut abort: Option<AbortIsCancel>,
+    streams: bool,
+) -> HttpResponse {
     let Some(mut messages) = messages else {
         return HttpResponse::Accepted().finish();
     };
@@ -97,12 +121,20 @@ async fn reply(request: &HttpRequest, messages: Option<Messages>) -> HttpRespons
         .get(actix_web::http::header::ACCEPT)
         .and_then(|v| v.to_str().ok())
         .is_some_and(|accept| accept.contains("text/event-stream"));
-    if accepts {
-        let events = futures::stream::unfold(messages, |mut messages| async move {
-            let message = messages.recv().await?;
-            let event = bytes::Bytes::from(format!("event: message\ndata: {message}\n\n"));
-            Some((Ok::<_, std::convert::Infallible>(event), messages))
-        });
+    // A stateless request answers as JSON unless it asked for progress: while the handler
+    // waits, the client going away drops it, which is the request's cancel.
+    if accepts && (abort.is_none() || streams) {
+        let events =
+            futures::stream::unfold((messages, abort), |(mut messages, mut abort)| async move {
+                let message = messages.recv().await?;
+                if message.get("id").is_some() {
+                    if let Some(abort) = abort.as_mut() {
+                        abort.answered = true;
+                    }
+                }
+                let event = bytes::Bytes::from(format!("event: message\ndata: {message}\n\n"));
+                Some((Ok::<_, std::convert::Infallible>(event), (messages, abort)))
+            });
         return HttpResponse::Ok()
             .content_type("text/event-stream")
             .insert_header(("cache-control", "no-cache"))
@@ -110,6 +142,9 @@ async fn reply(request: &HttpRequest, messages: Option<Messages>) -> HttpRespons
     }
     while let Some(message) = messages.recv().await {
         if message.get("id").is_some() {
+            if let Some(abort) = abort.as_mut() {
+                abort.answered = true;
+            }
             return json(&message);
         }
     }
@@ -151,7 +186,7 @@ async fn post(
             .sessions
             .borrow_mut()
             .insert(id.clone(), session.clone());
-        let mut response = reply(&request, session.exchange(message)).await;
+        let mut response = reply(&request, session.exchange(message), None, true).await;
         if let Ok(value) = actix_web::http::header::HeaderValue::from_str(&id) {
             response.headers_mut().insert(
                 actix_web::http::header::HeaderName::from_static(SESSION),
@@ -161,12 +196,20 @@ async fn post(
         return response;
     }
     let Some(named) = named else {
-        return HttpResponse::BadRequest().body("no Mcp-Session-Id: initialize first");
+        // 2026-07-28: no session; each request on its own, its POST's abort its cancel.
+        let session = HttpSession::new(gateway.servers.clone(), &gateway.changes);
+        let abort = message.get("id").map(|id| AbortIsCancel {
+            session: session.session.clone(),
+            id: id.clone(),
+            answered: false,
+        });
+        let progress = !message["params"]["_meta"]["progressToken"].is_null();
+        return reply(&request, session.exchange(message), abort, progress).await;
     };
     let Some(session) = gateway.sessions.borrow().get(&named).cloned() else {
         return HttpResponse::NotFound().body("no such session");
     };
-    reply(&request, session.exchange(message)).await
+    reply(&request, session.exchange(message), None, true).await
 }
 
 async fn delete(request: HttpRequest, gateway: web::Data<Rc<Gateway>>) -> HttpResponse {
@@ -238,12 +281,17 @@ pub async fn serve(
             });
             App::new()
                 .app_data(web::Data::new(gateway))
+                // A POST whose client goes away has its handler dropped (2026-07-28: a cancel).
+                .wrap(actix_web::middleware::from_fn(
+                    actix_mcp::web::cancel_on_disconnect,
+                ))
                 .route("/mcp", web::post().to(post))
                 .route("/mcp", web::delete().to(delete))
                 .route("/mcp", web::get().to(get))
                 .route("/healthz", web::get().to(healthz))
         }
     })
+    .on_connect(actix_mcp::web::watch_connection)
     .workers(1)
     .shutdown_timeout(5)
     .bind(listen)?;

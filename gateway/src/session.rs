@@ -37,6 +37,22 @@ pub type Answers = Rc<dyn Fn(Value, Option<&Value>)>;
 /// The protocol versions a downstream client may ask for (the first is offered otherwise).
 const VERSIONS: [&str; 4] = ["2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"];
 
+/// The stateless era, served over HTTP without a session.
+const MODERN_VERSION: &str = "2026-07-28";
+
+/// What the gateway offers, in both eras.
+static CAPABILITIES: std::sync::LazyLock<Value> = std::sync::LazyLock::new(|| {
+    json!({
+        "tools": {"listChanged": true},
+        "resources": {"listChanged": true},
+        "prompts": {"listChanged": true},
+    })
+});
+
+fn server_info() -> Value {
+    json!({"name": "actix-mcp-gateway", "version": env!("CARGO_PKG_VERSION")})
+}
+
 /// JSON-RPC: the method is not one the gateway serves.
 const METHOD_NOT_FOUND: i64 = -32601;
 const INVALID_PARAMS: i64 = -32602;
@@ -61,7 +77,14 @@ fn error(id: &Value, code: i64, message: impl Into<String>) -> Value {
     json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message.into()}})
 }
 
-fn result(id: &Value, result: Value) -> Value {
+/// A result, with what the 2026-07-28 era asks of every result (`resultType`; older clients
+/// take it as one more member).
+fn result(id: &Value, mut result: Value) -> Value {
+    if let Some(object) = result.as_object_mut() {
+        object
+            .entry("resultType")
+            .or_insert_with(|| Value::String("complete".into()));
+    }
     json!({"jsonrpc": "2.0", "id": id, "result": result})
 }
 
@@ -155,12 +178,22 @@ impl Session {
                     &id,
                     json!({
                         "protocolVersion": version,
-                        "capabilities": {
-                            "tools": {"listChanged": true},
-                            "resources": {"listChanged": true},
-                            "prompts": {"listChanged": true},
-                        },
-                        "serverInfo": {"name": "actix-mcp-gateway", "version": env!("CARGO_PKG_VERSION")},
+                        "capabilities": CAPABILITIES.clone(),
+                        "serverInfo": server_info(),
+                    }),
+                )
+            }
+            // 2026-07-28: what `initialize` says, without a session.
+            "server/discover" => {
+                let mut versions = vec![MODERN_VERSION];
+                versions.extend(VERSIONS);
+                result(
+                    &id,
+                    json!({
+                        "resultType": "complete",
+                        "supportedVersions": versions,
+                        "capabilities": CAPABILITIES.clone(),
+                        "_meta": {"io.modelcontextprotocol/serverInfo": server_info()},
                     }),
                 )
             }
@@ -176,7 +209,9 @@ impl Session {
                         "resources/list" => ("resources", &lists.resources),
                         _ => ("resourceTemplates", &lists.templates),
                     };
-                    session.send(&result(&id, json!({ key: items })));
+                    // Made of every upstream's lists: not for a client to keep (2026-07-28).
+                    let list = json!({ key: items, "ttlMs": 0, "cacheScope": "private" });
+                    session.send(&result(&id, list));
                 });
                 return;
             }
@@ -385,6 +420,12 @@ impl Session {
             return routes;
         }
         self.catalogue().await
+    }
+
+    /// The downstream client gave up `id` another way than a notification (2026-07-28: it
+    /// aborted the request's POST): its upstream call is cancelled.
+    pub fn abandoned(&self, id: &Value, reason: &str) {
+        self.state.borrow_mut().in_flight.cancel(id, Some(reason));
     }
 
     /// An upstream list changed: the routes are made anew at the next use, and the downstream

@@ -271,3 +271,40 @@ async fn an_upstream_list_changed_comes_on_the_sessions_stream() {
     assert_eq!(changed, Ok(true));
     client.shutdown().await;
 }
+
+/// A client of the 2026-07-28 era (no session, `server/discover`): it lists and calls through
+/// the gateway, and its cancel, an aborted POST, cancels the call upstream after its request.
+#[actix_rt::test]
+async fn a_stateless_client_cancels_by_aborting_its_post() {
+    let upstreams = Upstreams::new("http-modern");
+    let gateway = listen(&upstreams);
+    let client = Client::builder()
+        .era(actix_mcp::ProtocolEra::Modern)
+        .connect(HttpTransport::new(&gateway.1))
+        .await
+        .expect("discovered");
+    assert_eq!(client.protocol_version(), "2026-07-28");
+    assert!(client.session_id().is_none());
+    let answer = client
+        .call_tool("a__echo", json!({"text": "stateless"}))
+        .await
+        .expect("answered");
+    assert_eq!(answer.text(), "stateless");
+
+    let token = Cancellation::new();
+    let sleeping = client
+        .call_tool("a__sleep", json!({"ms": 60_000}))
+        .cancellation(&token)
+        .into_future();
+    let cancel = async {
+        let id = upstream_call(&upstreams, "a", "sleep").await;
+        token.cancel_with_reason("the user left");
+        id
+    };
+    let (outcome, id) = tokio::join!(sleeping, cancel);
+    assert!(outcome.is_err_and(|e| e.is_cancelled()));
+    let cancelled = cancel_after_request(&upstreams, "a", &id).await;
+    let reason = cancelled["params"]["reason"].as_str().unwrap_or_default();
+    assert!(reason.contains("aborted"), "{cancelled}");
+    client.shutdown().await;
+}
