@@ -176,3 +176,40 @@ async fn an_upstream_list_changed_reaches_the_downstream_client() {
     assert_eq!(changed, Ok(true));
     client.shutdown().await;
 }
+
+/// An upstream server that crashes is restarted by the gateway's supervision: the next call to
+/// it is answered, by its new process, and the other server never noticed.
+#[actix_rt::test]
+async fn an_upstream_that_crashes_is_restarted_and_served_again() {
+    let upstreams = Upstreams::new("restart");
+    let client = Client::connect(upstreams.transport())
+        .await
+        .expect("the gateway");
+    let pid = |answer: actix_mcp::CallToolResult| answer.text();
+    let before = pid(client.call_tool("a__pid", json!({})).await.expect("a pid"));
+    let crashed = client.call_tool("a__crash", json!({})).await;
+    assert!(crashed.is_err(), "{crashed:?}");
+    let after = until_answered(&client, "a__pid").await;
+    assert_ne!(before, after, "a new process");
+    let b = client
+        .call_tool("b__echo", json!({"text": "still here"}))
+        .await
+        .expect("b answers");
+    assert_eq!(b.text(), "still here");
+    client.shutdown().await;
+}
+
+/// Calls `tool` until it is answered (the server is being restarted meanwhile); its text.
+async fn until_answered(client: &Client, tool: &str) -> String {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    loop {
+        if let Ok(answer) = client.call_tool(tool, json!({})).await {
+            return answer.text();
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{tool} never answered"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+}
