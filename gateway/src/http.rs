@@ -124,21 +124,7 @@ async fn reply(
     // A stateless request answers as JSON unless it asked for progress: while the handler
     // waits, the client going away drops it, which is the request's cancel.
     if accepts && (abort.is_none() || streams) {
-        let events =
-            futures::stream::unfold((messages, abort), |(mut messages, mut abort)| async move {
-                let message = messages.recv().await?;
-                if message.get("id").is_some() {
-                    if let Some(abort) = abort.as_mut() {
-                        abort.answered = true;
-                    }
-                }
-                let event = bytes::Bytes::from(format!("event: message\ndata: {message}\n\n"));
-                Some((Ok::<_, std::convert::Infallible>(event), (messages, abort)))
-            });
-        return HttpResponse::Ok()
-            .content_type("text/event-stream")
-            .insert_header(("cache-control", "no-cache"))
-            .streaming(events);
+        return event_stream(messages, abort);
     }
     while let Some(message) = messages.recv().await {
         if message.get("id").is_some() {
@@ -241,11 +227,21 @@ async fn get(request: HttpRequest, gateway: web::Data<Rc<Gateway>>) -> HttpRespo
     };
     let (tx, rx) = mpsc::unbounded_channel::<Value>();
     *session.stream.borrow_mut() = Some(tx);
-    let events = futures::stream::unfold(rx, |mut rx| async move {
-        let message = rx.recv().await?;
-        let event = bytes::Bytes::from(format!("event: message\ndata: {message}\n\n"));
-        Some((Ok::<_, std::convert::Infallible>(event), rx))
-    });
+    event_stream(rx, None)
+}
+
+/// An event stream of `messages`, one event each, ending with them. With `abort`, the answer
+/// (a message with an id) marks the request answered: the stream dropped before it cancels it.
+fn event_stream(messages: Messages, abort: Option<AbortIsCancel>) -> HttpResponse {
+    let events =
+        futures::stream::unfold((messages, abort), |(mut messages, mut abort)| async move {
+            let message = messages.recv().await?;
+            if let (Some(abort), Some(_)) = (abort.as_mut(), message.get("id")) {
+                abort.answered = true;
+            }
+            let event = bytes::Bytes::from(format!("event: message\ndata: {message}\n\n"));
+            Some((Ok::<_, std::convert::Infallible>(event), (messages, abort)))
+        });
     HttpResponse::Ok()
         .content_type("text/event-stream")
         .insert_header(("cache-control", "no-cache"))

@@ -6,12 +6,11 @@
 mod support;
 
 use std::{
-    future::IntoFuture,
     io::{BufRead, BufReader},
     process::{Child, Stdio},
 };
 
-use actix_mcp::{Cancellation, Client, HttpTransport};
+use actix_mcp::{Client, HttpTransport};
 use serde_json::json;
 use support::*;
 
@@ -87,19 +86,7 @@ async fn sessions_list_call_and_cancel_through_one_upstream_connection() {
         .count();
     assert_eq!(handshakes, 1, "two sessions, one upstream connection");
 
-    let token = Cancellation::new();
-    let sleeping = first
-        .call_tool("a__sleep", json!({"ms": 60_000}))
-        .cancellation(&token)
-        .into_future();
-    let cancel = async {
-        let id = upstream_call(&upstreams, "a", "sleep").await;
-        token.cancel_with_reason("the user left");
-        id
-    };
-    let (outcome, id) = tokio::join!(sleeping, cancel);
-    assert!(outcome.is_err_and(|e| e.is_cancelled()));
-    let cancelled = cancel_after_request(&upstreams, "a", &id).await;
+    let cancelled = cancel_a_sleep(&first, &upstreams).await;
     let reason = cancelled["params"]["reason"].as_str().unwrap_or_default();
     assert!(reason.contains("the user left"), "{cancelled}");
     first.shutdown().await;
@@ -186,25 +173,9 @@ async fn the_python_sdk_client_lists_calls_and_cancels_through_the_gateway() {
     let gateway = listen(&upstreams);
     let script =
         std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/python_client.py");
-    let output = tokio::process::Command::new(python())
-        .arg(script)
-        .arg(&gateway.1)
-        .output()
-        .await
-        .expect("the Python client runs");
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    let steps: Vec<serde_json::Value> = String::from_utf8_lossy(&output.stdout)
-        .lines()
-        .filter_map(|line| serde_json::from_str(line).ok())
-        .collect();
-    let tools = steps[0]["tools"].as_array().expect("the tool names");
-    assert!(tools.contains(&json!("a__sleep")) && tools.contains(&json!("b__echo")));
-    assert_eq!(steps[1]["echo"], "from python");
-    assert_eq!(steps[2]["abandoned"], true);
+    let mut command = tokio::process::Command::new(python());
+    command.arg(script).arg(&gateway.1);
+    run_sdk_client(command, "from python").await;
     let id = upstream_call(&upstreams, "a", "sleep").await;
     let cancelled = cancel_after_request(&upstreams, "a", &id).await;
     assert!(
@@ -223,15 +194,7 @@ async fn progress_comes_back_on_the_calls_event_stream() {
     let client = Client::connect(HttpTransport::new(&gateway.1))
         .await
         .expect("a session");
-    let updates = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
-    let seen = updates.clone();
-    let answer = client
-        .call_tool("b__progress", json!({"steps": 3, "interval_ms": 10}))
-        .on_progress(move |p| seen.lock().unwrap().push(p.progress))
-        .await
-        .expect("answered");
-    assert_ne!(answer.is_error, Some(true));
-    assert_eq!(updates.lock().unwrap().len(), 3);
+    assert_eq!(progress_of(&client, "b__progress").await, 3);
     client.shutdown().await;
 }
 
@@ -291,19 +254,7 @@ async fn a_stateless_client_cancels_by_aborting_its_post() {
         .expect("answered");
     assert_eq!(answer.text(), "stateless");
 
-    let token = Cancellation::new();
-    let sleeping = client
-        .call_tool("a__sleep", json!({"ms": 60_000}))
-        .cancellation(&token)
-        .into_future();
-    let cancel = async {
-        let id = upstream_call(&upstreams, "a", "sleep").await;
-        token.cancel_with_reason("the user left");
-        id
-    };
-    let (outcome, id) = tokio::join!(sleeping, cancel);
-    assert!(outcome.is_err_and(|e| e.is_cancelled()));
-    let cancelled = cancel_after_request(&upstreams, "a", &id).await;
+    let cancelled = cancel_a_sleep(&client, &upstreams).await;
     let reason = cancelled["params"]["reason"].as_str().unwrap_or_default();
     assert!(reason.contains("aborted"), "{cancelled}");
     client.shutdown().await;
@@ -319,26 +270,12 @@ async fn the_typescript_sdk_client_lists_calls_and_cancels_through_the_gateway()
     let gateway = listen(&upstreams);
     let script =
         std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/typescript_client.mjs");
-    let output = tokio::process::Command::new(node)
+    let mut command = tokio::process::Command::new(node);
+    command
         .arg(script)
         .arg(&gateway.1)
-        .env("TS_CLIENT_ENTRY", entry)
-        .output()
-        .await
-        .expect("the TypeScript client runs");
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    let steps: Vec<serde_json::Value> = String::from_utf8_lossy(&output.stdout)
-        .lines()
-        .filter_map(|line| serde_json::from_str(line).ok())
-        .collect();
-    let tools = steps[0]["tools"].as_array().expect("the tool names");
-    assert!(tools.contains(&json!("a__sleep")) && tools.contains(&json!("b__echo")));
-    assert_eq!(steps[1]["echo"], "from typescript");
-    assert_eq!(steps[2]["abandoned"], true);
+        .env("TS_CLIENT_ENTRY", entry);
+    run_sdk_client(command, "from typescript").await;
     let id = upstream_call(&upstreams, "a", "sleep").await;
     let cancelled = cancel_after_request(&upstreams, "a", &id).await;
     let reason = cancelled["params"]["reason"].as_str().unwrap_or_default();

@@ -6,12 +6,11 @@
 mod support;
 
 use std::{
-    future::IntoFuture,
     io::{BufRead, BufReader, Write},
     process::Stdio,
 };
 
-use actix_mcp::{Cancellation, Client};
+use actix_mcp::Client;
 use serde_json::{json, Value};
 use support::*;
 
@@ -77,19 +76,7 @@ async fn a_downstream_cancel_reaches_the_upstream_server_after_its_request() {
     let client = Client::connect(upstreams.transport())
         .await
         .expect("the gateway");
-    let token = Cancellation::new();
-    let sleeping = client
-        .call_tool("a__sleep", json!({"ms": 60_000}))
-        .cancellation(&token)
-        .into_future();
-    let cancel = async {
-        let id = upstream_call(&upstreams, "a", "sleep").await;
-        token.cancel_with_reason("the user left");
-        id
-    };
-    let (outcome, id) = tokio::join!(sleeping, cancel);
-    assert!(outcome.is_err_and(|e| e.is_cancelled()));
-    let cancelled = cancel_after_request(&upstreams, "a", &id).await;
+    let cancelled = cancel_a_sleep(&client, &upstreams).await;
     let reason = cancelled["params"]["reason"].as_str().unwrap_or_default();
     assert!(reason.contains("the user left"), "{cancelled}");
     client.shutdown().await;
@@ -138,16 +125,7 @@ async fn upstream_progress_reaches_the_downstream_client() {
     let client = Client::connect(upstreams.transport())
         .await
         .expect("the gateway");
-    let updates = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
-    let seen = updates.clone();
-    let answer = client
-        .call_tool("a__progress", json!({"steps": 3, "interval_ms": 10}))
-        .on_progress(move |p| seen.lock().unwrap().push(p.progress))
-        .await
-        .expect("answered");
-    assert_ne!(answer.is_error, Some(true));
-    let updates = updates.lock().unwrap().clone();
-    assert_eq!(updates.len(), 3, "{updates:?}");
+    assert_eq!(progress_of(&client, "a__progress").await, 3);
     client.shutdown().await;
 }
 

@@ -476,7 +476,7 @@ impl OAuth {
     async fn adopt_stored(&self, found: &Found) -> Result<bool, Error> {
         let key = store_key(&found.issuer, &found.resource);
         let stored = self.inner.config.store.read(&key).await;
-        let Some(stored) = stored.map_err(store_failure)? else {
+        let Some(stored) = stored? else {
             return Ok(false);
         };
         let stored = stored.credentials;
@@ -609,10 +609,6 @@ impl OAuth {
             credentials,
         });
     }
-}
-
-fn store_failure(error: super::store::StoreError) -> Error {
-    failure(AuthErrorKind::Store, error.to_string())
 }
 
 #[cfg(test)]

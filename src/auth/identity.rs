@@ -189,11 +189,7 @@ impl OAuth {
             Some(granted) => Some(granted),
             None => {
                 let key = store_key(&found.issuer, &found.resource);
-                let stored = config
-                    .store
-                    .read(&key)
-                    .await
-                    .map_err(|e| failure(crate::error::AuthErrorKind::Store, e.to_string()))?;
+                let stored = config.store.read(&key).await?;
                 stored.map(|s| s.credentials)
             }
         };

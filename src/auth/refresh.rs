@@ -74,10 +74,6 @@ pub(super) fn decide(held: &Credentials, stored: Option<&Credentials>, now: u64)
     }
 }
 
-fn store_failure(error: StoreError) -> Error {
-    failure(AuthErrorKind::Store, error.to_string())
-}
-
 impl OAuth {
     /// Refreshes `held` once for every process sharing the store. `Ok(true)`: a new token is
     /// held (refreshed here or by another process); `Ok(false)`: nothing to refresh with, or
@@ -90,7 +86,7 @@ impl OAuth {
             // The store failed while the lease was held: give it back, if the store lets us.
             let _ = self.inner.config.store.release(lease).await;
         }
-        match outcome.map_err(store_failure)? {
+        match outcome? {
             Outcome::Adopted(credentials) | Outcome::Refreshed(credentials) => {
                 self.hold_grant(&held.metadata, &held.resource, credentials);
                 Ok(true)

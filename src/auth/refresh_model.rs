@@ -18,15 +18,11 @@ use proptest::prelude::*;
 
 use super::{
     refresh_states::{Action, Answer, Coordinator, Outcome, LEASE_TTL, REFRESH_REQUEST_TIMEOUT},
-    store::{table::Table, Lease},
+    store::{millis, table::Table, Lease},
     Credentials,
 };
 
 const KEY: &str = "issuer resource";
-
-fn millis(d: std::time::Duration) -> u64 {
-    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
-}
 
 /// The authorization server: one valid refresh token at a time; a spent one revokes the grant.
 #[derive(Default)]

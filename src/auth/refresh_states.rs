@@ -16,7 +16,7 @@ use backon::BackoffBuilder;
 
 use super::{
     refresh::{decide, refreshed_by_another, Decision},
-    store::Lease,
+    store::{millis, Lease},
     Credentials,
 };
 
@@ -235,8 +235,4 @@ impl Coordinator {
         tracing::error!(?phase, "refresh coordination out of order");
         self.done(Outcome::Failed)
     }
-}
-
-fn millis(duration: Duration) -> u64 {
-    u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)
 }

@@ -11,7 +11,7 @@ use std::{
     time::{Duration, Instant},
 };
 
-use actix_mcp::StdioTransport;
+use actix_mcp::{Cancellation, Client, StdioTransport};
 use serde_json::{json, Value};
 
 pub struct Upstreams {
@@ -175,4 +175,57 @@ pub fn typescript() -> (PathBuf, PathBuf) {
         );
     }
     (node, package.join("dist/index.mjs"))
+}
+
+/// Calls `a__sleep` through the gateway and cancels it, with the reason "the user left", once
+/// server `a` has read it: the caller is answered `Cancelled`; the cancel server `a` read, after
+/// the request it cancels.
+pub async fn cancel_a_sleep(client: &Client, upstreams: &Upstreams) -> Value {
+    let token = Cancellation::new();
+    let sleeping = std::future::IntoFuture::into_future(
+        client
+            .call_tool("a__sleep", json!({"ms": 60_000}))
+            .cancellation(&token),
+    );
+    let cancel = async {
+        let id = upstream_call(upstreams, "a", "sleep").await;
+        token.cancel_with_reason("the user left");
+        id
+    };
+    let (outcome, id) = tokio::join!(sleeping, cancel);
+    assert!(outcome.is_err_and(|e| e.is_cancelled()));
+    cancel_after_request(upstreams, "a", &id).await
+}
+
+/// How many progress updates a call of `tool` (3 steps) brought back through the gateway.
+pub async fn progress_of(client: &Client, tool: &str) -> usize {
+    let updates = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let seen = updates.clone();
+    let answer = client
+        .call_tool(tool, json!({"steps": 3, "interval_ms": 10}))
+        .on_progress(move |p| seen.lock().unwrap().push(p.progress))
+        .await
+        .expect("answered");
+    assert_ne!(answer.is_error, Some(true));
+    let count = updates.lock().unwrap().len();
+    count
+}
+
+/// Runs an official SDK's downstream client script (`command URL`) and checks its steps: the
+/// tools listed under their gateway names, `b__echo` answered with `echo`, a call abandoned.
+pub async fn run_sdk_client(mut command: tokio::process::Command, echo: &str) {
+    let output = command.output().await.expect("the SDK client runs");
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let steps: Vec<Value> = String::from_utf8_lossy(&output.stdout)
+        .lines()
+        .filter_map(|line| serde_json::from_str(line).ok())
+        .collect();
+    let tools = steps[0]["tools"].as_array().expect("the tool names");
+    assert!(tools.contains(&json!("a__sleep")) && tools.contains(&json!("b__echo")));
+    assert_eq!(steps[1]["echo"], echo);
+    assert_eq!(steps[2]["abandoned"], true);
 }

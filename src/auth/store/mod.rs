@@ -186,6 +186,15 @@ pub enum StoreError {
     Unavailable(String),
 }
 
+/// A store that fails fails the authorization with [`AuthErrorKind::Store`].
+///
+/// [`AuthErrorKind::Store`]: crate::AuthErrorKind::Store
+impl From<StoreError> for crate::error::Error {
+    fn from(error: StoreError) -> Self {
+        super::failure(crate::error::AuthErrorKind::Store, error.to_string())
+    }
+}
+
 /// What a store's operations return.
 pub type StoreFuture<'a, T> = Pin<Box<dyn Future<Output = Result<T, StoreError>> + Send + 'a>>;
 
@@ -227,7 +236,7 @@ pub(crate) fn now_ms() -> u64 {
         .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
 }
 
-fn millis(duration: Duration) -> u64 {
+pub(crate) fn millis(duration: Duration) -> u64 {
     u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)
 }
 
