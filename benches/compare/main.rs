@@ -31,6 +31,7 @@
 mod children;
 mod clients;
 mod fleet;
+mod gateway;
 mod manager;
 mod refresh;
 mod scenarios;
@@ -121,6 +122,11 @@ struct Args {
     /// clients' own (legacy).
     #[arg(long, value_enum)]
     era: Option<Era>,
+    /// Through a front: the demo server behind actix-mcp-gateway, the npm and the PyPI
+    /// `mcp-proxy`, and directly (its own HTTP mode), reached over HTTP by the same client.
+    /// Scenarios a, b, c1, c2, c3; `--clients` picks fronts.
+    #[arg(long)]
+    gateway: bool,
     /// The fleet's sizes (comma-separated connection counts; default 100,1000).
     #[arg(long, value_delimiter = ',')]
     connections: Option<Vec<usize>>,
@@ -136,14 +142,14 @@ struct Args {
 
 fn main() -> ExitCode {
     let args = Args::parse();
-    let server = match server_cmd(args.server.as_deref()) {
+    let server = match server_cmd(args.server.as_deref(), args.gateway) {
         Ok(server) => server,
         Err(e) => {
             eprintln!("{e}");
             return ExitCode::FAILURE;
         }
     };
-    let sizes = match (args.http, args.smoke) {
+    let sizes = match (args.http || args.gateway, args.smoke) {
         (false, true) => Sizes::SMOKE,
         (false, false) => Sizes::FULL,
         (true, true) => Sizes::HTTP_SMOKE,
@@ -154,6 +160,11 @@ fn main() -> ExitCode {
     }
     if args.scenarios.as_deref() == Some(&["refresh".to_owned()][..]) {
         return refresh::orchestrate(args.smoke);
+    }
+    if let (Some(front), Some(scenario), true) = (&args.worker, &args.scenario, args.gateway) {
+        let result =
+            actix_rt::System::new().block_on(gateway::worker(front, scenario, &server, sizes));
+        return report(front, scenario, result);
     }
     if let (Some(client), Some(scenario)) = (&args.worker, &args.scenario) {
         let mut server = ServerCmd {
@@ -170,7 +181,9 @@ fn main() -> ExitCode {
         return worker(client, scenario, &server, sizes);
     }
     let runs = if args.smoke { 1 } else { args.runs.max(1) };
-    let (default_clients, default_scenarios): (&[&str], &[&str]) = if args.http {
+    let (default_clients, default_scenarios): (&[&str], &[&str]) = if args.gateway {
+        (&gateway::FRONTS, &gateway::SCENARIOS)
+    } else if args.http {
         (&HTTP_CLIENTS, &HTTP_SCENARIOS)
     } else {
         (&CLIENTS, &SCENARIOS)
@@ -202,18 +215,20 @@ fn pick(chosen: Option<Vec<String>>, all: &[&str]) -> Vec<String> {
     chosen.unwrap_or_else(|| all.iter().map(|s| s.to_string()).collect())
 }
 
-fn server_cmd(line: Option<&str>) -> Result<ServerCmd, String> {
+fn server_cmd(line: Option<&str>, gateway: bool) -> Result<ServerCmd, String> {
+    // With --gateway, the gateway is built with it (one build: later calls ask for the same).
+    let programs: &[_] = if gateway {
+        &[workspace_bins::DEMO_SERVER, workspace_bins::GATEWAY]
+    } else {
+        &[workspace_bins::DEMO_SERVER]
+    };
     match line {
         // The demo server, its own package: built here (with the benchmark's profile) if needed.
         // The orchestrator passes the workers its path with `--server`.
         None => Ok(ServerCmd {
-            program: workspace_bins::program(
-                &[workspace_bins::DEMO_SERVER],
-                workspace_bins::DEMO_SERVER,
-                true,
-            )
-            .to_string_lossy()
-            .into_owned(),
+            program: workspace_bins::program(programs, workspace_bins::DEMO_SERVER, true)
+                .to_string_lossy()
+                .into_owned(),
             args: Vec::new(),
             http: false,
             http2: false,
@@ -368,6 +383,9 @@ fn orchestrate(
                 if args.http {
                     cmd.arg("--http");
                 }
+                if args.gateway {
+                    cmd.arg("--gateway");
+                }
                 if let Some(era) = args.era {
                     cmd.args(["--era", era.name()]);
                 }
@@ -399,23 +417,31 @@ fn orchestrate(
         print!(" {client} |");
     }
     // actix-mcp against the raw client and rmcp on the same transport (over HTTP: HTTP/1.1,
-    // then HTTP/2).
-    let pairs: &[(&str, &str, &str)] = if args.http {
+    // then HTTP/2); through a front, the gateway against each proxy.
+    let pairs: &[(&str, &[&str])] = if args.gateway {
+        &[("actix-mcp-gateway", &["mcp-proxy-npm", "mcp-proxy-py"])]
+    } else if args.http {
         &[
-            ("actix-mcp-http", "raw-http", "rmcp-http"),
-            ("actix-mcp-h2", "raw-h2", "rmcp-h2"),
+            ("actix-mcp-http", &["raw-http", "rmcp-http"]),
+            ("actix-mcp-h2", &["raw-h2", "rmcp-h2"]),
         ]
     } else {
-        &[("actix-mcp", "raw", "rmcp")]
+        &[("actix-mcp", &["raw", "rmcp"])]
     };
-    for (ours, _, _) in pairs {
-        print!(" {ours} ÷ raw | {ours} ÷ rmcp |");
+    let ratios: usize = pairs.iter().map(|(_, others)| others.len()).sum();
+    for (ours, others) in pairs {
+        for other in *others {
+            print!(" {ours} ÷ {other} |");
+        }
     }
     println!();
+    if args.gateway {
+        gateway::add_latency_added(&mut results);
+    }
     println!(
         "|---|---|{}{}",
         "---|".repeat(columns.len()),
-        "---|---|".repeat(pairs.len())
+        "---|".repeat(ratios)
     );
     for ((_, scenario), per_client) in &results {
         let mut metrics: Vec<&String> = per_client.values().flat_map(|m| m.keys()).collect();
@@ -432,9 +458,11 @@ fn orchestrate(
             for client in &columns {
                 print!(" {} |", fmt(median(client)));
             }
-            for (ours, raw, rmcp) in pairs {
+            for (ours, others) in pairs {
                 let a = median(ours);
-                print!(" {} | {} |", ratio(a, median(raw)), ratio(a, median(rmcp)));
+                for other in *others {
+                    print!(" {} |", ratio(a, median(other)));
+                }
             }
             println!();
         }

@@ -287,7 +287,7 @@ pub async fn serve(
                 .route("/healthz", web::get().to(healthz))
         }
     })
-    .on_connect(actix_mcp::web::watch_connection)
+    .on_connect(on_connect)
     .workers(1)
     .shutdown_timeout(5)
     .bind(listen)?;
@@ -295,4 +295,13 @@ pub async fn serve(
         eprintln!("actix-mcp-gateway: listening on http://{address}/mcp");
     }
     server.run().await
+}
+
+/// Every answer is small and written in pieces (an SSE event, then the stream's end): without
+/// `TCP_NODELAY` each waited out the client's delayed ACK (~40 ms a call).
+fn on_connect(connection: &dyn std::any::Any, data: &mut actix_web::dev::Extensions) {
+    if let Some(tcp) = connection.downcast_ref::<actix_web::rt::net::TcpStream>() {
+        let _ = tcp.set_nodelay(true);
+    }
+    actix_mcp::web::watch_connection(connection, data);
 }

@@ -37,6 +37,10 @@ pub const CONFORMANCE_CLIENT: Program = Program {
     package: "actix-mcp-conformance-client",
     bin: "mcp-conformance-client",
 };
+pub const GATEWAY: Program = Program {
+    package: "actix-mcp-gateway",
+    bin: "actix-mcp-gateway",
+};
 /// What the tests build: all of them in one `cargo build`, whichever test asks first, so every
 /// test binary gets the same build (one feature resolution, no rebuilds between them).
 pub const ALL: &[Program] = &[DEMO_SERVER, CLI, CONFORMANCE_CLIENT];

@@ -25,17 +25,81 @@ pub struct ActixMcp {
     cancels_by_abort: bool,
     http: bool,
     http2: bool,
+    tools: ToolNames,
+}
+
+/// The demo server's tools by the names this client calls them: their own, or qualified by a
+/// gateway (`demo__echo`).
+#[derive(Clone)]
+pub struct ToolNames {
+    echo: String,
+    sleep: String,
+    task_sleep: String,
+    stats: String,
+}
+
+impl ToolNames {
+    pub fn prefixed(prefix: &str) -> Self {
+        Self {
+            echo: format!("{prefix}echo"),
+            sleep: format!("{prefix}sleep"),
+            task_sleep: format!("{prefix}task_sleep"),
+            stats: format!("{prefix}stats"),
+        }
+    }
+}
+
+impl ActixMcp {
+    fn options(era: Option<Era>) -> actix_mcp::ConnectOptions {
+        Client::builder().era(match era {
+            None => ProtocolEra::Auto,
+            Some(Era::Legacy) => ProtocolEra::Legacy,
+            Some(Era::Modern) => ProtocolEra::Modern,
+        })
+    }
+
+    /// Over HTTP/1.1 to an endpoint something else runs (a gateway, a proxy), calling the demo
+    /// server's tools by the names it gives them.
+    pub async fn endpoint(url: &str, era: Option<Era>, tools: ToolNames) -> Result<Self, String> {
+        let client = Self::options(era)
+            .connect(HttpTransport::new(url))
+            .await
+            .map_err(|e| e.to_string())?;
+        Self::checked(client, None, era, (true, false), tools)
+    }
+
+    /// Fails unless the client settled on the era asked for.
+    fn checked(
+        client: Client,
+        http: Option<HttpServer>,
+        era: Option<Era>,
+        (over_http, http2): (bool, bool),
+        tools: ToolNames,
+    ) -> Result<Self, String> {
+        let modern = client.protocol_version() == MODERN;
+        if era.is_some_and(|era| (era == Era::Modern) != modern) {
+            return Err(format!(
+                "asked for the {} era, settled on {}",
+                era.map_or("", Era::name),
+                client.protocol_version()
+            ));
+        }
+        Ok(Self {
+            client,
+            _http: http,
+            cancels_by_abort: over_http && modern,
+            http: over_http,
+            http2,
+            tools,
+        })
+    }
 }
 
 impl Driver for ActixMcp {
     type Cancel = Cancellation;
 
     async fn connect(server: &ServerCmd) -> Result<Self, String> {
-        let options = Client::builder().era(match server.era {
-            None => ProtocolEra::Auto,
-            Some(Era::Legacy) => ProtocolEra::Legacy,
-            Some(Era::Modern) => ProtocolEra::Modern,
-        });
+        let options = Self::options(server.era);
         let (client, http) = if server.http {
             let http = HttpServer::start(server)?;
             let transport = HttpTransport::new(&http.url);
@@ -57,25 +121,14 @@ impl Driver for ActixMcp {
                 .map_err(|e| e.to_string())?;
             (client, None)
         };
-        let modern = client.protocol_version() == MODERN;
-        if server.era.is_some_and(|era| (era == Era::Modern) != modern) {
-            return Err(format!(
-                "asked for the {} era, settled on {}",
-                server.era.map_or("", Era::name),
-                client.protocol_version()
-            ));
-        }
-        Ok(Self {
-            client,
-            _http: http,
-            cancels_by_abort: server.http && modern,
-            http: server.http,
-            http2: server.http && server.http2,
-        })
+        let how = (server.http, server.http && server.http2);
+        Self::checked(client, http, server.era, how, ToolNames::prefixed(""))
     }
 
     fn echo(&self, text: &str) -> impl Future<Output = Result<(), String>> + 'static {
-        let call = self.client.call_tool("echo", json!({ "text": text }));
+        let call = self
+            .client
+            .call_tool(&self.tools.echo, json!({ "text": text }));
         let expected = text.to_owned();
         async move {
             let result = call.await.map_err(|e| e.to_string())?;
@@ -89,7 +142,9 @@ impl Driver for ActixMcp {
 
     fn sleep(&self, ms: u64) -> impl Future<Output = Result<(), String>> + 'static {
         // The call future itself, mapped: no async block holding the builder as well.
-        let call = self.client.call_tool("sleep", json!({ "ms": ms }));
+        let call = self
+            .client
+            .call_tool(&self.tools.sleep, json!({ "ms": ms }));
         call.into_future()
             .map(|r| r.map(drop).map_err(|e| e.to_string()))
     }
@@ -101,7 +156,7 @@ impl Driver for ActixMcp {
         let token = Cancellation::new();
         let call = self
             .client
-            .call_tool("sleep", json!({ "ms": ms }))
+            .call_tool(&self.tools.sleep, json!({ "ms": ms }))
             .cancellation(&token);
         let fut = async move {
             let outcome = call.await;
@@ -124,7 +179,7 @@ impl Driver for ActixMcp {
         let token = Cancellation::new();
         let call = self
             .client
-            .call_tool("task_sleep", json!({ "ms": ms }))
+            .call_tool(&self.tools.task_sleep, json!({ "ms": ms }))
             .as_task()
             .cancellation(&token);
         let fut = async move {
@@ -141,17 +196,19 @@ impl Driver for ActixMcp {
     fn soak_call(&self, plan: SoakPlan) -> Option<LocalBoxFuture<'static, SoakOutcome>> {
         let long = || {
             self.client
-                .call_tool("sleep", json!({ "ms": SOAK_LONG_SLEEP_MS }))
+                .call_tool(&self.tools.sleep, json!({ "ms": SOAK_LONG_SLEEP_MS }))
         };
         Some(match plan {
             SoakPlan::Echo(n) => {
                 let call = self
                     .client
-                    .call_tool("echo", json!({ "text": n.to_string() }));
+                    .call_tool(&self.tools.echo, json!({ "text": n.to_string() }));
                 call.into_future().map(soak_outcome).boxed_local()
             }
             SoakPlan::Sleep(ms) => {
-                let call = self.client.call_tool("sleep", json!({ "ms": ms }));
+                let call = self
+                    .client
+                    .call_tool(&self.tools.sleep, json!({ "ms": ms }));
                 call.into_future().map(soak_outcome).boxed_local()
             }
             SoakPlan::Token => {
@@ -218,7 +275,7 @@ impl Driver for ActixMcp {
     async fn stats(&self) -> Result<Value, String> {
         let result = self
             .client
-            .call_tool("stats", json!({}))
+            .call_tool(&self.tools.stats, json!({}))
             .await
             .map_err(|e| e.to_string())?;
         result.structured_content.ok_or_else(|| "no stats".into())

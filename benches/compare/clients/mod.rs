@@ -53,6 +53,10 @@ pub struct HttpServer {
 }
 
 impl HttpServer {
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     pub fn start(server: &ServerCmd) -> Result<Self, String> {
         use std::io::{BufRead, BufReader};
         let mut child = std::process::Command::new(&server.program)
