@@ -12,7 +12,6 @@
 
 use std::{cell::RefCell, collections::HashMap, net::SocketAddr, rc::Rc};
 
-use actix_mcp::Servers;
 use actix_web::{web, App, HttpRequest, HttpResponse, HttpServer};
 use serde_json::Value;
 use tokio::sync::{broadcast, mpsc};
@@ -20,6 +19,7 @@ use tokio::sync::{broadcast, mpsc};
 use crate::{
     changes::Changed,
     session::{Answers, Session},
+    upstream::Upstream,
 };
 
 /// The header naming a session.
@@ -37,7 +37,7 @@ struct HttpSession {
 }
 
 impl HttpSession {
-    fn new(servers: Servers, changes: &broadcast::Sender<Changed>) -> Self {
+    fn new(upstream: Upstream, changes: &broadcast::Sender<Changed>) -> Self {
         let waiting: Rc<RefCell<HashMap<String, mpsc::UnboundedSender<Value>>>> = Rc::default();
         let stream: Rc<RefCell<Option<mpsc::UnboundedSender<Value>>>> = Rc::default();
         let answers: Answers = {
@@ -45,8 +45,12 @@ impl HttpSession {
             Rc::new(move |message: Value, related: Option<&Value>| {
                 let mut waiting = waiting.borrow_mut();
                 let post = match (related, message.get("id")) {
-                    // A notification of a request in flight: on that request's POST.
-                    (Some(id), _) => waiting.get(&id.to_string()).cloned(),
+                    // A notification or a request of a request in flight: on that request's
+                    // POST (if it has gone, on the GET stream).
+                    (Some(id), _) => waiting
+                        .get(&id.to_string())
+                        .cloned()
+                        .or_else(|| stream.borrow().clone()),
                     // An answer: the last message of its POST.
                     (None, Some(id)) => waiting.remove(&id.to_string()),
                     // A notification of no request: on the GET stream, if one is open.
@@ -57,8 +61,7 @@ impl HttpSession {
                 }
             })
         };
-        let session = Rc::new(Session::new(servers, answers));
-        session.follow(changes.subscribe());
+        let session = Session::start(upstream, answers, changes);
         Self {
             session,
             waiting,
@@ -127,7 +130,8 @@ async fn reply(
         return event_stream(messages, abort);
     }
     while let Some(message) = messages.recv().await {
-        if message.get("id").is_some() {
+        // The answer (a request asked of the client has a method too).
+        if message.get("id").is_some() && message.get("method").is_none() {
             if let Some(abort) = abort.as_mut() {
                 abort.answered = true;
             }
@@ -138,7 +142,7 @@ async fn reply(
 }
 
 struct Gateway {
-    servers: Servers,
+    upstream: Upstream,
     changes: broadcast::Sender<Changed>,
     sessions: RefCell<HashMap<String, Rc<HttpSession>>>,
 }
@@ -167,7 +171,7 @@ async fn post(
         .map(str::to_owned);
     if message["method"] == "initialize" {
         let id = uuid::Uuid::new_v4().simple().to_string();
-        let session = Rc::new(HttpSession::new(gateway.servers.clone(), &gateway.changes));
+        let session = Rc::new(HttpSession::new(gateway.upstream.clone(), &gateway.changes));
         gateway
             .sessions
             .borrow_mut()
@@ -183,7 +187,8 @@ async fn post(
     }
     let Some(named) = named else {
         // 2026-07-28: no session; each request on its own, its POST's abort its cancel.
-        let session = HttpSession::new(gateway.servers.clone(), &gateway.changes);
+        let session = HttpSession::new(gateway.upstream.clone(), &gateway.changes);
+        session.session.stateless();
         let abort = message.get("id").map(|id| AbortIsCancel {
             session: session.session.clone(),
             id: id.clone(),
@@ -236,7 +241,8 @@ fn event_stream(messages: Messages, abort: Option<AbortIsCancel>) -> HttpRespons
     let events =
         futures::stream::unfold((messages, abort), |(mut messages, mut abort)| async move {
             let message = messages.recv().await?;
-            if let (Some(abort), Some(_)) = (abort.as_mut(), message.get("id")) {
+            let answer = message.get("id").is_some() && message.get("method").is_none();
+            if let (Some(abort), true) = (abort.as_mut(), answer) {
                 abort.answered = true;
             }
             let event = bytes::Bytes::from(format!("event: message\ndata: {message}\n\n"));
@@ -251,6 +257,7 @@ fn event_stream(messages: Messages, abort: Option<AbortIsCancel>) -> HttpRespons
 /// `/healthz`: the gateway answers, and says where each upstream server is.
 async fn healthz(gateway: web::Data<Rc<Gateway>>) -> HttpResponse {
     let servers: Vec<Value> = gateway
+        .upstream
         .servers
         .status()
         .iter()
@@ -263,15 +270,15 @@ async fn healthz(gateway: web::Data<Rc<Gateway>>) -> HttpResponse {
 /// waiting get 5 s; then the worker's tasks end with it: each routed call still in flight is
 /// dropped, which cancels it upstream.
 pub async fn serve(
-    servers: Servers,
+    upstream: Upstream,
     listen: SocketAddr,
     changes: broadcast::Sender<Changed>,
 ) -> std::io::Result<()> {
     let server = HttpServer::new({
-        let servers = servers.clone();
+        let upstream = upstream.clone();
         move || {
             let gateway = Rc::new(Gateway {
-                servers: servers.clone(),
+                upstream: upstream.clone(),
                 changes: changes.clone(),
                 sessions: RefCell::default(),
             });

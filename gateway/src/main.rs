@@ -17,12 +17,15 @@ mod changes;
 mod http;
 mod in_flight;
 mod names;
+mod server_requests;
 mod session;
 mod stdio;
+mod tasks;
+mod upstream;
 
 use std::{path::PathBuf, process::ExitCode};
 
-use actix_mcp::{Client, Config, Servers};
+use actix_mcp::Config;
 use clap::Parser;
 
 #[derive(Parser)]
@@ -60,15 +63,14 @@ fn main() -> ExitCode {
         eprintln!("actix-mcp-gateway: warning: {warning}");
     }
     let served = actix_rt::System::new().block_on(async move {
-        // No upstream timeout of the gateway's own: the downstream client's timeout, carried as
-        // its cancel, is the one.
-        let servers = Servers::from_config(&config, Client::builder().no_request_timeout());
+        let upstream = upstream::Upstream::from_config(&config);
+        let servers = upstream.servers.clone();
         servers.start_all().await;
         let (changes, _) = tokio::sync::broadcast::channel(64);
         changes::watch(&servers, changes.clone());
         let served = match args.listen {
-            Some(listen) => http::serve(servers.clone(), listen, changes).await,
-            None => stdio::serve(servers.clone(), changes).await,
+            Some(listen) => http::serve(upstream, listen, changes).await,
+            None => stdio::serve(upstream, changes).await,
         };
         // Every owed cancel is written before the servers are closed.
         servers.stop().await;

@@ -43,11 +43,19 @@ pub fn valid(name: &str) -> bool {
 impl Names {
     /// Names for `tools` (`(server, tool)`, in listing order): the same pair gets the same name
     /// each time the list is made in the same order.
+    #[cfg(test)]
     pub fn new<'a>(tools: impl IntoIterator<Item = (&'a str, &'a str)>) -> Self {
+        Self::offered(tools.into_iter().map(|(server, tool)| (server, tool, tool)))
+    }
+
+    /// Names for `tools` (`(server, tool, shown)`: `tool` as its server calls it, offered as
+    /// `shown` (a rename in the config), in listing order). Each name routes to the server's
+    /// own tool name.
+    pub fn offered<'a>(tools: impl IntoIterator<Item = (&'a str, &'a str, &'a str)>) -> Self {
         let mut routes = HashMap::new();
         let mut taken = HashSet::new();
-        for (server, tool) in tools {
-            let base = clean(&format!("{server}__{tool}"));
+        for (server, tool, shown) in tools {
+            let base = clean(&format!("{server}__{shown}"));
             let mut name = fitted(&base, "");
             let mut n = 1;
             while name.is_empty() || taken.contains(&name) {
@@ -97,6 +105,14 @@ mod tests {
             Some(("files", "read.file"))
         );
         assert_eq!(names.route("files__read.file"), None);
+    }
+
+    #[test]
+    fn a_renamed_tool_is_offered_as_its_new_name_and_routes_to_its_own() {
+        let names = Names::offered([("demo", "echo", "say"), ("demo", "sleep", "sleep")]);
+        assert_eq!(names.route("demo__say"), Some(("demo", "echo")));
+        assert_eq!(names.route("demo__echo"), None);
+        assert_eq!(names.name_of("demo", "echo"), Some("demo__say"));
     }
 
     #[test]

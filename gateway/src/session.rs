@@ -5,9 +5,14 @@
 //! Answers go to `out` (`Answers`), in the order they are ready: stdio writes each as a line,
 //! HTTP hands each to the POST that carried its request.
 
-use std::{cell::RefCell, rc::Rc};
+use std::{cell::RefCell, collections::HashMap, rc::Rc};
 
-use crate::{in_flight::InFlight, names::Names};
+use crate::{
+    in_flight::InFlight,
+    names::Names,
+    server_requests::{SessionKey, ToSession},
+    upstream::Upstream,
+};
 
 /// Where each listed name goes: tools and prompts by their gateway names, resources by URI
 /// (the first server listing a URI serves it).
@@ -27,7 +32,7 @@ struct Lists {
     resources: Vec<Value>,
     templates: Vec<Value>,
 }
-use actix_mcp::{Error, Servers, ServersError};
+use actix_mcp::{Error, HandlerError, ServersError};
 use serde_json::{json, Value};
 
 /// Where a session's messages go: answers, and the notifications of a request in flight
@@ -49,6 +54,13 @@ static CAPABILITIES: std::sync::LazyLock<Value> = std::sync::LazyLock::new(|| {
     })
 });
 
+/// What a 2025-11-25 session is offered besides: tool calls as tasks, passed through.
+static SESSION_CAPABILITIES: std::sync::LazyLock<Value> = std::sync::LazyLock::new(|| {
+    let mut capabilities = CAPABILITIES.clone();
+    capabilities["tasks"] = json!({"list": {}, "cancel": {}, "requests": {"tools": {"call": {}}}});
+    capabilities
+});
+
 fn server_info() -> Value {
     json!({"name": "actix-mcp-gateway", "version": env!("CARGO_PKG_VERSION")})
 }
@@ -59,7 +71,9 @@ const INVALID_PARAMS: i64 = -32602;
 const INTERNAL_ERROR: i64 = -32603;
 
 pub struct Session {
-    servers: Servers,
+    upstream: Upstream,
+    /// This session in the registry of who can be asked what upstream servers ask.
+    key: SessionKey,
     out: Answers,
     state: Rc<RefCell<State>>,
 }
@@ -71,6 +85,17 @@ struct State {
     routes: Option<Rc<Routes>>,
     /// The routed calls' tasks, to wait for at the end.
     tasks: Vec<tokio::task::JoinHandle<()>>,
+    /// The upstream tasks this session's calls made, by the ids it knows them by.
+    upstream_tasks: crate::tasks::Tasks,
+    /// Upstream servers' requests asked of the downstream client, by the id they were given.
+    asked: HashMap<String, Asked>,
+}
+
+/// A request asked of the downstream client: who waits for its answer, and the downstream
+/// request it belongs to (its cancel goes on that request's stream too).
+struct Asked {
+    reply: tokio::sync::oneshot::Sender<Result<Value, HandlerError>>,
+    related: Value,
 }
 
 fn error(id: &Value, code: i64, message: impl Into<String>) -> Value {
@@ -127,12 +152,28 @@ impl From<ServersError> for Refusal {
 }
 
 impl Session {
-    pub fn new(servers: Servers, out: Answers) -> Self {
-        Self {
-            servers,
+    /// A session whose messages go to `out`: told of every upstream list change, and asked
+    /// what upstream servers ask of it.
+    pub fn start(
+        upstream: Upstream,
+        out: Answers,
+        changes: &tokio::sync::broadcast::Sender<crate::changes::Changed>,
+    ) -> Rc<Self> {
+        let (key, carried) = upstream.downstream.join();
+        let session = Rc::new(Self {
+            upstream,
+            key,
             out,
             state: Rc::default(),
-        }
+        });
+        session.follow(changes.subscribe());
+        session.carry(carried);
+        session
+    }
+
+    /// The session is one 2026-07-28 request: upstream servers' requests are not carried to it.
+    pub fn stateless(&self) {
+        self.upstream.downstream.stateless(self.key);
     }
 
     fn send(&self, message: &Value) {
@@ -161,14 +202,75 @@ impl Session {
                     .cancel(&params["requestId"], Some(&reason));
                 tracing::debug!(cancelled, "downstream cancel");
             }
-            // Other notifications (initialized, roots) and answers: nothing to do yet.
+            // The answer to an upstream server's request asked of the client.
+            (None, Some(id)) => {
+                let Some(asked) = id
+                    .as_str()
+                    .and_then(|id| self.state.borrow_mut().asked.remove(id))
+                else {
+                    return tracing::debug!(%id, "an answer to nothing asked");
+                };
+                let answer = match message.get("error") {
+                    Some(error) => Err(HandlerError {
+                        code: error["code"].as_i64().unwrap_or(INTERNAL_ERROR),
+                        message: error["message"].as_str().unwrap_or_default().to_owned(),
+                        data: error.get("data").cloned(),
+                    }),
+                    None => Ok(message.get("result").cloned().unwrap_or(Value::Null)),
+                };
+                let _ = asked.reply.send(answer);
+            }
+            // Other notifications (initialized, roots): nothing to do.
             _ => {}
+        }
+    }
+
+    /// Asks the downstream client what upstream servers ask of it, for as long as it lives.
+    fn carry(self: &Rc<Self>, mut carried: tokio::sync::mpsc::UnboundedReceiver<ToSession>) {
+        let session = Rc::downgrade(self);
+        actix_rt::spawn(async move {
+            while let Some(next) = carried.recv().await {
+                let Some(session) = session.upgrade() else {
+                    return;
+                };
+                session.carried(next);
+            }
+        });
+    }
+
+    fn carried(&self, next: ToSession) {
+        match next {
+            ToSession::Ask {
+                id,
+                method,
+                params,
+                related,
+                reply,
+            } => {
+                let request =
+                    json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+                (self.out)(request, Some(&related));
+                self.state
+                    .borrow_mut()
+                    .asked
+                    .insert(id, Asked { reply, related });
+            }
+            ToSession::Withdraw { id, reason } => {
+                let asked = self.state.borrow_mut().asked.remove(&id);
+                if let Some(asked) = asked {
+                    let params = json!({"requestId": id, "reason": reason});
+                    let cancel = json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": params});
+                    (self.out)(cancel, Some(&asked.related));
+                }
+            }
         }
     }
 
     fn request(self: &Rc<Self>, method: &str, id: Value, params: &Value) {
         let answer = match method {
             "initialize" => {
+                let capabilities = params["capabilities"].clone();
+                self.upstream.downstream.initialized(self.key, capabilities);
                 let asked = params["protocolVersion"].as_str().unwrap_or_default();
                 let version = VERSIONS
                     .iter()
@@ -178,7 +280,7 @@ impl Session {
                     &id,
                     json!({
                         "protocolVersion": version,
-                        "capabilities": CAPABILITIES.clone(),
+                        "capabilities": SESSION_CAPABILITIES.clone(),
                         "serverInfo": server_info(),
                     }),
                 )
@@ -216,6 +318,9 @@ impl Session {
                 return;
             }
             "resources/read" | "prompts/get" => return self.call(id, method, params),
+            "tasks/get" | "tasks/result" | "tasks/cancel" | "tasks/list" => {
+                return self.call(id, method, params)
+            }
             "tools/call" => return self.call(id, method, params),
             _ => error(
                 &id,
@@ -235,39 +340,53 @@ impl Session {
 
     /// Every ready server's lists under the gateway's names, kept for routing.
     async fn catalogue(&self) -> Rc<Routes> {
-        let catalogue = self.servers.catalogue().await;
+        let catalogue = self.upstream.servers.catalogue().await;
         for (server, why) in &catalogue.unavailable {
             tracing::info!(%server, %why, "left out of the lists");
         }
-        let tools = Names::new(
-            catalogue
-                .tools
-                .iter()
-                .map(|t| (t.server.as_str(), t.item.name.as_str())),
-        );
-        let prompts = Names::new(
-            catalogue
-                .prompts
-                .iter()
-                .map(|p| (p.server.as_str(), p.item.name.as_str())),
-        );
+        // What the config offers of each server's tools and prompts, under the names it gives.
+        let upstream = &self.upstream;
+        let tools: Vec<_> = catalogue
+            .tools
+            .iter()
+            .filter(|t| upstream.tools_of(&t.server).offers(&t.item.name))
+            .collect();
+        let prompts: Vec<_> = catalogue
+            .prompts
+            .iter()
+            .filter(|p| upstream.prompts_of(&p.server).offers(&p.item.name))
+            .collect();
+        let tool_names = Names::offered(tools.iter().map(|t| {
+            let shown = upstream.tools_of(&t.server).offered_name(&t.item.name);
+            (t.server.as_str(), t.item.name.as_str(), shown)
+        }));
+        let prompt_names = Names::offered(prompts.iter().map(|p| {
+            let shown = upstream.prompts_of(&p.server).offered_name(&p.item.name);
+            (p.server.as_str(), p.item.name.as_str(), shown)
+        }));
         let renamed = |names: &Names, server: &str, name: &str, item: Value| {
             let mut item = item;
             item["name"] = Value::String(names.name_of(server, name)?.to_owned());
             Some(item)
         };
         let mut lists = Lists::default();
-        for listed in &catalogue.tools {
+        for listed in tools {
             let item = serde_json::to_value(&listed.item).unwrap_or_default();
-            lists
-                .tools
-                .extend(renamed(&tools, &listed.server, &listed.item.name, item));
+            lists.tools.extend(renamed(
+                &tool_names,
+                &listed.server,
+                &listed.item.name,
+                item,
+            ));
         }
-        for listed in &catalogue.prompts {
+        for listed in prompts {
             let item = serde_json::to_value(&listed.item).unwrap_or_default();
-            lists
-                .prompts
-                .extend(renamed(&prompts, &listed.server, &listed.item.name, item));
+            lists.prompts.extend(renamed(
+                &prompt_names,
+                &listed.server,
+                &listed.item.name,
+                item,
+            ));
         }
         let mut resources = std::collections::HashMap::new();
         for listed in &catalogue.resources {
@@ -285,8 +404,8 @@ impl Session {
                 .extend(serde_json::to_value(&listed.item).ok());
         }
         let routes = Rc::new(Routes {
-            tools,
-            prompts,
+            tools: tool_names,
+            prompts: prompt_names,
             resources,
             lists,
         });
@@ -332,6 +451,12 @@ impl Session {
             value.map_err(|e| Refusal(INTERNAL_ERROR, e.to_string(), None))
         };
         match method {
+            "tasks/get" | "tasks/result" | "tasks/cancel" | "tasks/list" => {
+                self.task(method, params, token).await
+            }
+            "tools/call" if params["task"].is_object() => {
+                self.start_task(id, params, &routes, token).await
+            }
             "tools/call" => {
                 let name =
                     text("name").ok_or_else(|| Refusal::params("tools/call needs a name"))?;
@@ -339,15 +464,21 @@ impl Session {
                     .tools
                     .route(&name)
                     .ok_or_else(|| Refusal::params(format!("no tool named {name:?}")))?;
+                let _in_flight = self.upstream.downstream.call_begins(self.key, server, id);
                 let arguments = params.get("arguments").cloned().unwrap_or(json!({}));
                 let progress_token = params["_meta"].get("progressToken").cloned();
                 let answer = match progress_token {
                     None => {
-                        let call = self.servers.call_tool(server, tool, arguments);
+                        let call = self.upstream.servers.call_tool(server, tool, arguments);
                         call.cancellation(token).await.map_err(Refusal::from)?
                     }
                     Some(progress_token) => {
-                        let client = self.servers.client(server).await.map_err(Refusal::from)?;
+                        let client = self
+                            .upstream
+                            .servers
+                            .client(server)
+                            .await
+                            .map_err(Refusal::from)?;
                         let call = client.call_tool(tool, arguments).cancellation(token);
                         self.with_progress(id, progress_token, call).await?
                     }
@@ -361,8 +492,14 @@ impl Session {
                     .prompts
                     .route(&name)
                     .ok_or_else(|| Refusal::params(format!("no prompt named {name:?}")))?;
+                let _in_flight = self.upstream.downstream.call_begins(self.key, server, id);
                 let arguments = params["arguments"].as_object().cloned().unwrap_or_default();
-                let client = self.servers.client(server).await.map_err(Refusal::from)?;
+                let client = self
+                    .upstream
+                    .servers
+                    .client(server)
+                    .await
+                    .map_err(Refusal::from)?;
                 let call = client.get_prompt(prompt, arguments).cancellation(token);
                 let answer = call.await.map_err(|e| Refusal::from_error(&e))?;
                 to_value(serde_json::to_value(answer))
@@ -374,10 +511,97 @@ impl Session {
                     .resources
                     .get(&uri)
                     .ok_or_else(|| Refusal::params(format!("no resource {uri:?}")))?;
-                let client = self.servers.client(server).await.map_err(Refusal::from)?;
+                let _in_flight = self.upstream.downstream.call_begins(self.key, server, id);
+                let client = self
+                    .upstream
+                    .servers
+                    .client(server)
+                    .await
+                    .map_err(Refusal::from)?;
                 let call = client.read_resource(&uri).cancellation(token);
                 let answer = call.await.map_err(|e| Refusal::from_error(&e))?;
                 to_value(serde_json::to_value(answer))
+            }
+        }
+    }
+
+    /// A `tools/call` run as a task (2025-11-25 `params.task`): the upstream server makes the
+    /// task; the downstream client gets it under the session's id for it.
+    async fn start_task(
+        &self,
+        id: &Value,
+        params: &Value,
+        routes: &Routes,
+        token: &actix_mcp::Cancellation,
+    ) -> Result<Value, Refusal> {
+        let name = params["name"].as_str().unwrap_or_default();
+        let (server, tool) = routes
+            .tools
+            .route(name)
+            .ok_or_else(|| Refusal::params(format!("no tool named {name:?}")))?;
+        let _in_flight = self.upstream.downstream.call_begins(self.key, server, id);
+        let arguments = params.get("arguments").cloned().unwrap_or(json!({}));
+        let client = self
+            .upstream
+            .servers
+            .client(server)
+            .await
+            .map_err(Refusal::from)?;
+        let call = client.call_tool(tool, arguments).cancellation(token);
+        let call = match params["task"]["ttl"].as_u64() {
+            Some(ms) => call.task_ttl(std::time::Duration::from_millis(ms)),
+            None => call.as_task(),
+        };
+        let failed = |e: Error| Refusal::from_error(&e);
+        let handle = call.start_task().await.map_err(failed)?;
+        let task = handle.get().await.map_err(failed)?;
+        let known_as = self.state.borrow_mut().upstream_tasks.adopt(server, handle);
+        Ok(json!({"task": crate::tasks::shown(&task, &known_as)}))
+    }
+
+    /// `tasks/get`, `tasks/result`, `tasks/cancel` of one of the session's tasks, passed to its
+    /// server; `tasks/list`: the session's tasks, each as its server has it now.
+    async fn task(
+        &self,
+        method: &str,
+        params: &Value,
+        token: &actix_mcp::Cancellation,
+    ) -> Result<Value, Refusal> {
+        let failed = |e: Error| Refusal::from_error(&e);
+        if method == "tasks/list" {
+            let all = self.state.borrow().upstream_tasks.all();
+            let mut tasks = Vec::with_capacity(all.len());
+            for (known_as, handle) in all {
+                if let Ok(task) = handle.get().await {
+                    tasks.push(crate::tasks::shown(&task, &known_as));
+                }
+            }
+            return Ok(json!({ "tasks": tasks }));
+        }
+        let known_as = params["taskId"].as_str().unwrap_or_default();
+        let handle = self.state.borrow().upstream_tasks.get(known_as);
+        let handle = handle.ok_or_else(|| Refusal::params(format!("no task {known_as:?}")))?;
+        match method {
+            "tasks/get" => Ok(crate::tasks::shown(
+                &handle.get().await.map_err(failed)?,
+                known_as,
+            )),
+            "tasks/cancel" => Ok(crate::tasks::shown(
+                &handle.cancel().await.map_err(failed)?,
+                known_as,
+            )),
+            _ => {
+                // Waits for the task's end; the downstream client may give up the wait (its
+                // cancel ends the wait, not the task).
+                let result = tokio::select! {
+                    result = handle.result() => result.map_err(failed)?,
+                    () = token.cancelled() => return Err(Refusal(INTERNAL_ERROR, "cancelled".into(), None)),
+                };
+                let mut result = serde_json::to_value(result)
+                    .map_err(|e| Refusal(INTERNAL_ERROR, e.to_string(), None))?;
+                result["_meta"]["io.modelcontextprotocol/related-task"] =
+                    json!({"taskId": known_as});
+                Ok(result)
             }
         }
     }
@@ -458,14 +682,23 @@ impl Session {
         });
     }
 
-    /// The downstream client went away: every call it left in flight is cancelled upstream, and
+    /// The downstream client went away: every call it left in flight is cancelled upstream
+    /// (what upstream servers asked of it is answered with an error), and
     /// their tasks have ended (each cancel handed to its connection) when this returns.
     pub async fn end(&self, reason: &str) {
+        self.upstream.downstream.leave(self.key);
+        self.state.borrow_mut().asked.clear();
         let cancelled = self.state.borrow_mut().in_flight.cancel_all(reason);
         tracing::debug!(cancelled, "downstream session ended");
         let tasks = std::mem::take(&mut self.state.borrow_mut().tasks);
         for task in tasks {
             let _ = task.await;
         }
+    }
+}
+
+impl Drop for Session {
+    fn drop(&mut self) {
+        self.upstream.downstream.leave(self.key);
     }
 }

@@ -1,17 +1,16 @@
 //! One downstream client over stdio: a JSON-RPC message per line on stdin, answers per line on
 //! stdout. At the end of stdin the client is gone: what it left in flight is cancelled upstream.
 
-use actix_mcp::Servers;
 use serde_json::Value;
 use tokio::{
     io::{AsyncBufReadExt, AsyncWriteExt, BufReader},
     sync::mpsc,
 };
 
-use crate::session::Session;
+use crate::{session::Session, upstream::Upstream};
 
 pub async fn serve(
-    servers: Servers,
+    upstream: Upstream,
     changes: tokio::sync::broadcast::Sender<crate::changes::Changed>,
 ) -> std::io::Result<()> {
     let (out, mut lines) = mpsc::unbounded_channel::<Vec<u8>>();
@@ -29,8 +28,7 @@ pub async fn serve(
             line.push(b'\n');
             let _ = out.send(line);
         });
-    let session = std::rc::Rc::new(Session::new(servers, answers));
-    session.follow(changes.subscribe());
+    let session = Session::start(upstream, answers, &changes);
     let mut stdin = BufReader::new(tokio::io::stdin()).lines();
     while let Some(line) = stdin.next_line().await? {
         if line.trim().is_empty() {

@@ -5,59 +5,9 @@
 
 mod support;
 
-use std::{
-    io::{BufRead, BufReader},
-    process::{Child, Stdio},
-};
-
 use actix_mcp::{Client, HttpTransport};
 use serde_json::json;
 use support::*;
-
-/// The gateway on a free port: its process and its URL.
-struct Listening(Child, String);
-
-impl Drop for Listening {
-    /// Interrupts the gateway as a person would (it stops its servers), killing it only if it
-    /// does not end.
-    fn drop(&mut self) {
-        let pid = self.0.id().to_string();
-        let _ = std::process::Command::new("kill")
-            .args(["-INT", &pid])
-            .status();
-        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
-        while std::time::Instant::now() < deadline {
-            if let Ok(Some(_)) = self.0.try_wait() {
-                return;
-            }
-            std::thread::sleep(std::time::Duration::from_millis(20));
-        }
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-fn listen(upstreams: &Upstreams) -> Listening {
-    let mut child = upstreams
-        .gateway_with(&["--listen", "127.0.0.1:0"])
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("the gateway starts");
-    let mut stderr = BufReader::new(child.stderr.take().unwrap());
-    let mut line = String::new();
-    let url = loop {
-        line.clear();
-        assert!(
-            stderr.read_line(&mut line).unwrap() > 0,
-            "the gateway ended"
-        );
-        if let Some(url) = line.trim().strip_prefix("actix-mcp-gateway: listening on ") {
-            break url.to_owned();
-        }
-    };
-    std::thread::spawn(move || std::io::copy(&mut stderr, &mut std::io::sink()));
-    Listening(child, url)
-}
 
 #[actix_rt::test]
 async fn sessions_list_call_and_cancel_through_one_upstream_connection() {

@@ -15,6 +15,131 @@ use serde_json::{json, Value};
 use support::*;
 
 #[actix_rt::test]
+async fn the_config_says_which_tools_and_prompts_are_offered_and_under_what_names() {
+    let offered = json!({
+        "tools": {"deny": ["stats", "sleep"], "rename": {"echo": "say"}},
+        "prompts": {"allow": ["greet"]},
+    });
+    let upstreams = Upstreams::with("offered", offered);
+    let client = Client::connect(upstreams.transport())
+        .await
+        .expect("the gateway");
+    let tools = client.tools().await.expect("a list");
+    let names: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
+    assert!(
+        names.contains(&"a__say") && names.contains(&"b__echo"),
+        "{names:?}"
+    );
+    assert!(!names.contains(&"a__echo"), "renamed: {names:?}");
+    assert!(
+        !names.contains(&"a__stats") && names.contains(&"b__stats"),
+        "{names:?}"
+    );
+
+    // The renamed tool reaches the server under its own name; a denied one is not routed.
+    let answer = client
+        .call_tool("a__say", json!({"text": "renamed"}))
+        .await
+        .expect("answered");
+    assert_eq!(answer.text(), "renamed");
+    let called: Vec<Value> = upstreams
+        .read_by("a")
+        .into_iter()
+        .filter(|m| m["method"] == "tools/call")
+        .map(|m| m["params"]["name"].clone())
+        .collect();
+    assert_eq!(called, [json!("echo")]);
+    assert!(client
+        .call_tool("a__sleep", json!({"ms": 1}))
+        .await
+        .is_err());
+    assert!(client
+        .call_tool("a__echo", json!({"text": "x"}))
+        .await
+        .is_err());
+    let after: usize = upstreams
+        .read_by("a")
+        .iter()
+        .filter(|m| m["method"] == "tools/call")
+        .count();
+    assert_eq!(after, 1, "nothing denied reached the server");
+
+    let prompts = client.prompts().await.expect("prompts");
+    let prompt_names: Vec<&str> = prompts.iter().map(|p| p.name.as_str()).collect();
+    assert!(prompt_names.contains(&"a__greet"), "{prompt_names:?}");
+    assert!(
+        prompt_names.iter().filter(|n| n.starts_with("a__")).count() == 1,
+        "{prompt_names:?}"
+    );
+}
+
+#[actix_rt::test]
+async fn a_task_passes_through_and_its_cancel_is_a_tasks_cancel_upstream() {
+    let upstreams = Upstreams::new("tasks");
+    let client = Client::builder()
+        .era(actix_mcp::ProtocolEra::Legacy)
+        .connect(upstreams.transport())
+        .await
+        .expect("the gateway");
+    // A task that ends: created upstream, polled and its result read through the gateway.
+    client
+        .call_tool("a__task_sleep", json!({"ms": 20}))
+        .as_task()
+        .await
+        .expect("the task's result");
+    let read = upstreams.read_by("a");
+    let created = read
+        .iter()
+        .find(|m| m["method"] == "tools/call" && m["params"]["task"].is_object())
+        .expect("the tools/call reached the server as a task");
+    assert_eq!(created["params"]["name"], "task_sleep");
+    assert!(
+        read.iter().any(|m| m["method"] == "tasks/result"),
+        "{read:?}"
+    );
+
+    // A task cancelled downstream is cancelled upstream with tasks/cancel, under its own id.
+    let token = actix_mcp::Cancellation::new();
+    let call = client
+        .call_tool("a__task_sleep", json!({"ms": 60_000}))
+        .as_task()
+        .cancellation(&token);
+    let call = actix_rt::spawn(std::future::IntoFuture::into_future(call));
+    until("the long task is made upstream", || {
+        let read = upstreams.read_by("a");
+        read.iter()
+            .any(|m| m["params"]["arguments"]["ms"] == 60_000)
+            .then_some(())
+    })
+    .await;
+    token.cancel();
+    let outcome = call.await.expect("joined");
+    assert!(
+        matches!(outcome, Err(ref e) if e.is_cancelled()),
+        "{outcome:?}"
+    );
+    let cancel = until("tasks/cancel reaches the server", || {
+        let read = upstreams.read_by("a");
+        read.into_iter().find(|m| m["method"] == "tasks/cancel")
+    })
+    .await;
+    let upstream_id = cancel["params"]["taskId"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    assert!(
+        !upstream_id.is_empty() && !upstream_id.starts_with("a."),
+        "{cancel}"
+    );
+    let notified = upstreams
+        .read_by("a")
+        .into_iter()
+        .filter(|m| m["method"] == "notifications/cancelled")
+        .count();
+    assert_eq!(notified, 0, "a task is cancelled with tasks/cancel only");
+}
+
+#[actix_rt::test]
 async fn every_servers_tools_are_listed_under_its_name_and_routed_to_it() {
     let upstreams = Upstreams::new("routes");
     let client = Client::connect(upstreams.transport())

@@ -51,6 +51,7 @@
 //! | `timeout`, `requestTimeoutMs` | the default timeout of every request, in milliseconds (one of the two); `0`: none. |
 //! | `connectTimeoutMs` | the bound on connecting (the handshake), in milliseconds; `0`: none. |
 //! | `era` | which protocol era to speak: `"auto"`, `"legacy"` (2025-11-25 and older), `"modern"` (only 2026-07-28), `"prefer-modern"`; see [`ProtocolEra`]. |
+//! | `tools`, `prompts` | what a catalogue (the gateway's) offers of them: `allow` (only these names), `deny` (never these), `rename` (an object: the server's name → the name offered), e.g. `"tools": {"deny": ["delete_repo"], "rename": {"search": "find"}}`. A name both allowed and denied, two renamed to one, or a rename of what is not offered is an error. See [`Exposure`]. |
 //! | `auth` | http: OAuth when the server answers `401` (an empty `{}` turns it on with dynamic registration). Its fields: `clientId` and `clientSecret` (a pre-registered client), `clientMetadataUrl` (the URL of this client's metadata document, CIMD), `scopes` (an array or a space-separated string; kept in [`AuthConfig::scopes`] but not requested yet: the flow asks for the scopes the server names), `callbackPort` (the loopback port of the browser's redirect, default [`DEFAULT_CALLBACK_PORT`]), `signInTimeoutMs` (how long the sign-in in the browser may take, default 5 min; the waiting requests' own timeouts are paused meanwhile). |
 //!
 //! `null` counts as absent. A field meant for the other kind of server (`headers` on a stdio
@@ -78,11 +79,14 @@
 //! A configuration file is untrusted input: no content makes the reader panic.
 
 mod expand;
+mod exposure;
 mod json;
 mod parse;
 mod shape;
 
 use std::{collections::BTreeMap, fmt, io, path::Path, path::PathBuf, sync::Arc, time::Duration};
+
+pub use exposure::Exposure;
 
 #[cfg(feature = "auth")]
 use crate::auth::{CredentialStore, Loopback, OAuth, OAuthConfig};
@@ -165,6 +169,10 @@ pub struct ServerConfig {
     pub era: Option<ProtocolEra>,
     /// OAuth for an HTTP server (`auth`). Always `None` for stdio servers.
     pub auth: Option<AuthConfig>,
+    /// Which of its tools a catalogue offers, and as what (`tools`).
+    pub tools: Exposure,
+    /// Which of its prompts a catalogue offers, and as what (`prompts`).
+    pub prompts: Exposure,
 }
 
 /// How to reach a server, with every `${VAR}` expanded.
@@ -505,6 +513,32 @@ mod tests {
         assert!(a.contains("era: Legacy"), "{a}");
         let b = format!("{:?}", config.servers[1].connect_options(&base));
         assert_eq!(b, format!("{base:?}"));
+    }
+
+    #[test]
+    fn tools_and_prompts_say_what_is_offered_and_contradictions_are_errors() {
+        let config = parse(
+            r#"{"mcpServers": {"a": {"command": "x",
+                "tools": {"allow": ["echo", "sleep"], "deny": ["stats"], "rename": {"echo": "say"}},
+                "prompts": {"deny": ["secret"]}}}}"#,
+        )
+        .unwrap();
+        let a = &config.servers[0];
+        assert!(a.tools.offers("sleep") && !a.tools.offers("stats") && !a.tools.offers("other"));
+        assert_eq!(a.tools.offered_name("echo"), "say");
+        assert!(!a.prompts.offers("secret") && a.prompts.offers("greet"));
+        assert!(config.warnings.is_empty(), "{:?}", config.warnings);
+
+        let both = parse(
+            r#"{"mcpServers": {"a": {"command": "x", "tools": {"allow": ["e"], "deny": ["e"]}}}}"#,
+        );
+        let error = both.unwrap_err().to_string();
+        assert!(
+            error.contains("server \"a\": tools: allow and deny both name \"e\""),
+            "{error}"
+        );
+        let wrong = parse(r#"{"mcpServers": {"a": {"command": "x", "tools": {"rename": ["e"]}}}}"#);
+        assert!(wrong.is_err(), "a rename is an object");
     }
 
     #[test]

@@ -10,8 +10,9 @@ use jsonc_parser::common::Ranged;
 use super::{
     expand::expand,
     json::{is_null, kind, locate, members, repeated_key, Node, Step, Text},
-    shape::{AuthShape, FileShape, Kind, Object, ServerShape},
-    AuthConfig, Config, ConfigError, ServerConfig, TransportConfig, DEFAULT_CALLBACK_PORT,
+    shape::{AuthShape, ExposureShape, FileShape, Kind, Object, ServerShape},
+    AuthConfig, Config, ConfigError, Exposure, ServerConfig, TransportConfig,
+    DEFAULT_CALLBACK_PORT,
 };
 
 /// The two keys that hold servers: Claude Desktop, Claude Code, Cursor; VS Code.
@@ -280,6 +281,8 @@ impl<'t, 'n> Reader<'t, 'n> {
         let kind = self.kind(at, &shape)?;
         let auth = self.auth(at, shape.auth.map(|o| o.0), kind, enabled)?;
         let (connect_timeout, era) = (shape.connect_timeout_ms, shape.era);
+        let tools = self.exposure(at, "tools", shape.tools)?;
+        let prompts = self.exposure(at, "prompts", shape.prompts)?;
         let transport = match kind {
             Kind::Stdio => {
                 self.ignored(
@@ -308,7 +311,33 @@ impl<'t, 'n> Reader<'t, 'n> {
             connect_timeout: connect_timeout.map(|millis| millis.0),
             era,
             auth,
+            tools,
+            prompts,
         })
+    }
+
+    /// A server's `tools` or `prompts` (`field`), refused if its parts contradict each other.
+    fn exposure(
+        &self,
+        at: &[Step],
+        field: &str,
+        shape: Option<Object<ExposureShape>>,
+    ) -> Result<Exposure, ConfigError> {
+        let Some(Object(shape)) = shape else {
+            return Ok(Exposure::default());
+        };
+        let exposure = Exposure {
+            allow: shape.allow.map(|names| names.into_iter().collect()),
+            deny: shape.deny.unwrap_or_default().into_iter().collect(),
+            rename: shape.rename.map(|o| o.0).unwrap_or_default(),
+        };
+        match exposure.contradiction() {
+            None => Ok(exposure),
+            Some(problem) => {
+                let path = join(at, &[field]);
+                Err(self.error(&path, format!("{}: {problem}", describe(&path))))
+            }
+        }
     }
 
     /// `timeout` or `requestTimeoutMs`; an error (at the later) if both are set.

@@ -49,6 +49,16 @@ pub(super) struct ServerShape {
     pub(super) connect_timeout_ms: Option<Millis>,
     pub(super) era: Option<ProtocolEra>,
     pub(super) auth: Option<Object<AuthShape>>,
+    pub(super) tools: Option<Object<ExposureShape>>,
+    pub(super) prompts: Option<Object<ExposureShape>>,
+}
+
+/// A server's `tools` or `prompts`.
+#[derive(Debug, Deserialize)]
+pub(super) struct ExposureShape {
+    pub(super) allow: Option<Vec<String>>,
+    pub(super) deny: Option<Vec<String>>,
+    pub(super) rename: Option<Object<BTreeMap<String, String>>>,
 }
 
 /// A server's `auth`.

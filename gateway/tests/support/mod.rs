@@ -22,6 +22,11 @@ pub struct Upstreams {
 impl Upstreams {
     /// A config of two demo servers, `a` and `b`, each journalling to `<dir>/<name>.jsonl`.
     pub fn new(name: &str) -> Self {
+        Self::with(name, json!({}))
+    }
+
+    /// [`new`](Self::new), with `a_fields` added to server `a`'s entry (e.g. its `tools`).
+    pub fn with(name: &str, a_fields: Value) -> Self {
         let demo = workspace_bins::program(
             &[workspace_bins::DEMO_SERVER],
             workspace_bins::DEMO_SERVER,
@@ -32,7 +37,11 @@ impl Upstreams {
         std::fs::create_dir_all(&dir).unwrap();
         let server = |name: &str| json!({"command": demo, "args": ["--journal", dir.join(format!("{name}.jsonl"))]});
         let config = dir.join("mcp.json");
-        let text = json!({"mcpServers": {"a": server("a"), "b": server("b")}});
+        let mut a = server("a");
+        if let (Some(a), Some(fields)) = (a.as_object_mut(), a_fields.as_object()) {
+            a.extend(fields.clone());
+        }
+        let text = json!({"mcpServers": {"a": a, "b": server("b")}});
         std::fs::write(&config, text.to_string()).unwrap();
         Self { dir, config }
     }
@@ -228,4 +237,49 @@ pub async fn run_sdk_client(mut command: tokio::process::Command, echo: &str) {
     assert!(tools.contains(&json!("a__sleep")) && tools.contains(&json!("b__echo")));
     assert_eq!(steps[1]["echo"], echo);
     assert_eq!(steps[2]["abandoned"], true);
+}
+
+/// The gateway on a free port: its process and its URL.
+pub struct Listening(pub std::process::Child, pub String);
+
+impl Drop for Listening {
+    /// Interrupts the gateway as a person would (it stops its servers), killing it only if it
+    /// does not end.
+    fn drop(&mut self) {
+        let pid = self.0.id().to_string();
+        let _ = std::process::Command::new("kill")
+            .args(["-INT", &pid])
+            .status();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+        while std::time::Instant::now() < deadline {
+            if let Ok(Some(_)) = self.0.try_wait() {
+                return;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+pub fn listen(upstreams: &Upstreams) -> Listening {
+    let mut child = upstreams
+        .gateway_with(&["--listen", "127.0.0.1:0"])
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("the gateway starts");
+    let mut stderr = std::io::BufReader::new(child.stderr.take().unwrap());
+    let mut line = String::new();
+    let url = loop {
+        line.clear();
+        assert!(
+            std::io::BufRead::read_line(&mut stderr, &mut line).unwrap() > 0,
+            "the gateway ended"
+        );
+        if let Some(url) = line.trim().strip_prefix("actix-mcp-gateway: listening on ") {
+            break url.to_owned();
+        }
+    };
+    std::thread::spawn(move || std::io::copy(&mut stderr, &mut std::io::sink()));
+    Listening(child, url)
 }

@@ -1,0 +1,68 @@
+//! What every downstream session shares: the upstream servers of the config (one connection
+//! each), what the config lets each offer (`tools` and `prompts`: allow, deny, rename), and the
+//! registry through which their requests find the session that can answer them.
+
+use std::{collections::HashMap, sync::Arc};
+
+use actix_mcp::{config::Exposure, Client, Config, ServerConfig, Servers};
+
+use crate::server_requests::Downstream;
+
+#[derive(Clone)]
+pub struct Upstream {
+    pub servers: Servers,
+    pub downstream: Downstream,
+    offered: Arc<HashMap<String, Offered>>,
+}
+
+/// One server's `tools` and `prompts` of the config.
+struct Offered {
+    tools: Exposure,
+    prompts: Exposure,
+}
+
+/// What a server the config does not name offers: everything, under its own names.
+static EVERYTHING: std::sync::LazyLock<Exposure> = std::sync::LazyLock::new(Exposure::default);
+
+impl Upstream {
+    /// The config's servers, each with the handlers that carry its requests (sampling,
+    /// elicitation, roots) to the downstream session that can answer them. Nothing starts yet.
+    pub fn from_config(config: &Config) -> Self {
+        // No upstream timeout of the gateway's own: the downstream client's timeout, carried as
+        // its cancel, is the one.
+        let base = Client::builder().no_request_timeout();
+        let servers = Servers::new(base.clone());
+        let downstream = Downstream::default();
+        let mut offered = HashMap::new();
+        for server in &config.servers {
+            let options = downstream.handlers(&server.name, server.connect_options(&base));
+            let described = server.clone();
+            servers.add_with(
+                server.name.clone(),
+                Some(options),
+                server.enabled,
+                move || ServerConfig::transport(&described),
+            );
+            let exposure = Offered {
+                tools: server.tools.clone(),
+                prompts: server.prompts.clone(),
+            };
+            offered.insert(server.name.clone(), exposure);
+        }
+        Self {
+            servers,
+            downstream,
+            offered: Arc::new(offered),
+        }
+    }
+
+    /// What `server` offers of its tools, and as what.
+    pub fn tools_of(&self, server: &str) -> &Exposure {
+        self.offered.get(server).map_or(&EVERYTHING, |o| &o.tools)
+    }
+
+    /// What `server` offers of its prompts, and as what.
+    pub fn prompts_of(&self, server: &str) -> &Exposure {
+        self.offered.get(server).map_or(&EVERYTHING, |o| &o.prompts)
+    }
+}

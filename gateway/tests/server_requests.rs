@@ -1,0 +1,146 @@
+//! An upstream server's requests (sampling here) carried to the downstream session whose call
+//! caused them: two downstream sessions (clients of this library over HTTP, 2025-11-25), each
+//! answering sampling its own way, call the demo server's `sample` tool through the gateway. The
+//! answer the upstream server got names the session that called. Where the protocol cannot say
+//! which session a request belongs to (both have calls in flight on that server), or the caller
+//! cannot be asked (2026-07-28, no capability), the server gets a clear error, never a guess.
+//! An upstream cancel of its request reaches the downstream handler.
+
+mod support;
+
+use std::sync::{
+    atomic::{AtomicUsize, Ordering},
+    Arc,
+};
+
+use actix_mcp::{Cancellation, Client, CreateMessageResult, HttpTransport, ProtocolEra};
+use serde_json::{json, Value};
+use support::*;
+
+/// A 2025-11-25 session whose sampling answers with `model`, counting how often it was asked.
+async fn session(url: &str, model: &'static str, asked: Arc<AtomicUsize>) -> Client {
+    Client::builder()
+        .era(ProtocolEra::Legacy)
+        .on_sampling(move |_, _| {
+            asked.fetch_add(1, Ordering::SeqCst);
+            async move { Ok(CreateMessageResult::text(model, "sampled")) }
+        })
+        .connect(HttpTransport::new(url))
+        .await
+        .expect("a session")
+}
+
+/// What the demo server's `sample` got back from its client: the whole JSON-RPC response.
+async fn sampled(client: &Client) -> Value {
+    let answer = client
+        .call_tool("a__sample", json!({}))
+        .await
+        .expect("the tool answers");
+    answer.structured_content.expect("structured")["response"].clone()
+}
+
+#[actix_rt::test]
+async fn sampling_goes_to_the_session_whose_call_caused_it() {
+    let upstreams = Upstreams::new("sampling");
+    let gateway = listen(&upstreams);
+    let (asked_a, asked_b) = (Arc::default(), Arc::default());
+    let a = session(&gateway.1, "model-a", Arc::clone(&asked_a)).await;
+    let b = session(&gateway.1, "model-b", Arc::clone(&asked_b)).await;
+
+    assert_eq!(sampled(&a).await["result"]["model"], "model-a");
+    assert_eq!(sampled(&b).await["result"]["model"], "model-b");
+    assert_eq!(sampled(&a).await["result"]["model"], "model-a");
+    assert_eq!(asked_a.load(Ordering::SeqCst), 2);
+    assert_eq!(asked_b.load(Ordering::SeqCst), 1);
+}
+
+#[actix_rt::test]
+async fn a_request_no_session_can_be_told_to_is_refused_not_guessed() {
+    let upstreams = Upstreams::new("sampling-refused");
+    let gateway = listen(&upstreams);
+    let (asked_a, asked_b) = (Arc::<AtomicUsize>::default(), Arc::default());
+    let a = session(&gateway.1, "model-a", Arc::clone(&asked_a)).await;
+    let b = session(&gateway.1, "model-b", Arc::clone(&asked_b)).await;
+
+    // Both sessions have a call in flight on server `a`: which one sampled is not in the protocol.
+    let token = Cancellation::new();
+    let held = a
+        .call_tool("a__sleep", json!({"ms": 30_000}))
+        .cancellation(&token);
+    let held = actix_rt::spawn(std::future::IntoFuture::into_future(held));
+    until("a's sleep is at the server", || {
+        let read = upstreams.read_by("a");
+        read.iter()
+            .any(|m| m["params"]["name"] == "sleep")
+            .then_some(())
+    })
+    .await;
+    let response = sampled(&b).await;
+    let message = response["error"]["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains("several downstream sessions"),
+        "{response}"
+    );
+    token.cancel();
+    let _ = held.await;
+
+    // A 2026-07-28 client has no stream to be asked on.
+    let modern = Client::builder()
+        .era(ProtocolEra::Modern)
+        .on_sampling(|_, _| async { Ok(CreateMessageResult::text("modern", "sampled")) })
+        .connect(HttpTransport::new(&gateway.1))
+        .await
+        .expect("a 2026-07-28 client");
+    let response = sampled(&modern).await;
+    let message = response["error"]["message"].as_str().unwrap_or_default();
+    assert!(message.contains("2026-07-28"), "{response}");
+
+    // A client that did not declare sampling is not asked.
+    let plain = Client::builder()
+        .era(ProtocolEra::Legacy)
+        .connect(HttpTransport::new(&gateway.1))
+        .await
+        .expect("a session without sampling");
+    let response = sampled(&plain).await;
+    let message = response["error"]["message"].as_str().unwrap_or_default();
+    assert!(message.contains("did not declare"), "{response}");
+    assert_eq!(asked_a.load(Ordering::SeqCst), 0);
+    assert_eq!(asked_b.load(Ordering::SeqCst), 0);
+}
+
+#[actix_rt::test]
+async fn an_upstream_cancel_of_its_request_reaches_the_downstream_handler() {
+    let upstreams = Upstreams::new("sampling-cancel");
+    let gateway = listen(&upstreams);
+    let (cancelled, seen) = tokio::sync::oneshot::channel::<Option<String>>();
+    let cancelled = std::sync::Mutex::new(Some(cancelled));
+    let client = Client::builder()
+        .era(ProtocolEra::Legacy)
+        .on_sampling(move |_, token: Cancellation| {
+            let report = cancelled.lock().unwrap().take();
+            async move {
+                // Never answers: waits for the server's cancel.
+                token.cancelled().await;
+                if let Some(report) = report {
+                    let _ = report.send(token.reason().map(str::to_owned));
+                }
+                Ok(CreateMessageResult::text("late", "late"))
+            }
+        })
+        .connect(HttpTransport::new(&gateway.1))
+        .await
+        .expect("a session");
+    let params = json!({"messages": [], "maxTokens": 1});
+    let arguments = json!({"method": "sampling/createMessage", "params": params, "after_ms": 300});
+    let answer = client
+        .call_tool("a__ask_client_then_cancel", arguments)
+        .await
+        .expect("the tool answers");
+    let reason = seen.await.expect("the downstream handler was cancelled");
+    assert!(reason.is_some(), "a cancel carries its reason");
+    // The upstream server got no answer to the request it cancelled.
+    assert!(
+        answer.text().contains("null") || answer.is_error == Some(true),
+        "{answer:?}"
+    );
+}
