@@ -17,6 +17,8 @@ mod changes;
 mod http;
 mod in_flight;
 mod names;
+mod replies;
+mod routes;
 mod server_requests;
 mod session;
 mod stdio;

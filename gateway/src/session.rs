@@ -9,30 +9,13 @@ use std::{cell::RefCell, collections::HashMap, rc::Rc};
 
 use crate::{
     in_flight::InFlight,
-    names::Names,
+    replies::{error, result, Refusal, INTERNAL_ERROR, INVALID_PARAMS, METHOD_NOT_FOUND},
+    routes::Routes,
     server_requests::{SessionKey, ToSession},
     upstream::Upstream,
 };
 
-/// Where each listed name goes: tools and prompts by their gateway names, resources by URI
-/// (the first server listing a URI serves it).
-#[derive(Default)]
-struct Routes {
-    tools: Names,
-    prompts: Names,
-    resources: std::collections::HashMap<String, String>,
-    /// The lists as the downstream client gets them.
-    lists: Lists,
-}
-
-#[derive(Default)]
-struct Lists {
-    tools: Vec<Value>,
-    prompts: Vec<Value>,
-    resources: Vec<Value>,
-    templates: Vec<Value>,
-}
-use actix_mcp::{Error, HandlerError, ServersError};
+use actix_mcp::{Error, HandlerError};
 use serde_json::{json, Value};
 
 /// Where a session's messages go: answers, and the notifications of a request in flight
@@ -65,11 +48,6 @@ fn server_info() -> Value {
     json!({"name": "actix-mcp-gateway", "version": env!("CARGO_PKG_VERSION")})
 }
 
-/// JSON-RPC: the method is not one the gateway serves.
-const METHOD_NOT_FOUND: i64 = -32601;
-const INVALID_PARAMS: i64 = -32602;
-const INTERNAL_ERROR: i64 = -32603;
-
 pub struct Session {
     upstream: Upstream,
     /// This session in the registry of who can be asked what upstream servers ask.
@@ -96,59 +74,6 @@ struct State {
 struct Asked {
     reply: tokio::sync::oneshot::Sender<Result<Value, HandlerError>>,
     related: Value,
-}
-
-fn error(id: &Value, code: i64, message: impl Into<String>) -> Value {
-    json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message.into()}})
-}
-
-/// A result, with what the 2026-07-28 era asks of every result (`resultType`; older clients
-/// take it as one more member).
-fn result(id: &Value, mut result: Value) -> Value {
-    if let Some(object) = result.as_object_mut() {
-        object
-            .entry("resultType")
-            .or_insert_with(|| Value::String("complete".into()));
-    }
-    json!({"jsonrpc": "2.0", "id": id, "result": result})
-}
-
-/// A downstream error: code, message, data. The upstream server's own JSON-RPC error is passed
-/// on as it was; anything else is an internal error naming what happened.
-struct Refusal(i64, String, Option<Value>);
-
-impl Refusal {
-    fn params(message: impl Into<String>) -> Self {
-        Self(INVALID_PARAMS, message.into(), None)
-    }
-
-    fn from_error(failure: &Error) -> Self {
-        match failure {
-            Error::Server {
-                code,
-                message,
-                data,
-            } => Self(*code, message.clone(), data.clone()),
-            other => Self(INTERNAL_ERROR, other.to_string(), None),
-        }
-    }
-
-    fn with_id(self, id: &Value) -> Value {
-        let mut object = json!({"code": self.0, "message": self.1});
-        if let Some(data) = self.2 {
-            object["data"] = data;
-        }
-        json!({"jsonrpc": "2.0", "id": id, "error": object})
-    }
-}
-
-impl From<ServersError> for Refusal {
-    fn from(failure: ServersError) -> Self {
-        match failure.client_error() {
-            Some(error) => Self::from_error(error),
-            None => Self(INTERNAL_ERROR, failure.to_string(), None),
-        }
-    }
 }
 
 impl Session {
@@ -341,74 +266,7 @@ impl Session {
     /// Every ready server's lists under the gateway's names, kept for routing.
     async fn catalogue(&self) -> Rc<Routes> {
         let catalogue = self.upstream.servers.catalogue().await;
-        for (server, why) in &catalogue.unavailable {
-            tracing::info!(%server, %why, "left out of the lists");
-        }
-        // What the config offers of each server's tools and prompts, under the names it gives.
-        let upstream = &self.upstream;
-        let tools: Vec<_> = catalogue
-            .tools
-            .iter()
-            .filter(|t| upstream.tools_of(&t.server).offers(&t.item.name))
-            .collect();
-        let prompts: Vec<_> = catalogue
-            .prompts
-            .iter()
-            .filter(|p| upstream.prompts_of(&p.server).offers(&p.item.name))
-            .collect();
-        let tool_names = Names::offered(tools.iter().map(|t| {
-            let shown = upstream.tools_of(&t.server).offered_name(&t.item.name);
-            (t.server.as_str(), t.item.name.as_str(), shown)
-        }));
-        let prompt_names = Names::offered(prompts.iter().map(|p| {
-            let shown = upstream.prompts_of(&p.server).offered_name(&p.item.name);
-            (p.server.as_str(), p.item.name.as_str(), shown)
-        }));
-        let renamed = |names: &Names, server: &str, name: &str, item: Value| {
-            let mut item = item;
-            item["name"] = Value::String(names.name_of(server, name)?.to_owned());
-            Some(item)
-        };
-        let mut lists = Lists::default();
-        for listed in tools {
-            let item = serde_json::to_value(&listed.item).unwrap_or_default();
-            lists.tools.extend(renamed(
-                &tool_names,
-                &listed.server,
-                &listed.item.name,
-                item,
-            ));
-        }
-        for listed in prompts {
-            let item = serde_json::to_value(&listed.item).unwrap_or_default();
-            lists.prompts.extend(renamed(
-                &prompt_names,
-                &listed.server,
-                &listed.item.name,
-                item,
-            ));
-        }
-        let mut resources = std::collections::HashMap::new();
-        for listed in &catalogue.resources {
-            if resources.contains_key(&listed.item.uri) {
-                continue; // the first server listing a URI serves it
-            }
-            resources.insert(listed.item.uri.clone(), listed.server.clone());
-            lists
-                .resources
-                .extend(serde_json::to_value(&listed.item).ok());
-        }
-        for listed in &catalogue.resource_templates {
-            lists
-                .templates
-                .extend(serde_json::to_value(&listed.item).ok());
-        }
-        let routes = Rc::new(Routes {
-            tools: tool_names,
-            prompts: prompt_names,
-            resources,
-            lists,
-        });
+        let routes = Rc::new(Routes::of(&catalogue, &self.upstream));
         self.state.borrow_mut().routes = Some(routes.clone());
         routes
     }
