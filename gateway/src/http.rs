@@ -143,6 +143,8 @@ async fn reply(
 
 struct Gateway {
     upstream: Upstream,
+    /// It listens on a loopback address (see `origin.rs`).
+    loopback: bool,
     changes: broadcast::Sender<Changed>,
     sessions: RefCell<HashMap<String, Rc<HttpSession>>>,
 }
@@ -254,6 +256,32 @@ fn event_stream(messages: Messages, abort: Option<AbortIsCancel>) -> HttpRespons
         .streaming(events)
 }
 
+/// Refuses (`403`) what DNS rebinding would bring: see `origin.rs`.
+async fn refuse_foreign(
+    request: actix_web::dev::ServiceRequest,
+    next: actix_web::middleware::Next<impl actix_web::body::MessageBody + 'static>,
+) -> Result<actix_web::dev::ServiceResponse<actix_web::body::BoxBody>, actix_web::Error> {
+    let header = |name| {
+        request
+            .headers()
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned)
+    };
+    let (host, origin) = (
+        header(actix_web::http::header::HOST),
+        header(actix_web::http::header::ORIGIN),
+    );
+    let loopback = request
+        .app_data::<web::Data<Rc<Gateway>>>()
+        .is_some_and(|gateway| gateway.loopback);
+    if crate::origin::is_foreign(host.as_deref(), origin.as_deref(), loopback) {
+        let refused = HttpResponse::Forbidden().body("this Host or Origin is not served here");
+        return Ok(request.into_response(refused));
+    }
+    Ok(next.call(request).await?.map_into_boxed_body())
+}
+
 /// `/healthz`: the gateway answers, and says where each upstream server is.
 async fn healthz(gateway: web::Data<Rc<Gateway>>) -> HttpResponse {
     let servers: Vec<Value> = gateway
@@ -279,6 +307,7 @@ pub async fn serve(
         move || {
             let gateway = Rc::new(Gateway {
                 upstream: upstream.clone(),
+                loopback: listen.ip().is_loopback(),
                 changes: changes.clone(),
                 sessions: RefCell::default(),
             });
@@ -288,6 +317,7 @@ pub async fn serve(
                 .wrap(actix_web::middleware::from_fn(
                     actix_mcp::web::cancel_on_disconnect,
                 ))
+                .wrap(actix_web::middleware::from_fn(refuse_foreign))
                 .route("/mcp", web::post().to(post))
                 .route("/mcp", web::delete().to(delete))
                 .route("/mcp", web::get().to(get))

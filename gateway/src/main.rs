@@ -17,6 +17,7 @@ mod changes;
 mod http;
 mod in_flight;
 mod names;
+mod origin;
 mod replies;
 mod routes;
 mod server_requests;

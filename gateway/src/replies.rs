@@ -13,10 +13,10 @@ pub fn error(id: &Value, code: i64, message: impl Into<String>) -> Value {
     json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message.into()}})
 }
 
-/// A result, with what the 2026-07-28 era asks of every result (`resultType`; older clients
-/// take it as one more member).
-pub fn result(id: &Value, mut result: Value) -> Value {
-    if let Some(object) = result.as_object_mut() {
+/// A result; for a 2026-07-28 client (`modern`) with what that era asks of every result
+/// (`resultType`).
+pub fn result(id: &Value, mut result: Value, modern: bool) -> Value {
+    if let (true, Some(object)) = (modern, result.as_object_mut()) {
         object
             .entry("resultType")
             .or_insert_with(|| Value::String("complete".into()));

@@ -50,6 +50,8 @@ fn server_info() -> Value {
 
 pub struct Session {
     upstream: Upstream,
+    /// The client speaks 2026-07-28 (`server/discover`, or a request without a session).
+    modern: std::cell::Cell<bool>,
     /// This session in the registry of who can be asked what upstream servers ask.
     key: SessionKey,
     out: Answers,
@@ -87,6 +89,7 @@ impl Session {
         let (key, carried) = upstream.downstream.join();
         let session = Rc::new(Self {
             upstream,
+            modern: std::cell::Cell::new(false),
             key,
             out,
             state: Rc::default(),
@@ -98,6 +101,7 @@ impl Session {
 
     /// The session is one 2026-07-28 request: upstream servers' requests are not carried to it.
     pub fn stateless(&self) {
+        self.modern.set(true);
         self.upstream.downstream.stateless(self.key);
     }
 
@@ -194,6 +198,7 @@ impl Session {
     fn request(self: &Rc<Self>, method: &str, id: Value, params: &Value) {
         let answer = match method {
             "initialize" => {
+                self.modern.set(false);
                 let capabilities = params["capabilities"].clone();
                 self.upstream.downstream.initialized(self.key, capabilities);
                 let asked = params["protocolVersion"].as_str().unwrap_or_default();
@@ -201,30 +206,26 @@ impl Session {
                     .iter()
                     .find(|v| **v == asked)
                     .unwrap_or(&VERSIONS[0]);
-                result(
-                    &id,
-                    json!({
-                        "protocolVersion": version,
-                        "capabilities": SESSION_CAPABILITIES.clone(),
-                        "serverInfo": server_info(),
-                    }),
-                )
+                let answer = json!({
+                    "protocolVersion": version,
+                    "capabilities": SESSION_CAPABILITIES.clone(),
+                    "serverInfo": server_info(),
+                });
+                result(&id, answer, false)
             }
             // 2026-07-28: what `initialize` says, without a session.
             "server/discover" => {
+                self.modern.set(true);
                 let mut versions = vec![MODERN_VERSION];
                 versions.extend(VERSIONS);
-                result(
-                    &id,
-                    json!({
-                        "resultType": "complete",
-                        "supportedVersions": versions,
-                        "capabilities": CAPABILITIES.clone(),
-                        "_meta": {"io.modelcontextprotocol/serverInfo": server_info()},
-                    }),
-                )
+                let answer = json!({
+                    "supportedVersions": versions,
+                    "capabilities": CAPABILITIES.clone(),
+                    "_meta": {"io.modelcontextprotocol/serverInfo": server_info()},
+                });
+                result(&id, answer, true)
             }
-            "ping" => result(&id, json!({})),
+            "ping" => result(&id, json!({}), self.modern.get()),
             "tools/list" | "prompts/list" | "resources/list" | "resources/templates/list" => {
                 let (session, method) = (self.clone(), method.to_owned());
                 self.spawn(async move {
@@ -236,9 +237,14 @@ impl Session {
                         "resources/list" => ("resources", &lists.resources),
                         _ => ("resourceTemplates", &lists.templates),
                     };
-                    // Made of every upstream's lists: not for a client to keep (2026-07-28).
-                    let list = json!({ key: items, "ttlMs": 0, "cacheScope": "private" });
-                    session.send(&result(&id, list));
+                    let modern = session.modern.get();
+                    let mut list = json!({ key: items });
+                    if modern {
+                        // Made of every upstream's lists: not for a client to keep.
+                        list["ttlMs"] = json!(0);
+                        list["cacheScope"] = json!("private");
+                    }
+                    session.send(&result(&id, list, modern));
                 });
                 return;
             }
@@ -285,7 +291,7 @@ impl Session {
         let (session, method, params) = (self.clone(), method.to_owned(), params.clone());
         self.spawn(async move {
             let answer = match session.routed(&id, &method, &params, &token).await {
-                Ok(value) => result(&id, value),
+                Ok(value) => result(&id, value, session.modern.get()),
                 Err(answer) => answer.with_id(&id),
             };
             // A request cancelled downstream is owed no answer.
