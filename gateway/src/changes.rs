@@ -1,41 +1,57 @@
-//! Upstream `list_changed` made downstream ones: a task per server follows its connection's
-//! notifications (and its next connection's, after a restart) and tells every downstream session
-//! which list changed. A server that connects anew changes the tool list too: its tools come
-//! (back).
+//! What the upstream servers tell outside any request, carried to every downstream session: a
+//! task per server follows its connection's notifications (and its next connection's, after a
+//! restart). A `list_changed` is passed on as it is (a server that connects anew changes the
+//! tool list too: its tools come back); a log message goes to the sessions that asked for logs at
+//! its level. A new connection is asked for logs at the level the sessions asked for.
 
 use std::time::Duration;
 
-use actix_mcp::{ServerNotification, Servers};
+use actix_mcp::{protocol::notifications::LogMessage, ServerNotification};
 use tokio::sync::broadcast;
 
-/// Which list changed: `tools`, `prompts` or `resources`.
-pub type Changed = &'static str;
+use crate::upstream::Upstream;
 
-/// Follows every server of `servers`; the changes go to `tell`.
-pub fn watch(servers: &Servers, tell: broadcast::Sender<Changed>) {
-    for server in servers.status() {
-        let (servers, tell) = (servers.clone(), tell.clone());
+/// Something an upstream server said.
+#[derive(Clone, Debug)]
+pub enum Event {
+    /// Which list changed: `tools`, `prompts` or `resources`.
+    ListChanged(&'static str),
+    /// A log message (`notifications/message`) of `server`.
+    Log { server: String, message: LogMessage },
+}
+
+/// Follows every server of `upstream`; what they say goes to `tell`.
+pub fn watch(upstream: &Upstream, tell: broadcast::Sender<Event>) {
+    for server in upstream.servers.status() {
+        let (upstream, tell) = (upstream.clone(), tell.clone());
         actix_rt::spawn(async move {
             let mut first = true;
             loop {
-                let Ok(client) = servers.client(&server.name).await else {
+                let Ok(client) = upstream.servers.client(&server.name).await else {
                     // Stopped, failed, disabled: looked at again in a while.
                     tokio::time::sleep(Duration::from_secs(1)).await;
                     continue;
                 };
+                if let Some(level) = upstream.log_floor() {
+                    let _ = client.set_logging_level(level).await;
+                }
                 if !first {
-                    let _ = tell.send("tools");
+                    let _ = tell.send(Event::ListChanged("tools"));
                 }
                 first = false;
                 let mut notifications = client.notifications();
                 while let Some(notification) = notifications.next().await {
-                    let changed = match notification {
-                        ServerNotification::ToolsListChanged => "tools",
-                        ServerNotification::PromptsListChanged => "prompts",
-                        ServerNotification::ResourcesListChanged => "resources",
+                    let event = match notification {
+                        ServerNotification::ToolsListChanged => Event::ListChanged("tools"),
+                        ServerNotification::PromptsListChanged => Event::ListChanged("prompts"),
+                        ServerNotification::ResourcesListChanged => Event::ListChanged("resources"),
+                        ServerNotification::Log(message) => Event::Log {
+                            server: server.name.clone(),
+                            message,
+                        },
                         _ => continue,
                     };
-                    let _ = tell.send(changed);
+                    let _ = tell.send(event);
                 }
                 // The connection ended: the next one is followed once the server is back.
                 tokio::time::sleep(Duration::from_millis(100)).await;

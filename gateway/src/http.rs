@@ -17,7 +17,7 @@ use serde_json::Value;
 use tokio::sync::{broadcast, mpsc};
 
 use crate::{
-    changes::Changed,
+    changes::Event,
     session::{Answers, Session},
     upstream::Upstream,
 };
@@ -37,7 +37,7 @@ struct HttpSession {
 }
 
 impl HttpSession {
-    fn new(upstream: Upstream, changes: &broadcast::Sender<Changed>) -> Self {
+    fn new(upstream: Upstream, changes: &broadcast::Sender<Event>) -> Self {
         let waiting: Rc<RefCell<HashMap<String, mpsc::UnboundedSender<Value>>>> = Rc::default();
         let stream: Rc<RefCell<Option<mpsc::UnboundedSender<Value>>>> = Rc::default();
         let answers: Answers = {
@@ -145,7 +145,7 @@ struct Gateway {
     upstream: Upstream,
     /// It listens on a loopback address (see `origin.rs`).
     loopback: bool,
-    changes: broadcast::Sender<Changed>,
+    changes: broadcast::Sender<Event>,
     sessions: RefCell<HashMap<String, Rc<HttpSession>>>,
 }
 
@@ -300,7 +300,7 @@ async fn healthz(gateway: web::Data<Rc<Gateway>>) -> HttpResponse {
 pub async fn serve(
     upstream: Upstream,
     listen: SocketAddr,
-    changes: broadcast::Sender<Changed>,
+    changes: broadcast::Sender<Event>,
 ) -> std::io::Result<()> {
     let server = HttpServer::new({
         let upstream = upstream.clone();

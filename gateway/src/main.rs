@@ -70,7 +70,7 @@ fn main() -> ExitCode {
         let servers = upstream.servers.clone();
         servers.start_all().await;
         let (changes, _) = tokio::sync::broadcast::channel(64);
-        changes::watch(&servers, changes.clone());
+        changes::watch(&upstream, changes.clone());
         let served = match args.listen {
             Some(listen) => http::serve(upstream, listen, changes).await,
             None => stdio::serve(upstream, changes).await,

@@ -15,6 +15,8 @@ pub struct Routes {
     pub tools: Names,
     pub prompts: Names,
     pub resources: HashMap<String, String>,
+    /// Resource templates by `uriTemplate` (the first server listing one serves it).
+    pub templates: HashMap<String, String>,
     /// The lists as the downstream client gets them.
     pub lists: Lists,
 }
@@ -86,7 +88,13 @@ impl Routes {
                 .resources
                 .extend(serde_json::to_value(&listed.item).ok());
         }
+        let mut templates = HashMap::new();
         for listed in &catalogue.resource_templates {
+            let template = listed.item.uri_template.clone();
+            if templates.contains_key(&template) {
+                continue;
+            }
+            templates.insert(template, listed.server.clone());
             lists
                 .templates
                 .extend(serde_json::to_value(&listed.item).ok());
@@ -95,6 +103,7 @@ impl Routes {
             tools: tool_names,
             prompts: prompt_names,
             resources,
+            templates,
             lists,
         }
     }

@@ -11,7 +11,7 @@ use crate::{session::Session, upstream::Upstream};
 
 pub async fn serve(
     upstream: Upstream,
-    changes: tokio::sync::broadcast::Sender<crate::changes::Changed>,
+    changes: tokio::sync::broadcast::Sender<crate::changes::Event>,
 ) -> std::io::Result<()> {
     let (out, mut lines) = mpsc::unbounded_channel::<Vec<u8>>();
     let writer = actix_rt::spawn(async move {

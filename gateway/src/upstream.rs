@@ -2,9 +2,12 @@
 //! each), what the config lets each offer (`tools` and `prompts`: allow, deny, rename), and the
 //! registry through which their requests find the session that can answer them.
 
-use std::{collections::HashMap, sync::Arc};
+use std::{
+    collections::HashMap,
+    sync::{Arc, Mutex, PoisonError},
+};
 
-use actix_mcp::{config::Exposure, Client, Config, ServerConfig, Servers};
+use actix_mcp::{config::Exposure, Client, Config, LoggingLevel, ServerConfig, Servers};
 
 use crate::server_requests::Downstream;
 
@@ -13,6 +16,9 @@ pub struct Upstream {
     pub servers: Servers,
     pub downstream: Downstream,
     offered: Arc<HashMap<String, Offered>>,
+    /// The most verbose log level any session asked for: what the upstream servers are asked
+    /// for (each session filters to its own).
+    log_floor: Arc<Mutex<Option<LoggingLevel>>>,
 }
 
 /// One server's `tools` and `prompts` of the config.
@@ -53,7 +59,30 @@ impl Upstream {
             servers,
             downstream,
             offered: Arc::new(offered),
+            log_floor: Arc::default(),
         }
+    }
+
+    /// The level the upstream servers are asked to log at, if any session asked.
+    pub fn log_floor(&self) -> Option<LoggingLevel> {
+        *self
+            .log_floor
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// A session asks for logs at `level`: whether the upstream servers must now be asked for
+    /// more than before.
+    pub fn lower_log_floor(&self, level: LoggingLevel) -> bool {
+        let mut floor = self
+            .log_floor
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        if floor.is_some_and(|floor| floor <= level) {
+            return false;
+        }
+        *floor = Some(level);
+        true
     }
 
     /// What `server` offers of its tools, and as what.

@@ -140,6 +140,54 @@ async fn a_task_passes_through_and_its_cancel_is_a_tasks_cancel_upstream() {
 }
 
 #[actix_rt::test]
+async fn log_messages_reach_a_client_that_asked_for_them_at_their_level() {
+    use actix_mcp::{LoggingLevel, ServerNotification};
+    let upstreams = Upstreams::new("logging");
+    let client = Client::builder()
+        .era(actix_mcp::ProtocolEra::Legacy)
+        .connect(upstreams.transport())
+        .await
+        .expect("the gateway");
+    let mut notifications = client.notifications();
+    client
+        .set_logging_level(LoggingLevel::Warning)
+        .await
+        .expect("logging/setLevel is served");
+    let asked = upstreams
+        .read_by("a")
+        .into_iter()
+        .any(|m| m["method"] == "logging/setLevel" && m["params"]["level"] == "warning");
+    assert!(
+        asked,
+        "the upstream server was asked for warnings before the answer"
+    );
+    for (level, message) in [("info", "below"), ("error", "above")] {
+        let arguments = json!({"level": level, "message": message});
+        client.call_tool("a__log", arguments).await.expect("logged");
+    }
+    let message = tokio::time::timeout(std::time::Duration::from_secs(30), async {
+        loop {
+            if let Some(ServerNotification::Log(message)) = notifications.next().await {
+                break message;
+            }
+        }
+    })
+    .await
+    .expect("a log message");
+    assert_eq!(
+        message.level,
+        LoggingLevel::Error,
+        "the info one is filtered"
+    );
+    assert_eq!(message.data, json!("above"));
+    assert_eq!(
+        message.logger.as_deref(),
+        Some("a/demo"),
+        "named after its server"
+    );
+}
+
+#[actix_rt::test]
 async fn every_servers_tools_are_listed_under_its_name_and_routed_to_it() {
     let upstreams = Upstreams::new("routes");
     let client = Client::connect(upstreams.transport())

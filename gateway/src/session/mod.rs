@@ -5,17 +5,20 @@
 //! Answers go to `out` (`Answers`), in the order they are ready: stdio writes each as a line,
 //! HTTP hands each to the POST that carried its request.
 
+mod asked;
+mod events;
+mod tasks;
+
 use std::{cell::RefCell, collections::HashMap, rc::Rc};
 
 use crate::{
     in_flight::InFlight,
     replies::{error, result, Refusal, INTERNAL_ERROR, INVALID_PARAMS, METHOD_NOT_FOUND},
     routes::Routes,
-    server_requests::{SessionKey, ToSession},
+    server_requests::SessionKey,
     upstream::Upstream,
 };
 
-use actix_mcp::{Error, HandlerError};
 use serde_json::{json, Value};
 
 /// Where a session's messages go: answers, and the notifications of a request in flight
@@ -34,6 +37,7 @@ static CAPABILITIES: std::sync::LazyLock<Value> = std::sync::LazyLock::new(|| {
         "tools": {"listChanged": true},
         "resources": {"listChanged": true},
         "prompts": {"listChanged": true},
+        "completions": {},
     })
 });
 
@@ -41,6 +45,7 @@ static CAPABILITIES: std::sync::LazyLock<Value> = std::sync::LazyLock::new(|| {
 static SESSION_CAPABILITIES: std::sync::LazyLock<Value> = std::sync::LazyLock::new(|| {
     let mut capabilities = CAPABILITIES.clone();
     capabilities["tasks"] = json!({"list": {}, "cancel": {}, "requests": {"tools": {"call": {}}}});
+    capabilities["logging"] = json!({});
     capabilities
 });
 
@@ -68,14 +73,9 @@ struct State {
     /// The upstream tasks this session's calls made, by the ids it knows them by.
     upstream_tasks: crate::tasks::Tasks,
     /// Upstream servers' requests asked of the downstream client, by the id they were given.
-    asked: HashMap<String, Asked>,
-}
-
-/// A request asked of the downstream client: who waits for its answer, and the downstream
-/// request it belongs to (its cancel goes on that request's stream too).
-struct Asked {
-    reply: tokio::sync::oneshot::Sender<Result<Value, HandlerError>>,
-    related: Value,
+    asked: HashMap<String, asked::Asked>,
+    /// The level the client asked for logs at (`logging/setLevel`); none: no logs.
+    log_level: Option<actix_mcp::LoggingLevel>,
 }
 
 impl Session {
@@ -84,7 +84,7 @@ impl Session {
     pub fn start(
         upstream: Upstream,
         out: Answers,
-        changes: &tokio::sync::broadcast::Sender<crate::changes::Changed>,
+        changes: &tokio::sync::broadcast::Sender<crate::changes::Event>,
     ) -> Rc<Self> {
         let (key, carried) = upstream.downstream.join();
         let session = Rc::new(Self {
@@ -132,66 +132,9 @@ impl Session {
                 tracing::debug!(cancelled, "downstream cancel");
             }
             // The answer to an upstream server's request asked of the client.
-            (None, Some(id)) => {
-                let Some(asked) = id
-                    .as_str()
-                    .and_then(|id| self.state.borrow_mut().asked.remove(id))
-                else {
-                    return tracing::debug!(%id, "an answer to nothing asked");
-                };
-                let answer = match message.get("error") {
-                    Some(error) => Err(HandlerError {
-                        code: error["code"].as_i64().unwrap_or(INTERNAL_ERROR),
-                        message: error["message"].as_str().unwrap_or_default().to_owned(),
-                        data: error.get("data").cloned(),
-                    }),
-                    None => Ok(message.get("result").cloned().unwrap_or(Value::Null)),
-                };
-                let _ = asked.reply.send(answer);
-            }
+            (None, Some(id)) => self.answered(&id, &message),
             // Other notifications (initialized, roots): nothing to do.
             _ => {}
-        }
-    }
-
-    /// Asks the downstream client what upstream servers ask of it, for as long as it lives.
-    fn carry(self: &Rc<Self>, mut carried: tokio::sync::mpsc::UnboundedReceiver<ToSession>) {
-        let session = Rc::downgrade(self);
-        actix_rt::spawn(async move {
-            while let Some(next) = carried.recv().await {
-                let Some(session) = session.upgrade() else {
-                    return;
-                };
-                session.carried(next);
-            }
-        });
-    }
-
-    fn carried(&self, next: ToSession) {
-        match next {
-            ToSession::Ask {
-                id,
-                method,
-                params,
-                related,
-                reply,
-            } => {
-                let request =
-                    json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
-                (self.out)(request, Some(&related));
-                self.state
-                    .borrow_mut()
-                    .asked
-                    .insert(id, Asked { reply, related });
-            }
-            ToSession::Withdraw { id, reason } => {
-                let asked = self.state.borrow_mut().asked.remove(&id);
-                if let Some(asked) = asked {
-                    let params = json!({"requestId": id, "reason": reason});
-                    let cancel = json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": params});
-                    (self.out)(cancel, Some(&asked.related));
-                }
-            }
         }
     }
 
@@ -226,6 +169,7 @@ impl Session {
                 result(&id, answer, true)
             }
             "ping" => result(&id, json!({}), self.modern.get()),
+            "logging/setLevel" => return self.set_log_level(id, params),
             "tools/list" | "prompts/list" | "resources/list" | "resources/templates/list" => {
                 let (session, method) = (self.clone(), method.to_owned());
                 self.spawn(async move {
@@ -252,7 +196,7 @@ impl Session {
             "tasks/get" | "tasks/result" | "tasks/cancel" | "tasks/list" => {
                 return self.call(id, method, params)
             }
-            "tools/call" => return self.call(id, method, params),
+            "tools/call" | "completion/complete" => return self.call(id, method, params),
             _ => error(
                 &id,
                 METHOD_NOT_FOUND,
@@ -321,6 +265,7 @@ impl Session {
             "tools/call" if params["task"].is_object() => {
                 self.start_task(id, params, &routes, token).await
             }
+            "completion/complete" => self.complete(id, params, &routes, token).await,
             "tools/call" => {
                 let name =
                     text("name").ok_or_else(|| Refusal::params("tools/call needs a name"))?;
@@ -389,87 +334,6 @@ impl Session {
         }
     }
 
-    /// A `tools/call` run as a task (2025-11-25 `params.task`): the upstream server makes the
-    /// task; the downstream client gets it under the session's id for it.
-    async fn start_task(
-        &self,
-        id: &Value,
-        params: &Value,
-        routes: &Routes,
-        token: &actix_mcp::Cancellation,
-    ) -> Result<Value, Refusal> {
-        let name = params["name"].as_str().unwrap_or_default();
-        let (server, tool) = routes
-            .tools
-            .route(name)
-            .ok_or_else(|| Refusal::params(format!("no tool named {name:?}")))?;
-        let _in_flight = self.upstream.downstream.call_begins(self.key, server, id);
-        let arguments = params.get("arguments").cloned().unwrap_or(json!({}));
-        let client = self
-            .upstream
-            .servers
-            .client(server)
-            .await
-            .map_err(Refusal::from)?;
-        let call = client.call_tool(tool, arguments).cancellation(token);
-        let call = match params["task"]["ttl"].as_u64() {
-            Some(ms) => call.task_ttl(std::time::Duration::from_millis(ms)),
-            None => call.as_task(),
-        };
-        let failed = |e: Error| Refusal::from_error(&e);
-        let handle = call.start_task().await.map_err(failed)?;
-        let task = handle.get().await.map_err(failed)?;
-        let known_as = self.state.borrow_mut().upstream_tasks.adopt(server, handle);
-        Ok(json!({"task": crate::tasks::shown(&task, &known_as)}))
-    }
-
-    /// `tasks/get`, `tasks/result`, `tasks/cancel` of one of the session's tasks, passed to its
-    /// server; `tasks/list`: the session's tasks, each as its server has it now.
-    async fn task(
-        &self,
-        method: &str,
-        params: &Value,
-        token: &actix_mcp::Cancellation,
-    ) -> Result<Value, Refusal> {
-        let failed = |e: Error| Refusal::from_error(&e);
-        if method == "tasks/list" {
-            let all = self.state.borrow().upstream_tasks.all();
-            let mut tasks = Vec::with_capacity(all.len());
-            for (known_as, handle) in all {
-                if let Ok(task) = handle.get().await {
-                    tasks.push(crate::tasks::shown(&task, &known_as));
-                }
-            }
-            return Ok(json!({ "tasks": tasks }));
-        }
-        let known_as = params["taskId"].as_str().unwrap_or_default();
-        let handle = self.state.borrow().upstream_tasks.get(known_as);
-        let handle = handle.ok_or_else(|| Refusal::params(format!("no task {known_as:?}")))?;
-        match method {
-            "tasks/get" => Ok(crate::tasks::shown(
-                &handle.get().await.map_err(failed)?,
-                known_as,
-            )),
-            "tasks/cancel" => Ok(crate::tasks::shown(
-                &handle.cancel().await.map_err(failed)?,
-                known_as,
-            )),
-            _ => {
-                // Waits for the task's end; the downstream client may give up the wait (its
-                // cancel ends the wait, not the task).
-                let result = tokio::select! {
-                    result = handle.result() => result.map_err(failed)?,
-                    () = token.cancelled() => return Err(Refusal(INTERNAL_ERROR, "cancelled".into(), None)),
-                };
-                let mut result = serde_json::to_value(result)
-                    .map_err(|e| Refusal(INTERNAL_ERROR, e.to_string(), None))?;
-                result["_meta"]["io.modelcontextprotocol/related-task"] =
-                    json!({"taskId": known_as});
-                Ok(result)
-            }
-        }
-    }
-
     /// Runs `call`, passing its upstream progress downstream under the downstream's token.
     async fn with_progress(
         &self,
@@ -514,36 +378,6 @@ impl Session {
     /// aborted the request's POST): its upstream call is cancelled.
     pub fn abandoned(&self, id: &Value, reason: &str) {
         self.state.borrow_mut().in_flight.cancel(id, Some(reason));
-    }
-
-    /// An upstream list changed: the routes are made anew at the next use, and the downstream
-    /// client is told.
-    pub fn list_changed(&self, changed: crate::changes::Changed) {
-        self.state.borrow_mut().routes = None;
-        let method = format!("notifications/{changed}/list_changed");
-        self.send(&json!({"jsonrpc": "2.0", "method": method}));
-    }
-
-    /// Tells this session of every change `changes` reports, for as long as it lives.
-    pub fn follow(
-        self: &Rc<Self>,
-        mut changes: tokio::sync::broadcast::Receiver<crate::changes::Changed>,
-    ) {
-        let session = Rc::downgrade(self);
-        actix_rt::spawn(async move {
-            loop {
-                let changed = match changes.recv().await {
-                    Ok(changed) => changed,
-                    // Fell behind: every list may have changed.
-                    Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => "tools",
-                    Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
-                };
-                let Some(session) = session.upgrade() else {
-                    return;
-                };
-                session.list_changed(changed);
-            }
-        });
     }
 
     /// The downstream client went away: every call it left in flight is cancelled upstream

@@ -1,0 +1,88 @@
+//! What the upstream servers say outside any request, as a session passes it on: list changes,
+//! and log messages at the level its client asked for (`logging/setLevel`).
+
+use std::rc::Rc;
+
+use serde_json::{json, Value};
+
+use super::Session;
+use crate::replies::{error, result, INVALID_PARAMS};
+
+impl Session {
+    /// An upstream list changed: the routes are made anew at the next use, and the downstream
+    /// client is told.
+    pub fn list_changed(&self, changed: &str) {
+        self.state.borrow_mut().routes = None;
+        let method = format!("notifications/{changed}/list_changed");
+        self.send(&json!({"jsonrpc": "2.0", "method": method}));
+    }
+
+    /// `logging/setLevel`: this session's logs from now on; the upstream servers are asked for
+    /// as much (if no session asked for more already) before the answer.
+    pub(super) fn set_log_level(self: &Rc<Self>, id: Value, params: &Value) {
+        let level = match serde_json::from_value::<actix_mcp::LoggingLevel>(params["level"].clone())
+        {
+            Ok(level) => level,
+            Err(e) => return self.send(&error(&id, INVALID_PARAMS, format!("level: {e}"))),
+        };
+        self.state.borrow_mut().log_level = Some(level);
+        let session = self.clone();
+        self.spawn(async move {
+            if session.upstream.lower_log_floor(level) {
+                let servers = &session.upstream.servers;
+                for server in servers.status() {
+                    if let Ok(client) = servers.client(&server.name).await {
+                        let _ = client.set_logging_level(level).await;
+                    }
+                }
+            }
+            session.send(&result(&id, json!({}), session.modern.get()));
+        });
+    }
+
+    /// An upstream server's log message, if this session asked for logs at its level: its
+    /// logger named after the server.
+    pub(super) fn log(
+        &self,
+        server: &str,
+        message: &actix_mcp::protocol::notifications::LogMessage,
+    ) {
+        let wanted = self.state.borrow().log_level;
+        if wanted.is_none_or(|level| message.level < level) {
+            return;
+        }
+        let logger = match &message.logger {
+            Some(logger) => format!("{server}/{logger}"),
+            None => server.to_owned(),
+        };
+        let params = json!({"level": message.level, "logger": logger, "data": message.data});
+        self.send(&json!({"jsonrpc": "2.0", "method": "notifications/message", "params": params}));
+    }
+
+    /// Tells this session what the upstream servers say, for as long as it lives.
+    pub fn follow(
+        self: &Rc<Self>,
+        mut events: tokio::sync::broadcast::Receiver<crate::changes::Event>,
+    ) {
+        use crate::changes::Event;
+        use tokio::sync::broadcast::error::RecvError;
+        let session = Rc::downgrade(self);
+        actix_rt::spawn(async move {
+            loop {
+                let event = match events.recv().await {
+                    Ok(event) => event,
+                    // Fell behind: every list may have changed (log messages are lost).
+                    Err(RecvError::Lagged(_)) => Event::ListChanged("tools"),
+                    Err(RecvError::Closed) => return,
+                };
+                let Some(session) = session.upgrade() else {
+                    return;
+                };
+                match &event {
+                    Event::ListChanged(changed) => session.list_changed(changed),
+                    Event::Log { server, message } => session.log(server, message),
+                }
+            }
+        });
+    }
+}
