@@ -294,12 +294,14 @@ async fn healthz(gateway: web::Data<Rc<Gateway>>) -> HttpResponse {
     json(&serde_json::json!({ "servers": servers }))
 }
 
-/// Serves `/mcp` on `listen` until the process is interrupted (SIGINT, SIGTERM). POSTs still
+/// Serves `/mcp` on `listen` (with `inspector`, the inspector at `/inspector/` too) until the
+/// process is interrupted (SIGINT, SIGTERM). POSTs still
 /// waiting get 5 s; then the worker's tasks end with it: each routed call still in flight is
 /// dropped, which cancels it upstream.
 pub async fn serve(
     upstream: Upstream,
     listen: SocketAddr,
+    inspector: bool,
     changes: broadcast::Sender<Event>,
 ) -> std::io::Result<()> {
     let server = HttpServer::new({
@@ -322,6 +324,12 @@ pub async fn serve(
                 .route("/mcp", web::delete().to(delete))
                 .route("/mcp", web::get().to(get))
                 .route("/healthz", web::get().to(healthz))
+                .configure(|config| {
+                    if inspector {
+                        let servers = upstream.servers.clone();
+                        config.service(actix_mcp::inspector::scope("/inspector", servers));
+                    }
+                })
         }
     })
     .on_connect(on_connect)

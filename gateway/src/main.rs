@@ -47,6 +47,11 @@ struct Args {
     /// Serve one downstream client over stdio.
     #[arg(long)]
     stdio: bool,
+    /// Serve the live inspector at http://ADDR/inspector/ too (each upstream server's state,
+    /// the tool calls in flight, a button that cancels one). Anyone who reaches it can cancel
+    /// calls: keep the gateway on loopback or behind your own authorization.
+    #[arg(long, requires = "listen")]
+    inspector: bool,
 }
 
 fn main() -> ExitCode {
@@ -72,7 +77,7 @@ fn main() -> ExitCode {
         let (changes, _) = tokio::sync::broadcast::channel(64);
         changes::watch(&upstream, changes.clone());
         let served = match args.listen {
-            Some(listen) => http::serve(upstream, listen, changes).await,
+            Some(listen) => http::serve(upstream, listen, args.inspector, changes).await,
             None => stdio::serve(upstream, changes).await,
         };
         // Every owed cancel is written before the servers are closed.

@@ -231,3 +231,44 @@ async fn the_typescript_sdk_client_lists_calls_and_cancels_through_the_gateway()
     let reason = cancelled["params"]["reason"].as_str().unwrap_or_default();
     assert!(reason.contains("the user left"), "{cancelled}");
 }
+
+#[actix_rt::test]
+async fn the_inspector_is_served_only_when_asked_for_and_shows_every_upstream() {
+    let upstreams = Upstreams::new("inspector");
+    let plain = listen(&upstreams);
+    assert_eq!(
+        http_get(&plain.1, "/inspector/state").0,
+        404,
+        "off by default"
+    );
+    drop(plain);
+
+    let gateway = listen_with(&upstreams, &["--inspector"]);
+    let client = Client::connect(HttpTransport::new(&gateway.1))
+        .await
+        .expect("a session");
+    let token = actix_mcp::Cancellation::new();
+    let call = client
+        .call_tool("a__sleep", json!({"ms": 30_000}))
+        .cancellation(&token);
+    let call = actix_rt::spawn(std::future::IntoFuture::into_future(call));
+    let state = until("the call shows in the inspector", || {
+        let (status, body) = http_get(&gateway.1, "/inspector/state");
+        let state: serde_json::Value = serde_json::from_str(body.trim()).ok()?;
+        let calls = state["calls"].as_array().map_or(0, Vec::len);
+        (status == 200 && calls == 1).then_some(state)
+    })
+    .await;
+    let names: Vec<&str> = state["servers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|s| s["name"].as_str())
+        .collect();
+    assert_eq!(names, ["a", "b"], "{state}");
+    assert_eq!(state["calls"][0]["tool"], "sleep", "{state}");
+    token.cancel();
+    let _ = call.await;
+    let (page, _) = http_get(&gateway.1, "/inspector/");
+    assert_eq!(page, 200);
+}

@@ -263,8 +263,15 @@ impl Drop for Listening {
 }
 
 pub fn listen(upstreams: &Upstreams) -> Listening {
+    listen_with(upstreams, &[])
+}
+
+/// [`listen`], with `more` arguments.
+pub fn listen_with(upstreams: &Upstreams, more: &[&str]) -> Listening {
+    let mut how = vec!["--listen", "127.0.0.1:0"];
+    how.extend(more);
     let mut child = upstreams
-        .gateway_with(&["--listen", "127.0.0.1:0"])
+        .gateway_with(&how)
         .stderr(std::process::Stdio::piped())
         .spawn()
         .expect("the gateway starts");
@@ -282,4 +289,33 @@ pub fn listen(upstreams: &Upstreams) -> Listening {
     };
     std::thread::spawn(move || std::io::copy(&mut stderr, &mut std::io::sink()));
     Listening(child, url)
+}
+
+/// A plain HTTP/1.1 GET of `path` from the gateway at `url` (its `/mcp` URL): status and body.
+pub fn http_get(url: &str, path: &str) -> (u16, String) {
+    use std::io::{Read, Write};
+    let authority = url
+        .trim_start_matches("http://")
+        .split('/')
+        .next()
+        .unwrap()
+        .to_owned();
+    let mut stream = std::net::TcpStream::connect(&authority).unwrap();
+    write!(
+        stream,
+        "GET {path} HTTP/1.1\r\nHost: {authority}\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut response = String::new();
+    stream.read_to_string(&mut response).unwrap();
+    let status = response
+        .split(' ')
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0);
+    let body = response
+        .split_once("\r\n\r\n")
+        .map(|(_, b)| b.to_owned())
+        .unwrap_or_default();
+    (status, body)
 }
