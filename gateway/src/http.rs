@@ -10,13 +10,14 @@
 //! One actix-web worker: the sessions live on its thread (the upstream connections run on the
 //! library's pool, spread over every core).
 
-use std::{cell::RefCell, collections::HashMap, net::SocketAddr, rc::Rc};
+use std::{cell::RefCell, collections::HashMap, net::SocketAddr, rc::Rc, sync::Arc};
 
 use actix_web::{web, App, HttpRequest, HttpResponse, HttpServer};
 use serde_json::Value;
 use tokio::sync::{broadcast, mpsc};
 
 use crate::{
+    authorization::Authorization,
     changes::Event,
     session::{Answers, Session},
     upstream::Upstream,
@@ -145,6 +146,8 @@ struct Gateway {
     upstream: Upstream,
     /// It listens on a loopback address (see `origin.rs`).
     loopback: bool,
+    /// Tokens required, of this issuer.
+    authorization: Option<Arc<Authorization>>,
     changes: broadcast::Sender<Event>,
     sessions: RefCell<HashMap<String, Rc<HttpSession>>>,
 }
@@ -294,22 +297,48 @@ async fn healthz(gateway: web::Data<Rc<Gateway>>) -> HttpResponse {
     json(&serde_json::json!({ "servers": servers }))
 }
 
-/// Serves `/mcp` on `listen` (with `inspector`, the inspector at `/inspector/` too) until the
-/// process is interrupted (SIGINT, SIGTERM). POSTs still
-/// waiting get 5 s; then the worker's tasks end with it: each routed call still in flight is
-/// dropped, which cancels it upstream.
+/// How the gateway serves, beyond where.
+pub struct Options {
+    /// The inspector at `/inspector/`.
+    pub inspector: bool,
+    /// Require tokens of this issuer (`authorization.rs`).
+    pub authorization_server: Option<String>,
+    /// The audience they must name; default the URL listened on.
+    pub resource: Option<String>,
+    /// The scopes they must grant.
+    pub scopes: Vec<String>,
+}
+
+/// Serves `/mcp` on `listen` (with the inspector at `/inspector/` if asked for) until the
+/// process is interrupted (SIGINT, SIGTERM). POSTs still waiting get 5 s; then the worker's
+/// tasks end with it: each routed call still in flight is dropped, which cancels it upstream.
 pub async fn serve(
     upstream: Upstream,
     listen: SocketAddr,
-    inspector: bool,
+    options: Options,
     changes: broadcast::Sender<Event>,
 ) -> std::io::Result<()> {
+    let listener = std::net::TcpListener::bind(listen)?;
+    let address = listener.local_addr()?;
+    let authorization = match &options.authorization_server {
+        None => None,
+        Some(issuer) => {
+            let resource = options
+                .resource
+                .clone()
+                .unwrap_or_else(|| format!("http://{address}/mcp"));
+            let found = Authorization::discover(issuer, resource, options.scopes.clone()).await;
+            Some(Arc::new(found.map_err(std::io::Error::other)?))
+        }
+    };
+    let inspector = options.inspector;
     let server = HttpServer::new({
         let upstream = upstream.clone();
         move || {
             let gateway = Rc::new(Gateway {
                 upstream: upstream.clone(),
                 loopback: listen.ip().is_loopback(),
+                authorization: authorization.clone(),
                 changes: changes.clone(),
                 sessions: RefCell::default(),
             });
@@ -319,11 +348,20 @@ pub async fn serve(
                 .wrap(actix_web::middleware::from_fn(
                     actix_mcp::web::cancel_on_disconnect,
                 ))
+                .wrap(actix_web::middleware::from_fn(require_token))
                 .wrap(actix_web::middleware::from_fn(refuse_foreign))
                 .route("/mcp", web::post().to(post))
                 .route("/mcp", web::delete().to(delete))
                 .route("/mcp", web::get().to(get))
                 .route("/healthz", web::get().to(healthz))
+                .route(
+                    "/.well-known/oauth-protected-resource/mcp",
+                    web::get().to(resource_metadata),
+                )
+                .route(
+                    "/.well-known/oauth-protected-resource",
+                    web::get().to(resource_metadata),
+                )
                 .configure(|config| {
                     if inspector {
                         let servers = upstream.servers.clone();
@@ -335,11 +373,59 @@ pub async fn serve(
     .on_connect(on_connect)
     .workers(1)
     .shutdown_timeout(5)
-    .bind(listen)?;
-    for address in server.addrs() {
-        eprintln!("actix-mcp-gateway: listening on http://{address}/mcp");
-    }
+    .listen(listener)?;
+    eprintln!("actix-mcp-gateway: listening on http://{address}/mcp");
     server.run().await
+}
+
+/// With `--authorization-server`, `/mcp` (and the inspector) only with a valid token: `401`
+/// and the challenge otherwise (`authorization.rs`).
+async fn require_token(
+    request: actix_web::dev::ServiceRequest,
+    next: actix_web::middleware::Next<impl actix_web::body::MessageBody + 'static>,
+) -> Result<actix_web::dev::ServiceResponse<actix_web::body::BoxBody>, actix_web::Error> {
+    let authorization = request
+        .app_data::<web::Data<Rc<Gateway>>>()
+        .and_then(|gateway| gateway.authorization.clone());
+    let open = request.path() == "/healthz" || request.path().starts_with("/.well-known/");
+    let Some(authorization) = authorization.filter(|_| !open) else {
+        return Ok(next.call(request).await?.map_into_boxed_body());
+    };
+    let header = |name: &str| {
+        request
+            .headers()
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned)
+    };
+    let (authorization_header, dpop) = (header("authorization"), header("dpop"));
+    let info = request.connection_info().clone();
+    let url = format!("{}://{}{}", info.scheme(), info.host(), request.path());
+    let method = request.method().as_str().to_owned();
+    let presented = crate::authorization::Presented {
+        authorization: authorization_header.as_deref(),
+        dpop: dpop.as_deref(),
+        method: &method,
+        url: &url,
+    };
+    if let Err(refused) = authorization.check(presented).await {
+        if let Some(why) = &refused.0 {
+            tracing::info!(%why, "a token was refused");
+        }
+        let refusal = HttpResponse::Unauthorized()
+            .insert_header(("www-authenticate", authorization.challenge(&refused)))
+            .finish();
+        return Ok(request.into_response(refusal));
+    }
+    Ok(next.call(request).await?.map_into_boxed_body())
+}
+
+/// The protected resource metadata (RFC 9728), when the gateway requires tokens.
+async fn resource_metadata(gateway: web::Data<Rc<Gateway>>) -> HttpResponse {
+    match &gateway.authorization {
+        Some(authorization) => json(&authorization.metadata()),
+        None => HttpResponse::NotFound().finish(),
+    }
 }
 
 /// Every answer is small and written in pieces (an SSE event, then the stream's end): without

@@ -13,7 +13,9 @@
 //! cancel after its write for one written). At the end, owed cancels are written before the
 //! servers stop.
 
+mod authorization;
 mod changes;
+mod dpop;
 mod http;
 mod in_flight;
 mod names;
@@ -52,6 +54,22 @@ struct Args {
     /// calls: keep the gateway on loopback or behind your own authorization.
     #[arg(long, requires = "listen")]
     inspector: bool,
+    /// Require a bearer token signed by this OAuth authorization server (its issuer URL; its
+    /// keys are found through its metadata) and issued for this gateway (see --resource).
+    #[arg(long, value_name = "ISSUER", requires = "listen")]
+    authorization_server: Option<String>,
+    /// The gateway's URL as its clients reach it: the audience their tokens must name (default
+    /// http://ADDR/mcp, the address it listens on).
+    #[arg(long, value_name = "URL", requires = "authorization_server")]
+    resource: Option<String>,
+    /// A scope tokens must grant, told to clients in the protected resource metadata (one per
+    /// flag).
+    #[arg(
+        long = "scope",
+        value_name = "SCOPE",
+        requires = "authorization_server"
+    )]
+    scopes: Vec<String>,
 }
 
 fn main() -> ExitCode {
@@ -77,7 +95,15 @@ fn main() -> ExitCode {
         let (changes, _) = tokio::sync::broadcast::channel(64);
         changes::watch(&upstream, changes.clone());
         let served = match args.listen {
-            Some(listen) => http::serve(upstream, listen, args.inspector, changes).await,
+            Some(listen) => {
+                let options = http::Options {
+                    inspector: args.inspector,
+                    authorization_server: args.authorization_server,
+                    resource: args.resource,
+                    scopes: args.scopes,
+                };
+                http::serve(upstream, listen, options, changes).await
+            }
             None => stdio::serve(upstream, changes).await,
         };
         // Every owed cancel is written before the servers are closed.

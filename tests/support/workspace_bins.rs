@@ -43,7 +43,7 @@ pub const GATEWAY: Program = Program {
 };
 /// What the tests build: all of them in one `cargo build`, whichever test asks first, so every
 /// test binary gets the same build (one feature resolution, no rebuilds between them).
-pub const ALL: &[Program] = &[DEMO_SERVER, CLI, CONFORMANCE_CLIENT];
+pub const ALL: &[Program] = &[DEMO_SERVER, CLI, CONFORMANCE_CLIENT, GATEWAY];
 
 /// Builds `programs` (on the first call in this process; later calls must ask for the same
 /// ones or a subset) and returns the path of `wanted`'s binary. `quiet` hides cargo's progress.

@@ -13,6 +13,9 @@
 //   TOKEN_DELAY_MS          optional: how long the token endpoint holds its answer back once
 //                           done (a slow provider: concurrent refreshes then overlap); each
 //                           answer is then told as `event token.answered` before the wait
+//   ACCESS_TOKEN_FORMAT     optional: `jwt` for access tokens signed with the provider's keys
+//                           (its JWKS), which a resource server checks without asking it;
+//                           default `opaque` (checked by introspection)
 //   HOLD_TOKEN_REQUEST      optional: the Nth token request (counting from 1) is held forever,
 //                           never processed, told as `event token.held`
 //
@@ -28,6 +31,7 @@ const { default: Provider, errors } = await import(
 
 const resource = process.env.MCP_RESOURCE;
 const accessTokenTTL = Number(process.env.ACCESS_TOKEN_TTL || 5);
+const accessTokenFormat = process.env.ACCESS_TOKEN_FORMAT || 'opaque';
 const resourceServerSecret = process.env.RESOURCE_SERVER_SECRET;
 if (!resource || !resourceServerSecret) {
   console.error('MCP_RESOURCE and RESOURCE_SERVER_SECRET are required');
@@ -77,7 +81,7 @@ const provider = new Provider(issuer, {
         return {
           scope: 'mcp',
           audience: resource,
-          accessTokenFormat: 'opaque',
+          accessTokenFormat,
           accessTokenTTL,
         };
       },
