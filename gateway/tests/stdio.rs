@@ -188,6 +188,33 @@ async fn log_messages_reach_a_client_that_asked_for_them_at_their_level() {
 }
 
 #[actix_rt::test]
+async fn the_callers_trace_context_reaches_the_upstream_server() {
+    let upstreams = Upstreams::new("trace");
+    let client = Client::connect(upstreams.transport())
+        .await
+        .expect("the gateway");
+    let traceparent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+    let mut meta = serde_json::Map::new();
+    meta.insert("traceparent".into(), json!(traceparent));
+    meta.insert("tracestate".into(), json!("vendor=1"));
+    meta.insert("io.example/private".into(), json!("not for upstream"));
+    client
+        .call_tool("a__echo", json!({"text": "traced"}))
+        .meta(meta)
+        .await
+        .expect("answered");
+    let call = upstreams
+        .read_by("a")
+        .into_iter()
+        .find(|m| m["method"] == "tools/call")
+        .expect("the call reached the server");
+    let carried = &call["params"]["_meta"];
+    assert_eq!(carried["traceparent"], traceparent, "{call}");
+    assert_eq!(carried["tracestate"], "vendor=1", "{call}");
+    assert!(carried.get("io.example/private").is_none(), "only the trace context: {call}");
+}
+
+#[actix_rt::test]
 async fn every_servers_tools_are_listed_under_its_name_and_routed_to_it() {
     let upstreams = Upstreams::new("routes");
     let client = Client::connect(upstreams.transport())

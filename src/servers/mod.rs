@@ -559,6 +559,7 @@ impl Servers {
             arguments,
             cancellation: None,
             timeout: None,
+            meta: None,
         }
     }
 
@@ -573,6 +574,7 @@ impl Servers {
             arguments,
             cancellation: None,
             timeout: None,
+            meta: None,
         }
     }
 
@@ -960,9 +962,16 @@ pub struct RoutedCall {
     arguments: Value,
     cancellation: Option<Cancellation>,
     timeout: Option<Duration>,
+    meta: Option<serde_json::Map<String, Value>>,
 }
 
 impl RoutedCall {
+    /// Adds `_meta` entries to the request's params, as [`Call::meta`](crate::Call::meta).
+    pub fn meta(mut self, meta: serde_json::Map<String, Value>) -> Self {
+        self.meta.get_or_insert_with(Default::default).extend(meta);
+        self
+    }
+
     /// Cancels the call when `token` is cancelled (on the server, once it was sent).
     pub fn cancellation(mut self, token: &Cancellation) -> Self {
         self.cancellation = Some(token.clone());
@@ -1052,6 +1061,9 @@ impl RoutedCall {
                 .cancellation_opt(token.as_ref());
             if let Some(after) = self.timeout {
                 call = call.timeout(after);
+            }
+            if let Some(meta) = self.meta {
+                call = call.meta(meta);
             }
             if let Some(live) = live {
                 call = call.on_progress(live.progress_keeper());

@@ -279,6 +279,7 @@ impl Session {
                 let answer = match progress_token {
                     None => {
                         let call = self.upstream.servers.call_tool(server, tool, arguments);
+                        let call = call.meta(trace_context(params));
                         call.cancellation(token).await.map_err(Refusal::from)?
                     }
                     Some(progress_token) => {
@@ -289,6 +290,7 @@ impl Session {
                             .await
                             .map_err(Refusal::from)?;
                         let call = client.call_tool(tool, arguments).cancellation(token);
+                        let call = call.meta(trace_context(params));
                         self.with_progress(id, progress_token, call).await?
                     }
                 };
@@ -310,6 +312,7 @@ impl Session {
                     .await
                     .map_err(Refusal::from)?;
                 let call = client.get_prompt(prompt, arguments).cancellation(token);
+                let call = call.meta(trace_context(params));
                 let answer = call.await.map_err(|e| Refusal::from_error(&e))?;
                 to_value(serde_json::to_value(answer))
             }
@@ -328,6 +331,7 @@ impl Session {
                     .await
                     .map_err(Refusal::from)?;
                 let call = client.read_resource(&uri).cancellation(token);
+                let call = call.meta(trace_context(params));
                 let answer = call.await.map_err(|e| Refusal::from_error(&e))?;
                 to_value(serde_json::to_value(answer))
             }
@@ -393,6 +397,18 @@ impl Session {
             let _ = task.await;
         }
     }
+}
+
+/// What of a downstream request's `_meta` its upstream request carries: the W3C trace context
+/// (SEP-414), so the upstream server's span joins the downstream client's trace. The rest
+/// (progress token, the 2026-07-28 era's per-request protocol fields) is the gateway's to answer.
+fn trace_context(params: &Value) -> serde_json::Map<String, Value> {
+    let meta = params["_meta"].as_object();
+    ["traceparent", "tracestate", "baggage"]
+        .into_iter()
+        .filter_map(|key| Some((key.to_owned(), meta?.get(key)?.clone())))
+        .filter(|(_, value)| value.is_string())
+        .collect()
 }
 
 impl Drop for Session {
