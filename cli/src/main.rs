@@ -17,8 +17,8 @@ mod output;
 mod parse;
 mod store;
 mod tasks;
-mod telemetry;
 
+use actix_mcp_telemetry as telemetry;
 use std::{
     process::ExitCode,
     time::{Duration, Instant},
@@ -274,17 +274,36 @@ pub(crate) fn usage(message: impl Into<String>) -> Failure {
     }
 }
 
+/// The span the command runs in (disabled when nothing is exported), a child of
+/// `TRACEPARENT`'s when it is set, to join a caller's trace.
+fn command_span(command: &str) -> tracing::Span {
+    let span = tracing::info_span!(
+        target: "actix_mcp_cli",
+        "actix-mcp",
+        "otel.name" = format!("actix-mcp {command}"),
+    );
+    if let Ok(parent) = std::env::var("TRACEPARENT") {
+        let state = std::env::var("TRACESTATE").ok();
+        telemetry::join_remote(&span, &parent, state.as_deref());
+    }
+    span
+}
+
 fn main() -> ExitCode {
     use tracing::Instrument;
     let cli = Cli::parse();
-    let telemetry = match telemetry::Telemetry::start() {
+    let program = telemetry::Program {
+        name: "actix-mcp",
+        target: "actix_mcp_cli",
+    };
+    let telemetry = match telemetry::Telemetry::start(program) {
         Ok(telemetry) => telemetry,
         Err(message) => {
             eprintln!("actix-mcp: {message}");
             return ExitCode::from(2);
         }
     };
-    let span = telemetry.command_span(&command_name(&cli.command));
+    let span = command_span(&command_name(&cli.command));
     let system = actix_rt::System::new();
     let outcome = system.block_on(run(cli).instrument(span));
     // Every span is exported before the process ends.

@@ -88,6 +88,17 @@ fn main() -> ExitCode {
     for warning in &config.warnings {
         eprintln!("actix-mcp-gateway: warning: {warning}");
     }
+    let program = actix_mcp_telemetry::Program {
+        name: "actix-mcp-gateway",
+        target: "actix_mcp_gateway",
+    };
+    let telemetry = match actix_mcp_telemetry::Telemetry::start(program) {
+        Ok(telemetry) => telemetry,
+        Err(message) => {
+            eprintln!("actix-mcp-gateway: {message}");
+            return ExitCode::from(2);
+        }
+    };
     let served = actix_rt::System::new().block_on(async move {
         let upstream = upstream::Upstream::from_config(&config);
         let servers = upstream.servers.clone();
@@ -110,6 +121,8 @@ fn main() -> ExitCode {
         servers.stop().await;
         served
     });
+    // What is left of the spans and metrics is exported before the process ends.
+    telemetry.finish();
     match served {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {

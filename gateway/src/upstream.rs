@@ -36,7 +36,10 @@ impl Upstream {
     pub fn from_config(config: &Config) -> Self {
         // No upstream timeout of the gateway's own: the downstream client's timeout, carried as
         // its cancel, is the one.
-        let base = Client::builder().no_request_timeout();
+        let mut base = Client::builder().no_request_timeout();
+        if let Some(meter) = actix_mcp_telemetry::meter() {
+            base = base.metrics(meter);
+        }
         let servers = Servers::new(base.clone());
         let downstream = Downstream::default();
         let mut offered = HashMap::new();

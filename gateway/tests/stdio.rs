@@ -211,7 +211,10 @@ async fn the_callers_trace_context_reaches_the_upstream_server() {
     let carried = &call["params"]["_meta"];
     assert_eq!(carried["traceparent"], traceparent, "{call}");
     assert_eq!(carried["tracestate"], "vendor=1", "{call}");
-    assert!(carried.get("io.example/private").is_none(), "only the trace context: {call}");
+    assert!(
+        carried.get("io.example/private").is_none(),
+        "only the trace context: {call}"
+    );
 }
 
 #[actix_rt::test]

@@ -232,17 +232,22 @@ impl Session {
                 "a request with this id is in flight",
             ));
         };
+        use tracing::Instrument as _;
+        let span = server_span(&id, method, params);
         let (session, method, params) = (self.clone(), method.to_owned(), params.clone());
-        self.spawn(async move {
-            let answer = match session.routed(&id, &method, &params, &token).await {
-                Ok(value) => result(&id, value, session.modern.get()),
-                Err(answer) => answer.with_id(&id),
-            };
-            // A request cancelled downstream is owed no answer.
-            if session.state.borrow_mut().in_flight.end(&id) {
-                session.send(&answer);
+        self.spawn(
+            async move {
+                let answer = match session.routed(&id, &method, &params, &token).await {
+                    Ok(value) => result(&id, value, session.modern.get()),
+                    Err(answer) => answer.with_id(&id),
+                };
+                // A request cancelled downstream is owed no answer.
+                if session.state.borrow_mut().in_flight.end(&id) {
+                    session.send(&answer);
+                }
             }
-        });
+            .instrument(span),
+        );
     }
 
     /// The upstream request of a routed downstream one, with the downstream's token.
@@ -397,6 +402,31 @@ impl Session {
             let _ = task.await;
         }
     }
+}
+
+/// The gateway's SERVER span for a routed request (the OpenTelemetry conventions for MCP:
+/// `{method} {target}`), a child of the downstream client's span when its `_meta` names one; the
+/// upstream call's CLIENT span is made inside it. Disabled unless spans are exported.
+fn server_span(id: &Value, method: &str, params: &Value) -> tracing::Span {
+    let target = params["name"].as_str().or(params["uri"].as_str());
+    let name = match target {
+        Some(target) => format!("{method} {target}"),
+        None => method.to_owned(),
+    };
+    let span = tracing::info_span!(
+        target: "actix_mcp_gateway",
+        "mcp.server",
+        "otel.name" = name,
+        "otel.kind" = "server",
+        "mcp.method.name" = method,
+        "gen_ai.tool.name" = (method == "tools/call").then_some(target).flatten(),
+        "jsonrpc.request.id" = %id,
+    );
+    if let Some(parent) = params["_meta"]["traceparent"].as_str() {
+        let state = params["_meta"]["tracestate"].as_str();
+        actix_mcp_telemetry::join_remote(&span, parent, state);
+    }
+    span
 }
 
 /// What of a downstream request's `_meta` its upstream request carries: the W3C trace context

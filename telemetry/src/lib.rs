@@ -1,10 +1,11 @@
-//! OpenTelemetry for the command, by the standard environment: with `OTEL_EXPORTER_OTLP_ENDPOINT`
-//! (or `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`, or `OTEL_TRACES_EXPORTER=otlp`) set, the command runs
-//! in a span of its own (a child of `TRACEPARENT`'s, when set, to join a caller's trace), every
-//! call in its client span inside it, and the spans are exported over OTLP/HTTP (protobuf) before
-//! the command exits, with the client's metrics (unless `OTEL_METRICS_EXPORTER=none`); the
-//! servers get the trace context in each request. Without it nothing is set up: no subscriber,
-//! no exporter, no meter, nothing slower.
+//! OpenTelemetry for the workspace's programs (the `actix-mcp` command, the gateway), by the
+//! standard environment: with `OTEL_EXPORTER_OTLP_ENDPOINT` (or
+//! `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`, or `OTEL_TRACES_EXPORTER=otlp`) set, the program's own
+//! spans (its `tracing` target) and the library's call spans are exported over OTLP/HTTP
+//! (protobuf), with the client's metrics (unless `OTEL_METRICS_EXPORTER=none`), until
+//! [`Telemetry::finish`]; the servers get the trace context in each request. Without it nothing is
+//! set up: no subscriber, no exporter, no meter, nothing slower. The library's authorization
+//! warnings go to stderr either way.
 
 use std::{
     collections::HashMap,
@@ -25,6 +26,15 @@ use opentelemetry_sdk::{
 };
 use tracing_opentelemetry::OpenTelemetrySpanExt;
 use tracing_subscriber::{filter::Targets, prelude::*};
+
+/// A program of the workspace, as its telemetry names it.
+#[derive(Clone, Copy)]
+pub struct Program {
+    /// Its name: the default `service.name`, the prefix of its warnings.
+    pub name: &'static str,
+    /// The `tracing` target of its own spans, exported with the library's.
+    pub target: &'static str,
+}
 
 /// The exporting set up for this run, if the environment asked for it.
 pub struct Telemetry {
@@ -73,19 +83,19 @@ pub fn wanted(var: impl Fn(&str) -> Option<String>) -> Result<bool, String> {
 /// The authorization's warnings (a refresh token refused, a store that cannot be written) on
 /// stderr, one line each, control characters made visible. Other warnings end in an error the
 /// command reports anyway.
-fn warnings<S>() -> impl tracing_subscriber::Layer<S>
+fn warnings<S>(program: Program) -> impl tracing_subscriber::Layer<S>
 where
     S: tracing::Subscriber + for<'a> tracing_subscriber::registry::LookupSpan<'a>,
 {
     let only = Targets::new().with_target("actix_mcp::auth", tracing::Level::WARN);
     tracing_subscriber::fmt::layer()
         .with_writer(std::io::stderr)
-        .event_format(Warning)
+        .event_format(Warning(program.name))
         .with_filter(only)
 }
 
-/// `actix-mcp: warning: <message> <fields>`.
-struct Warning;
+/// `<program>: warning: <message> <fields>`.
+struct Warning(&'static str);
 
 impl<S, N> tracing_subscriber::fmt::FormatEvent<S, N> for Warning
 where
@@ -106,7 +116,8 @@ where
         )?;
         writeln!(
             writer,
-            "actix-mcp: warning: {}",
+            "{}: warning: {}",
+            self.0,
             actix_mcp::visible::visible(&text)
         )
     }
@@ -115,9 +126,11 @@ where
 impl Telemetry {
     /// Sets up exporting if the environment asks for it; the library's warnings go to stderr
     /// either way.
-    pub fn start() -> Result<Self, String> {
+    pub fn start(program: Program) -> Result<Self, String> {
         if !wanted(|name| std::env::var(name).ok())? {
-            let _ = tracing_subscriber::registry().with(warnings()).try_init();
+            let _ = tracing_subscriber::registry()
+                .with(warnings(program))
+                .try_init();
             return Ok(Self {
                 provider: None,
                 meters: None,
@@ -131,7 +144,7 @@ impl Telemetry {
             .map_err(|e| format!("OpenTelemetry exporter: {e}"))?;
         let mut resource = Resource::builder();
         if std::env::var_os("OTEL_SERVICE_NAME").is_none() {
-            resource = resource.with_attribute(KeyValue::new("service.name", "actix-mcp"));
+            resource = resource.with_attribute(KeyValue::new("service.name", program.name));
         }
         let resource = resource.build();
         let provider = SdkTracerProvider::builder()
@@ -156,13 +169,13 @@ impl Telemetry {
             }
         };
         let layer = tracing_opentelemetry::layer().with_tracer(provider.tracer("actix-mcp"));
-        // The command's span and the library's call spans; nothing else is exported.
+        // The program's spans and the library's call spans; nothing else is exported.
         let only = Targets::new()
             .with_target("actix_mcp::call", tracing::Level::INFO)
-            .with_target("actix_mcp_cli", tracing::Level::INFO);
+            .with_target(program.target, tracing::Level::INFO);
         tracing_subscriber::registry()
             .with(layer.with_filter(only))
-            .with(warnings())
+            .with(warnings(program))
             .try_init()
             .map_err(|e| format!("OpenTelemetry: {e}"))?;
         Ok(Self {
@@ -171,39 +184,36 @@ impl Telemetry {
         })
     }
 
-    /// The span the command runs in (disabled when nothing is exported), a child of
-    /// `TRACEPARENT`'s when it is set.
-    pub fn command_span(&self, command: &str) -> tracing::Span {
-        let span = tracing::info_span!(
-            target: "actix_mcp_cli",
-            "actix-mcp",
-            "otel.name" = format!("actix-mcp {command}"),
-        );
-        if let Ok(parent) = std::env::var("TRACEPARENT") {
-            let mut carrier = HashMap::from([("traceparent".to_owned(), parent)]);
-            if let Ok(state) = std::env::var("TRACESTATE") {
-                carrier.insert("tracestate".to_owned(), state);
-            }
-            let cx = TraceContextPropagator::new().extract(&carrier);
-            if cx.span().span_context().is_valid() {
-                let _ = span.set_parent(cx);
-            }
-        }
-        span
+    /// Whether spans are exported.
+    pub fn is_on(&self) -> bool {
+        self.provider.is_some()
     }
 
     /// Exports what is left, before the process exits.
     pub fn finish(self) {
         if let Some(provider) = self.provider {
             if let Err(e) = provider.shutdown() {
-                eprintln!("actix-mcp: OpenTelemetry export: {e}");
+                eprintln!("OpenTelemetry export: {e}");
             }
         }
         if let Some(meters) = self.meters {
             if let Err(e) = meters.shutdown() {
-                eprintln!("actix-mcp: OpenTelemetry metrics export: {e}");
+                eprintln!("OpenTelemetry metrics export: {e}");
             }
         }
+    }
+}
+
+/// Makes `span` a child of the remote span `traceparent` (and `tracestate`) names, if it is
+/// valid: a caller's (`TRACEPARENT` in the environment, a request's `_meta`).
+pub fn join_remote(span: &tracing::Span, traceparent: &str, tracestate: Option<&str>) {
+    let mut carrier = HashMap::from([("traceparent".to_owned(), traceparent.to_owned())]);
+    if let Some(state) = tracestate {
+        carrier.insert("tracestate".to_owned(), state.to_owned());
+    }
+    let cx = TraceContextPropagator::new().extract(&carrier);
+    if cx.span().span_context().is_valid() {
+        let _ = span.set_parent(cx);
     }
 }
 
