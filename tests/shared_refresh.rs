@@ -16,6 +16,8 @@ mod workspace_bins;
 
 include!("support/oidc.rs");
 
+use std::io::Write as _;
+
 use actix_mcp::auth::{FileStore, RedisStore};
 
 /// The key the Redis store encrypts with, as the CLI takes it (64 hex digits).
@@ -281,4 +283,138 @@ async fn a_holder_killed_after_the_rotation_costs_one_refusal_and_a_sign_in() {
         // No browser comes: the sign-in each now needs times out.
         assert_eq!(output.status.code(), Some(124), "{output:?}");
     }
+}
+
+/// Runs `n` gateways over stdio at once, each in front of `server` with `--credentials
+/// credentials` (and `env`): each connects upstream as it starts (so they meet the expired token
+/// together), then routes one `p__echo`. What each client was answered.
+fn gateways_at_once(
+    n: usize,
+    server: &ResourceServer,
+    credentials: &str,
+    env: &[(&str, &str)],
+) -> Vec<Value> {
+    let dir = std::env::temp_dir().join(format!("gateway-replicas-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let config = dir.join("mcp.json");
+    // A sign-in would wait for a browser: none comes, so it fails fast instead.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .unwrap()
+        .port();
+    let auth = json!({"callbackPort": port, "signInTimeoutMs": 3000});
+    let upstream = json!({"type": "http", "url": server.mcp_url, "auth": auth});
+    std::fs::write(&config, json!({"mcpServers": {"p": upstream}}).to_string()).unwrap();
+    let gateway = workspace_bins::program(workspace_bins::ALL, workspace_bins::GATEWAY, true);
+    let children: Vec<Child> = (0..n)
+        .map(|_| {
+            let mut command = Command::new(&gateway);
+            command
+                .arg("--config")
+                .arg(&config)
+                .args(["--stdio", "--credentials", credentials])
+                .env_remove("OTEL_EXPORTER_OTLP_ENDPOINT")
+                .stdin(Stdio::piped())
+                .stdout(Stdio::piped());
+            for (name, value) in env {
+                command.env(name, value);
+            }
+            command.spawn().expect("the gateway starts")
+        })
+        .collect();
+    let replies: Vec<_> = children
+        .into_iter()
+        .enumerate()
+        .map(|(i, child)| std::thread::spawn(move || one_routed_echo(child, i)))
+        .collect();
+    replies.into_iter().map(|r| r.join().unwrap()).collect()
+}
+
+/// The handshake with a gateway, `p__echo` once it is listed, end of input; the call's answer.
+fn one_routed_echo(mut gateway: Child, i: usize) -> Value {
+    let mut input = gateway.stdin.take().unwrap();
+    let mut output = BufReader::new(gateway.stdout.take().unwrap());
+    let mut send = |message: Value| writeln!(input, "{message}").unwrap();
+    let mut answer = |id: i64| loop {
+        let mut line = String::new();
+        assert!(
+            output.read_line(&mut line).unwrap() > 0,
+            "gateway {i} ended"
+        );
+        let message: Value = serde_json::from_str(&line).unwrap();
+        if message["id"] == id {
+            return message;
+        }
+    };
+    send(
+        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {},
+        "clientInfo": {"name": "t", "version": "1"}}}),
+    );
+    answer(1);
+    send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+    // Listed once the upstream connection is authorized.
+    let listed = (0..100).any(|_| {
+        send(json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}));
+        let listed = answer(2)["result"]["tools"]
+            .as_array()
+            .is_some_and(|tools| tools.iter().any(|t| t["name"] == "p__echo"));
+        if !listed {
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        listed
+    });
+    assert!(listed, "gateway {i} never offered p__echo");
+    send(
+        json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {
+        "name": "p__echo", "arguments": {"text": format!("from {i}")}}}),
+    );
+    let called = answer(3);
+    drop(input);
+    assert!(gateway.wait().unwrap().success(), "gateway {i}");
+    called
+}
+
+/// Replicas of the gateway share their upstream grant through one Redis store: signed in to
+/// once elsewhere (as with `actix-mcp --credentials redis://…`), its access token expired, two
+/// gateways started together refresh it once, sign in nowhere, and route their calls.
+#[actix::test]
+async fn gateway_replicas_over_one_redis_refresh_their_upstream_grant_once() {
+    installed();
+    let redis = redis_server::start();
+    let server = ResourceServer::start();
+    let provider = slow_provider(&server).await;
+    *server.issuer.lock().unwrap() = provider.issuer.clone();
+    let store = RedisStore::connect(&redis.url(), key(), "actix-mcp:")
+        .await
+        .expect("Redis");
+    let expires_at = sign_in_once(&server, Arc::new(store)).await;
+    until_expired(expires_at).await;
+
+    let before = provider.events().len();
+    let env = [("ACTIX_MCP_CREDENTIALS_KEY", KEY_HEX)];
+    let url = redis.url();
+    let replies = tokio::task::spawn_blocking({
+        let server = server.clone();
+        move || gateways_at_once(2, &server, &url, &env)
+    })
+    .await
+    .unwrap();
+    for (i, reply) in replies.iter().enumerate() {
+        assert_eq!(
+            reply["result"]["content"][0]["text"],
+            format!("from {i}"),
+            "{reply}"
+        );
+    }
+    let events = provider.events();
+    let after = &events[before..];
+    let count = |prefix: &str| after.iter().filter(|e| e.starts_with(prefix)).count();
+    assert_eq!(
+        count("grant.success grant_type=refresh_token"),
+        1,
+        "one refresh: {after:#?}"
+    );
+    assert_eq!(count("grant.error"), 0, "no refusal: {after:#?}");
+    assert_eq!(count("interaction.started"), 0, "no sign-in: {after:#?}");
 }

@@ -15,10 +15,9 @@
 mod many;
 mod output;
 mod parse;
-mod store;
 mod tasks;
 
-use actix_mcp_telemetry as telemetry;
+use actix_mcp_programs::{credentials, telemetry};
 use std::{
     process::ExitCode,
     time::{Duration, Instant},
@@ -267,6 +266,19 @@ impl From<Error> for Failure {
     }
 }
 
+impl From<credentials::CredentialsError> for Failure {
+    fn from(e: credentials::CredentialsError) -> Self {
+        let code = match e {
+            credentials::CredentialsError::Usage(_) => 2,
+            credentials::CredentialsError::Unavailable(_) => 1,
+        };
+        Failure {
+            message: e.to_string(),
+            code,
+        }
+    }
+}
+
 pub(crate) fn usage(message: impl Into<String>) -> Failure {
     Failure {
         message: message.into(),
@@ -349,7 +361,7 @@ async fn run(cli: Cli) -> Result<(), Failure> {
             let config = many::load(path)?;
             let out = output::Printer { json: cli.json };
             let base = connect_options(&cli, &interrupt)?;
-            let store = store::open(cli.credentials.as_deref()).await?;
+            let store = credentials::open(cli.credentials.as_deref()).await?;
             return match cli.command {
                 Command::Servers => many::servers(&config, base, store, &out).await,
                 _ => many::all_tools(&config, base, store, &out).await,
@@ -367,7 +379,7 @@ async fn run(cli: Cli) -> Result<(), Failure> {
 /// A client connected to the server the command line names (`--stdio` or `--url`).
 async fn connect(cli: &Cli, interrupt: &Cancellation) -> Result<Client, Failure> {
     let options = connect_options(cli, interrupt)?;
-    let store = store::open(cli.credentials.as_deref()).await?;
+    let store = credentials::open(cli.credentials.as_deref()).await?;
     let connected = match &cli.config {
         Some(path) => {
             if !cli.env.is_empty() {

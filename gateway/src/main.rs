@@ -31,6 +31,7 @@ mod upstream;
 use std::{path::PathBuf, process::ExitCode};
 
 use actix_mcp::Config;
+use actix_mcp_programs::credentials;
 use clap::Parser;
 
 #[derive(Parser)]
@@ -70,6 +71,13 @@ struct Args {
         requires = "authorization_server"
     )]
     scopes: Vec<String>,
+    /// Where the gateway keeps its own OAuth credentials for the upstream servers that ask for
+    /// them: a file, or `redis://HOST:PORT/DB` shared by replicas (key in
+    /// ACTIX_MCP_CREDENTIALS_KEY, 64 hex digits; prefix in ACTIX_MCP_CREDENTIALS_PREFIX). The
+    /// default is the file the `actix-mcp` command uses, so a grant signed in to there serves
+    /// here. A refresh is made once across every process sharing the store.
+    #[arg(long, value_name = "FILE|URL")]
+    credentials: Option<String>,
 }
 
 fn main() -> ExitCode {
@@ -88,11 +96,11 @@ fn main() -> ExitCode {
     for warning in &config.warnings {
         eprintln!("actix-mcp-gateway: warning: {warning}");
     }
-    let program = actix_mcp_telemetry::Program {
+    let program = actix_mcp_programs::telemetry::Program {
         name: "actix-mcp-gateway",
         target: "actix_mcp_gateway",
     };
-    let telemetry = match actix_mcp_telemetry::Telemetry::start(program) {
+    let telemetry = match actix_mcp_programs::telemetry::Telemetry::start(program) {
         Ok(telemetry) => telemetry,
         Err(message) => {
             eprintln!("actix-mcp-gateway: {message}");
@@ -100,7 +108,17 @@ fn main() -> ExitCode {
         }
     };
     let served = actix_rt::System::new().block_on(async move {
-        let upstream = upstream::Upstream::from_config(&config);
+        let store = match credentials::open(args.credentials.as_deref()).await {
+            Ok(store) => store,
+            Err(e) => {
+                let code = match e {
+                    credentials::CredentialsError::Usage(_) => 2,
+                    credentials::CredentialsError::Unavailable(_) => 1,
+                };
+                return Err((code, e.to_string()));
+            }
+        };
+        let upstream = upstream::Upstream::from_config(&config, store);
         let servers = upstream.servers.clone();
         servers.start_all().await;
         let (changes, _) = tokio::sync::broadcast::channel(64);
@@ -119,15 +137,15 @@ fn main() -> ExitCode {
         };
         // Every owed cancel is written before the servers are closed.
         servers.stop().await;
-        served
+        served.map_err(|e| (1, e.to_string()))
     });
     // What is left of the spans and metrics is exported before the process ends.
     telemetry.finish();
     match served {
         Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("actix-mcp-gateway: {e}");
-            ExitCode::FAILURE
+        Err((code, message)) => {
+            eprintln!("actix-mcp-gateway: {message}");
+            ExitCode::from(code)
         }
     }
 }

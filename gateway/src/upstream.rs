@@ -7,7 +7,7 @@ use std::{
     sync::{Arc, Mutex, PoisonError},
 };
 
-use actix_mcp::{config::Exposure, Client, Config, LoggingLevel, ServerConfig, Servers};
+use actix_mcp::{auth::CredentialStore, config::Exposure, Client, Config, LoggingLevel, Servers};
 
 use crate::server_requests::Downstream;
 
@@ -33,11 +33,11 @@ static EVERYTHING: std::sync::LazyLock<Exposure> = std::sync::LazyLock::new(Expo
 impl Upstream {
     /// The config's servers, each with the handlers that carry its requests (sampling,
     /// elicitation, roots) to the downstream session that can answer them. Nothing starts yet.
-    pub fn from_config(config: &Config) -> Self {
+    pub fn from_config(config: &Config, store: Arc<dyn CredentialStore>) -> Self {
         // No upstream timeout of the gateway's own: the downstream client's timeout, carried as
         // its cancel, is the one.
         let mut base = Client::builder().no_request_timeout();
-        if let Some(meter) = actix_mcp_telemetry::meter() {
+        if let Some(meter) = actix_mcp_programs::telemetry::meter() {
             base = base.metrics(meter);
         }
         let servers = Servers::new(base.clone());
@@ -45,12 +45,12 @@ impl Upstream {
         let mut offered = HashMap::new();
         for server in &config.servers {
             let options = downstream.handlers(&server.name, server.connect_options(&base));
-            let described = server.clone();
+            let (described, store) = (server.clone(), store.clone());
             servers.add_with(
                 server.name.clone(),
                 Some(options),
                 server.enabled,
-                move || ServerConfig::transport(&described),
+                move || described.transport_with_store(store.clone()),
             );
             let exposure = Offered {
                 tools: server.tools.clone(),

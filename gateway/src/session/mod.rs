@@ -424,7 +424,7 @@ fn server_span(id: &Value, method: &str, params: &Value) -> tracing::Span {
     );
     if let Some(parent) = params["_meta"]["traceparent"].as_str() {
         let state = params["_meta"]["tracestate"].as_str();
-        actix_mcp_telemetry::join_remote(&span, parent, state);
+        actix_mcp_programs::telemetry::join_remote(&span, parent, state);
     }
     span
 }
