@@ -11,20 +11,10 @@ use std::{
     time::{Duration, Instant},
 };
 
-use jsonwebtoken::{jwk::JwkSet, Algorithm, DecodingKey, Validation};
+use jsonwebtoken::{jwk::JwkSet, DecodingKey, Validation};
 use serde_json::{json, Value};
 
-/// The signature algorithms taken: asymmetric ones only (a shared secret has no JWKS).
-pub const ALGORITHMS: [Algorithm; 8] = [
-    Algorithm::RS256,
-    Algorithm::RS384,
-    Algorithm::RS512,
-    Algorithm::PS256,
-    Algorithm::PS384,
-    Algorithm::PS512,
-    Algorithm::ES256,
-    Algorithm::EdDSA,
-];
+use crate::dpop::ALGORITHMS;
 
 /// How often an unknown key id may send the gateway to fetch the JWKS again (key rotation).
 const REFETCH_AT_MOST_EVERY: Duration = Duration::from_secs(30);
@@ -291,7 +281,7 @@ mod tests {
         assert!(matches!(garbage, Err(Refused(Some(_)))), "{garbage:?}");
         // A shared-secret token (HS256) is never taken, whatever it says.
         let hs256 = jsonwebtoken::encode(
-            &jsonwebtoken::Header::new(Algorithm::HS256),
+            &jsonwebtoken::Header::new(jsonwebtoken::Algorithm::HS256),
             &json!({"aud": "http://127.0.0.1:8080/mcp", "exp": u32::MAX}),
             &jsonwebtoken::EncodingKey::from_secret(b"guessable").unwrap(),
         )

@@ -3,11 +3,22 @@
 //! bound to, for this request (`htm`, `htu`), this token (`ath`), and recent (`iat`).
 
 use base64::{engine::general_purpose::URL_SAFE_NO_PAD, Engine as _};
-use jsonwebtoken::{jwk::ThumbprintHash, DecodingKey, Validation};
+use jsonwebtoken::{jwk::ThumbprintHash, Algorithm, DecodingKey, Validation};
 use serde_json::Value;
 use sha2::Digest as _;
 
-use crate::authorization::ALGORITHMS;
+/// The signature algorithms taken, of tokens and proofs: asymmetric ones only (a shared
+/// secret has no JWKS).
+pub const ALGORITHMS: [Algorithm; 8] = [
+    Algorithm::RS256,
+    Algorithm::RS384,
+    Algorithm::RS512,
+    Algorithm::PS256,
+    Algorithm::PS384,
+    Algorithm::PS512,
+    Algorithm::ES256,
+    Algorithm::EdDSA,
+];
 
 /// How far a proof's `iat` may be from now, either way, in seconds.
 const IAT_WINDOW: i64 = 60;

@@ -78,6 +78,16 @@ struct Args {
     /// here. A refresh is made once across every process sharing the store.
     #[arg(long, value_name = "FILE|URL")]
     credentials: Option<String>,
+    /// How long a 2026-07-28 call answered `input_required` (an upstream server asked for
+    /// sampling, elicitation or roots) waits for the client's retry before it is cancelled
+    /// upstream.
+    #[arg(
+        long,
+        value_name = "SECONDS",
+        default_value_t = 300,
+        requires = "listen"
+    )]
+    input_wait: u64,
 }
 
 fn main() -> ExitCode {
@@ -130,6 +140,7 @@ fn main() -> ExitCode {
                     authorization_server: args.authorization_server,
                     resource: args.resource,
                     scopes: args.scopes,
+                    input_wait: std::time::Duration::from_secs(args.input_wait),
                 };
                 http::serve(upstream, listen, options, changes).await
             }

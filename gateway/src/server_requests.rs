@@ -5,9 +5,10 @@
 //! Over stdio and the 2025-11-25 era the protocol does not say which call a server request
 //! belongs to, and one upstream connection carries every session's calls. So the gateway carries
 //! a server request only when there is one candidate: exactly one downstream session has calls
-//! in flight on that server (sent on the stream of one of them). With none, with several, with a
-//! 2026-07-28 (stateless) caller, or to a client that did not declare the capability, the
-//! server gets a clear error instead of a guess.
+//! in flight on that server (sent on the stream of one of them; to a 2026-07-28 caller, as an
+//! `input_required` answer to its call, see `session/input.rs`). With none, with several, or to
+//! a client that did not declare the capability, the server gets a clear error instead of a
+//! guess.
 //!
 //! The registry is shared with the upstream connections' handlers (on the library's threads);
 //! each session reads what is carried to it on its own thread (`ToSession`).
@@ -71,9 +72,9 @@ enum Reach {
     Undeclared,
     /// A 2025-11-25 session, with the capabilities its client declared.
     Session(Value),
-    /// A 2026-07-28 request of its own: no stream to ask on (it would take the
-    /// multi-round-trip answer, which the gateway does not make yet).
-    Stateless,
+    /// A 2026-07-28 request of its own, with the capabilities its `_meta` declared: asked
+    /// through its answer (`input_required`), not on a stream.
+    Stateless(Value),
 }
 
 /// A call in flight on a server, registered until dropped.
@@ -124,9 +125,9 @@ impl Downstream {
         self.set_reach(key, Reach::Session(capabilities));
     }
 
-    /// The session is one 2026-07-28 request: it cannot be asked.
-    pub fn stateless(&self, key: SessionKey) {
-        self.set_reach(key, Reach::Stateless);
+    /// The session is one 2026-07-28 request, whose client declared `capabilities`.
+    pub fn stateless(&self, key: SessionKey, capabilities: Value) {
+        self.set_reach(key, Reach::Stateless(capabilities));
     }
 
     fn set_reach(&self, key: SessionKey, reach: Reach) {
@@ -217,19 +218,16 @@ impl Downstream {
                 )))
             }
         };
-        match &link.reach {
-            Reach::Session(capabilities) if declares(capabilities, method, &params) => {}
-            Reach::Session(_) | Reach::Undeclared => {
-                return Err(refuse(format!(
-                    "{method}: the downstream client did not declare the capability"
-                )))
+        let declared = match &link.reach {
+            Reach::Session(capabilities) | Reach::Stateless(capabilities) => {
+                declares(capabilities, method, &params)
             }
-            Reach::Stateless => {
-                return Err(refuse(format!(
-                    "{method}: the caller is a 2026-07-28 client; the gateway does not carry \
-                     server requests to it"
-                )))
-            }
+            Reach::Undeclared => false,
+        };
+        if !declared {
+            return Err(refuse(format!(
+                "{method}: the downstream client did not declare the capability"
+            )));
         }
         let to_session = link.to_session.clone();
         registry.next_ask += 1;
@@ -308,7 +306,7 @@ mod tests {
     }
 
     #[test]
-    fn a_client_without_the_capability_or_stateless_is_not_asked() {
+    fn a_client_is_asked_only_what_it_declared_in_either_era() {
         let downstream = Downstream::default();
         let (a, _to_a) = downstream.join();
         downstream.initialized(a, json!({"roots": {}}));
@@ -319,12 +317,9 @@ mod tests {
             "{}",
             refused.message
         );
-        downstream.stateless(a);
-        let refused = asked(&downstream, "x").expect_err("stateless");
-        assert!(
-            refused.message.contains("2026-07-28"),
-            "{}",
-            refused.message
-        );
+        downstream.stateless(a, json!({}));
+        asked(&downstream, "x").expect_err("a 2026-07-28 request without sampling");
+        downstream.stateless(a, json!({"sampling": {}}));
+        asked(&downstream, "x").expect("a 2026-07-28 request that declared it");
     }
 }

@@ -3,7 +3,9 @@
 //! answering sampling its own way, call the demo server's `sample` tool through the gateway. The
 //! answer the upstream server got names the session that called. Where the protocol cannot say
 //! which session a request belongs to (both have calls in flight on that server), or the caller
-//! cannot be asked (2026-07-28, no capability), the server gets a clear error, never a guess.
+//! cannot be asked (no capability), the server gets a clear error, never a guess. A 2026-07-28
+//! caller is asked the multi-round-trip way: its call is answered `input_required`, and its
+//! retry's input answers the upstream server, whose answer goes to the retry.
 //! An upstream cancel of its request reaches the downstream handler.
 
 mod support;
@@ -84,17 +86,6 @@ async fn a_request_no_session_can_be_told_to_is_refused_not_guessed() {
     token.cancel();
     let _ = held.await;
 
-    // A 2026-07-28 client has no stream to be asked on.
-    let modern = Client::builder()
-        .era(ProtocolEra::Modern)
-        .on_sampling(|_, _| async { Ok(CreateMessageResult::text("modern", "sampled")) })
-        .connect(HttpTransport::new(&gateway.1))
-        .await
-        .expect("a 2026-07-28 client");
-    let response = sampled(&modern).await;
-    let message = response["error"]["message"].as_str().unwrap_or_default();
-    assert!(message.contains("2026-07-28"), "{response}");
-
     // A client that did not declare sampling is not asked.
     let plain = Client::builder()
         .era(ProtocolEra::Legacy)
@@ -143,4 +134,93 @@ async fn an_upstream_cancel_of_its_request_reaches_the_downstream_handler() {
         answer.text().contains("null") || answer.is_error == Some(true),
         "{answer:?}"
     );
+}
+
+/// A 2026-07-28 client's call whose upstream server asks for sampling: the call is answered
+/// `input_required` (the library's client answers with its handler and retries with the
+/// input), and the upstream server gets the answer on its one call.
+#[actix_rt::test]
+async fn a_2026_07_28_caller_is_asked_through_input_required_and_its_retry_resumes_the_call() {
+    let upstreams = Upstreams::new("sampling-mrtr");
+    let gateway = listen(&upstreams);
+    let asked = Arc::new(AtomicUsize::new(0));
+    let counted = Arc::clone(&asked);
+    let modern = Client::builder()
+        .era(ProtocolEra::Modern)
+        .on_sampling(move |_, _| {
+            let n = counted.fetch_add(1, Ordering::SeqCst) + 1;
+            async move { Ok(CreateMessageResult::text(format!("modern-{n}"), "sampled")) }
+        })
+        .connect(HttpTransport::new(&gateway.1))
+        .await
+        .expect("a 2026-07-28 client");
+    let response = sampled(&modern).await;
+    assert_eq!(response["result"]["model"], "modern-1", "{response}");
+    assert_eq!(asked.load(Ordering::SeqCst), 1);
+    // The upstream server saw one call, not one per round.
+    let calls = upstreams
+        .read_by("a")
+        .into_iter()
+        .filter(|m| m["method"] == "tools/call")
+        .count();
+    assert_eq!(calls, 1);
+
+    // A retry naming a state nobody waits on is refused, not routed.
+    let http = reqwest::Client::new();
+    let retry = json!({"jsonrpc": "2.0", "id": 9, "method": "tools/call", "params": {
+        "name": "a__sample", "arguments": {}, "requestState": "forged",
+        "inputResponses": {"x": {"role": "assistant"}},
+        "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                  "io.modelcontextprotocol/clientCapabilities": {"sampling": {}}}}});
+    let answer: Value = http
+        .post(&gateway.1)
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", "2026-07-28")
+        .json(&retry)
+        .send()
+        .await
+        .expect("answered")
+        .json()
+        .await
+        .expect("JSON");
+    assert_eq!(answer["error"]["code"], -32602, "{answer}");
+    assert_eq!(answer["id"], 9);
+}
+
+/// A 2026-07-28 client answered `input_required` that never retries (it went away between the
+/// rounds: over HTTP there is no POST left to abort) has its call cancelled upstream once the
+/// wait for its retry (`--input-wait`) is over; nothing is left running.
+#[actix_rt::test]
+async fn a_2026_07_28_call_never_retried_is_cancelled_upstream_after_the_input_wait() {
+    let upstreams = Upstreams::new("sampling-mrtr-gone");
+    let gateway = listen_with(&upstreams, &["--input-wait", "1"]);
+    let http = reqwest::Client::new();
+    let call = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
+        "name": "a__sample", "arguments": {},
+        "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                  "io.modelcontextprotocol/clientCapabilities": {"sampling": {}},
+                  "io.modelcontextprotocol/clientInfo": {"name": "t", "version": "1"}}}});
+    let answer: Value = http
+        .post(&gateway.1)
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", "2026-07-28")
+        .json(&call)
+        .send()
+        .await
+        .expect("answered")
+        .json()
+        .await
+        .expect("JSON");
+    let result = &answer["result"];
+    assert_eq!(result["resultType"], "input_required", "{answer}");
+    let requests = result["inputRequests"].as_object().expect("input requests");
+    assert_eq!(requests.len(), 1, "{answer}");
+    let asked = requests.values().next().unwrap();
+    assert_eq!(asked["method"], "sampling/createMessage", "{answer}");
+    assert!(result["requestState"].is_string(), "{answer}");
+
+    let id = upstream_call(&upstreams, "a", "sample").await;
+    let cancel = cancel_after_request(&upstreams, "a", &id).await;
+    let reason = cancel["params"]["reason"].as_str().unwrap_or_default();
+    assert!(reason.contains("did not retry"), "{cancel}");
 }

@@ -7,6 +7,7 @@
 
 mod asked;
 mod events;
+mod input;
 mod tasks;
 
 use std::{cell::RefCell, collections::HashMap, rc::Rc};
@@ -74,6 +75,9 @@ struct State {
     upstream_tasks: crate::tasks::Tasks,
     /// Upstream servers' requests asked of the downstream client, by the id they were given.
     asked: HashMap<String, asked::Asked>,
+    /// 2026-07-28: the calls answered `input_required`, not retried yet (what upstream servers
+    /// ask meanwhile waits for the retry).
+    awaiting_input: Vec<Value>,
     /// The level the client asked for logs at (`logging/setLevel`); none: no logs.
     log_level: Option<actix_mcp::LoggingLevel>,
 }
@@ -99,10 +103,11 @@ impl Session {
         session
     }
 
-    /// The session is one 2026-07-28 request: upstream servers' requests are not carried to it.
-    pub fn stateless(&self) {
+    /// The session is one 2026-07-28 request, whose client declared `capabilities` (in its
+    /// `_meta`): upstream servers' requests reach it as `input_required` answers.
+    pub fn stateless(&self, capabilities: Value) {
         self.modern.set(true);
-        self.upstream.downstream.stateless(self.key);
+        self.upstream.downstream.stateless(self.key, capabilities);
     }
 
     fn send(&self, message: &Value) {

@@ -14,99 +14,22 @@ use std::{cell::RefCell, collections::HashMap, net::SocketAddr, rc::Rc, sync::Ar
 
 use actix_web::{web, App, HttpRequest, HttpResponse, HttpServer};
 use serde_json::Value;
-use tokio::sync::{broadcast, mpsc};
+use tokio::sync::broadcast;
+
+mod parking;
+mod session;
 
 use crate::{
     authorization::Authorization,
     changes::Event,
-    session::{Answers, Session},
+    replies::{error, INVALID_PARAMS},
     upstream::Upstream,
 };
+use parking::{Parked, Parking};
+use session::{AbortIsCancel, HttpSession, Messages};
 
 /// The header naming a session.
 const SESSION: &str = "mcp-session-id";
-
-/// The messages for one request's POST: its progress, then its answer (the stream ends there).
-type Messages = mpsc::UnboundedReceiver<Value>;
-
-/// A downstream session and the POSTs waiting for their answers, by request id.
-struct HttpSession {
-    session: Rc<Session>,
-    waiting: Rc<RefCell<HashMap<String, mpsc::UnboundedSender<Value>>>>,
-    /// The session's GET stream, while one is open: what belongs to no request (`list_changed`).
-    stream: Rc<RefCell<Option<mpsc::UnboundedSender<Value>>>>,
-}
-
-impl HttpSession {
-    fn new(upstream: Upstream, changes: &broadcast::Sender<Event>) -> Self {
-        let waiting: Rc<RefCell<HashMap<String, mpsc::UnboundedSender<Value>>>> = Rc::default();
-        let stream: Rc<RefCell<Option<mpsc::UnboundedSender<Value>>>> = Rc::default();
-        let answers: Answers = {
-            let (waiting, stream) = (waiting.clone(), stream.clone());
-            Rc::new(move |message: Value, related: Option<&Value>| {
-                let mut waiting = waiting.borrow_mut();
-                let post = match (related, message.get("id")) {
-                    // A notification or a request of a request in flight: on that request's
-                    // POST (if it has gone, on the GET stream).
-                    (Some(id), _) => waiting
-                        .get(&id.to_string())
-                        .cloned()
-                        .or_else(|| stream.borrow().clone()),
-                    // An answer: the last message of its POST.
-                    (None, Some(id)) => waiting.remove(&id.to_string()),
-                    // A notification of no request: on the GET stream, if one is open.
-                    (None, None) => stream.borrow().clone(),
-                };
-                if let Some(post) = post {
-                    let _ = post.send(message);
-                }
-            })
-        };
-        let session = Session::start(upstream, answers, changes);
-        Self {
-            session,
-            waiting,
-            stream,
-        }
-    }
-
-    /// One message; for a request, the messages its POST carries back.
-    fn exchange(&self, message: Value) -> Option<Messages> {
-        let is_request = message["method"].is_string() && message.get("id").is_some();
-        if message["method"] == "notifications/cancelled" {
-            // The cancelled request's POST ends without an answer.
-            let id = message["params"]["requestId"].to_string();
-            self.waiting.borrow_mut().remove(&id);
-        }
-        if !is_request {
-            self.session.message(message);
-            return None;
-        }
-        let (post, messages) = mpsc::unbounded_channel();
-        self.waiting
-            .borrow_mut()
-            .insert(message["id"].to_string(), post);
-        self.session.message(message);
-        Some(messages)
-    }
-}
-
-/// A stateless (2026-07-28) request in flight: its POST aborted (this dropped before the
-/// answer) is its cancel.
-struct AbortIsCancel {
-    session: Rc<Session>,
-    id: Value,
-    answered: bool,
-}
-
-impl Drop for AbortIsCancel {
-    fn drop(&mut self) {
-        if !self.answered {
-            self.session
-                .abandoned(&self.id, "the downstream client aborted the request");
-        }
-    }
-}
 
 /// What a request's POST answers: an event stream of its messages when the client takes one,
 /// else the answer as JSON (`202` if it was cancelled meanwhile). With `abort`, the POST's end
@@ -150,6 +73,8 @@ struct Gateway {
     authorization: Option<Arc<Authorization>>,
     changes: broadcast::Sender<Event>,
     sessions: RefCell<HashMap<String, Rc<HttpSession>>>,
+    /// 2026-07-28 calls answered `input_required`, waiting for their retry.
+    parking: Rc<Parking>,
 }
 
 fn json(answer: &Value) -> HttpResponse {
@@ -176,7 +101,7 @@ async fn post(
         .map(str::to_owned);
     if message["method"] == "initialize" {
         let id = uuid::Uuid::new_v4().simple().to_string();
-        let session = Rc::new(HttpSession::new(gateway.upstream.clone(), &gateway.changes));
+        let session = HttpSession::new(gateway.upstream.clone(), &gateway.changes, None);
         gateway
             .sessions
             .borrow_mut()
@@ -191,21 +116,45 @@ async fn post(
         return response;
     }
     let Some(named) = named else {
-        // 2026-07-28: no session; each request on its own, its POST's abort its cancel.
-        let session = HttpSession::new(gateway.upstream.clone(), &gateway.changes);
-        session.session.stateless();
-        let abort = message.get("id").map(|id| AbortIsCancel {
-            session: session.session.clone(),
-            id: id.clone(),
-            answered: false,
-        });
-        let progress = !message["params"]["_meta"]["progressToken"].is_null();
-        return reply(&request, session.exchange(message), abort, progress).await;
+        return stateless(&request, message, &gateway).await;
     };
     let Some(session) = gateway.sessions.borrow().get(&named).cloned() else {
         return HttpResponse::NotFound().body("no such session");
     };
     reply(&request, session.exchange(message), None, true).await
+}
+
+/// 2026-07-28: no session; each request on its own, its POST's abort its cancel. A retry
+/// after `input_required` (its `requestState`) takes over the call that waits for it.
+async fn stateless(request: &HttpRequest, message: Value, gateway: &Gateway) -> HttpResponse {
+    let progress = !message["params"]["_meta"]["progressToken"].is_null();
+    if let Some(state) = message["params"]["requestState"].as_str() {
+        let Some(Parked { session, id }) = gateway.parking.take(state) else {
+            let id = message.get("id").cloned().unwrap_or(Value::Null);
+            let why = "the requestState names no call waiting for input (answered or expired)";
+            return json(&error(&id, INVALID_PARAMS, why));
+        };
+        let abort = AbortIsCancel {
+            session: session.session.clone(),
+            id: id.clone(),
+            answered: false,
+        };
+        let messages = session.resume(&id, &message);
+        return reply(request, Some(messages), Some(abort), progress).await;
+    }
+    let session = HttpSession::new(
+        gateway.upstream.clone(),
+        &gateway.changes,
+        Some(gateway.parking.clone()),
+    );
+    let capabilities = &message["params"]["_meta"]["io.modelcontextprotocol/clientCapabilities"];
+    session.session.stateless(capabilities.clone());
+    let abort = message.get("id").map(|id| AbortIsCancel {
+        session: session.session.clone(),
+        id: id.clone(),
+        answered: false,
+    });
+    reply(request, session.exchange(message), abort, progress).await
 }
 
 async fn delete(request: HttpRequest, gateway: web::Data<Rc<Gateway>>) -> HttpResponse {
@@ -214,7 +163,7 @@ async fn delete(request: HttpRequest, gateway: web::Data<Rc<Gateway>>) -> HttpRe
     match session {
         Some(session) => {
             // Its POSTs still waiting end without an answer.
-            session.waiting.borrow_mut().clear();
+            session.forget_posts();
             session
                 .session
                 .end("the downstream session was closed")
@@ -235,9 +184,7 @@ async fn get(request: HttpRequest, gateway: web::Data<Rc<Gateway>>) -> HttpRespo
     let Some(session) = gateway.sessions.borrow().get(named).cloned() else {
         return HttpResponse::NotFound().body("no such session");
     };
-    let (tx, rx) = mpsc::unbounded_channel::<Value>();
-    *session.stream.borrow_mut() = Some(tx);
-    event_stream(rx, None)
+    event_stream(session.open_stream(), None)
 }
 
 /// An event stream of `messages`, one event each, ending with them. With `abort`, the answer
@@ -307,6 +254,8 @@ pub struct Options {
     pub resource: Option<String>,
     /// The scopes they must grant.
     pub scopes: Vec<String>,
+    /// How long a 2026-07-28 call answered `input_required` waits for its retry.
+    pub input_wait: std::time::Duration,
 }
 
 /// Serves `/mcp` on `listen` (with the inspector at `/inspector/` if asked for) until the
@@ -331,7 +280,7 @@ pub async fn serve(
             Some(Arc::new(found.map_err(std::io::Error::other)?))
         }
     };
-    let inspector = options.inspector;
+    let (inspector, input_wait) = (options.inspector, options.input_wait);
     let server = HttpServer::new({
         let upstream = upstream.clone();
         move || {
@@ -341,6 +290,7 @@ pub async fn serve(
                 authorization: authorization.clone(),
                 changes: changes.clone(),
                 sessions: RefCell::default(),
+                parking: Rc::new(Parking::new(input_wait)),
             });
             App::new()
                 .app_data(web::Data::new(gateway))
