@@ -27,6 +27,8 @@ pub struct Authorization {
     jwks_uri: String,
     http: reqwest::Client,
     keys: Mutex<Keys>,
+    /// The DPoP proofs taken lately (a replayed one is refused).
+    proofs: Mutex<crate::dpop::SeenProofs>,
 }
 
 struct Keys {
@@ -91,6 +93,7 @@ impl Authorization {
                 set,
                 fetched: Instant::now(),
             }),
+            proofs: Mutex::default(),
         })
     }
 
@@ -160,8 +163,13 @@ impl Authorization {
                 let now = std::time::SystemTime::now()
                     .duration_since(std::time::UNIX_EPOCH)
                     .map_or(0, |d| d.as_secs() as i64);
-                crate::dpop::check(proof, request.method, request.url, token, jkt, now)
-                    .map_err(refused)
+                let proof = crate::dpop::check(proof, request.method, request.url, token, jkt, now)
+                    .map_err(refused)?;
+                let mut seen = self.proofs.lock().unwrap_or_else(PoisonError::into_inner);
+                if !seen.first_use(&proof.jti, proof.iat, now) {
+                    return Err(refused("a DPoP proof used before".into()));
+                }
+                Ok(())
             }
         }
     }
@@ -259,6 +267,7 @@ mod tests {
                 set: JwkSet { keys: Vec::new() },
                 fetched: Instant::now(),
             }),
+            proofs: Mutex::default(),
         }
     }
 

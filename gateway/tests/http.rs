@@ -267,8 +267,29 @@ async fn the_inspector_is_served_only_when_asked_for_and_shows_every_upstream() 
         .collect();
     assert_eq!(names, ["a", "b"], "{state}");
     assert_eq!(state["calls"][0]["tool"], "sleep", "{state}");
+    // A call that asked for progress goes the gateway's other way: it shows too.
+    let with_progress = client
+        .call_tool("b__sleep", json!({"ms": 30_000}))
+        .on_progress(|_| {})
+        .cancellation(&token);
+    let with_progress = actix_rt::spawn(std::future::IntoFuture::into_future(with_progress));
+    let state = until("the call with progress shows in the inspector", || {
+        let (_, body) = http_get(&gateway.1, "/inspector/state");
+        let state: serde_json::Value = serde_json::from_str(body.trim()).ok()?;
+        let calls = state["calls"].as_array()?;
+        (calls.len() == 2).then_some(state)
+    })
+    .await;
+    let servers: Vec<&str> = state["calls"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|c| c["server"].as_str())
+        .collect();
+    assert!(servers.contains(&"b"), "{state}");
     token.cancel();
     let _ = call.await;
+    let _ = with_progress.await;
     let (page, _) = http_get(&gateway.1, "/inspector/");
     assert_eq!(page, 200);
 }

@@ -560,6 +560,7 @@ impl Servers {
             cancellation: None,
             timeout: None,
             meta: None,
+            progress: None,
         }
     }
 
@@ -575,6 +576,7 @@ impl Servers {
             cancellation: None,
             timeout: None,
             meta: None,
+            progress: None,
         }
     }
 
@@ -963,9 +965,23 @@ pub struct RoutedCall {
     cancellation: Option<Cancellation>,
     timeout: Option<Duration>,
     meta: Option<serde_json::Map<String, Value>>,
+    progress: Option<crate::protocol::notifications::ProgressCallback>,
 }
 
 impl RoutedCall {
+    /// Calls `callback` with each progress update of the call, as
+    /// [`Call::on_progress`](crate::Call::on_progress) (the inspector still sees them too).
+    pub fn on_progress(mut self, callback: impl FnMut(crate::Progress) + Send + 'static) -> Self {
+        self.progress = Some(Box::new(callback));
+        self
+    }
+
+    /// The call's progress as a stream, as [`Call::progress_stream`](crate::Call::progress_stream).
+    pub fn progress_stream(self) -> (Self, crate::client::ProgressStream) {
+        let (callback, stream) = crate::client::ProgressStream::new();
+        (self.on_progress(callback), stream)
+    }
+
     /// Adds `_meta` entries to the request's params, as [`Call::meta`](crate::Call::meta).
     pub fn meta(mut self, meta: serde_json::Map<String, Value>) -> Self {
         self.meta.get_or_insert_with(Default::default).extend(meta);
@@ -1065,8 +1081,17 @@ impl RoutedCall {
             if let Some(meta) = self.meta {
                 call = call.meta(meta);
             }
-            if let Some(live) = live {
-                call = call.on_progress(live.progress_keeper());
+            let mut theirs = self.progress;
+            match (live.map(live::Registration::progress_keeper), theirs.take()) {
+                (Some(mut keep), Some(mut theirs)) => {
+                    call = call.on_progress(move |progress| {
+                        keep(progress.clone());
+                        theirs(progress);
+                    });
+                }
+                (Some(keep), None) => call = call.on_progress(keep),
+                (None, Some(theirs)) => call = call.on_progress(theirs),
+                (None, None) => {}
             }
             Ok(call.await?)
         }

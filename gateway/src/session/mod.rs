@@ -286,23 +286,12 @@ impl Session {
                 let _in_flight = self.upstream.downstream.call_begins(self.key, server, id);
                 let arguments = params.get("arguments").cloned().unwrap_or(json!({}));
                 let progress_token = params["_meta"].get("progressToken").cloned();
+                // A routed call, so the inspector sees it.
+                let call = self.upstream.servers.call_tool(server, tool, arguments);
+                let call = call.meta(trace_context(params)).cancellation(token);
                 let answer = match progress_token {
-                    None => {
-                        let call = self.upstream.servers.call_tool(server, tool, arguments);
-                        let call = call.meta(trace_context(params));
-                        call.cancellation(token).await.map_err(Refusal::from)?
-                    }
-                    Some(progress_token) => {
-                        let client = self
-                            .upstream
-                            .servers
-                            .client(server)
-                            .await
-                            .map_err(Refusal::from)?;
-                        let call = client.call_tool(tool, arguments).cancellation(token);
-                        let call = call.meta(trace_context(params));
-                        self.with_progress(id, progress_token, call).await?
-                    }
+                    None => call.await.map_err(Refusal::from)?,
+                    Some(progress_token) => self.with_progress(id, progress_token, call).await?,
                 };
                 to_value(serde_json::to_value(answer))
             }
@@ -353,7 +342,7 @@ impl Session {
         &self,
         id: &Value,
         progress_token: Value,
-        call: actix_mcp::Call<actix_mcp::CallToolResult>,
+        call: actix_mcp::servers::RoutedCall,
     ) -> Result<actix_mcp::CallToolResult, Refusal> {
         use futures::{FutureExt as _, StreamExt as _};
         let (call, mut progress) = call.progress_stream();
@@ -377,7 +366,7 @@ impl Session {
         while let Some(Some(update)) = progress.next().now_or_never() {
             pass_on(update);
         }
-        answer.map_err(|e| Refusal::from_error(&e))
+        answer.map_err(Refusal::from)
     }
 
     /// The routes of the last lists, made now if none was asked for yet.
