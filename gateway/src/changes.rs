@@ -2,7 +2,8 @@
 //! task per server follows its connection's notifications (and its next connection's, after a
 //! restart). A `list_changed` is passed on as it is (a server that connects anew changes the
 //! tool list too: its tools come back); a log message goes to the sessions that asked for logs at
-//! its level. A new connection is asked for logs at the level the sessions asked for.
+//! its level; a resource update to the sessions subscribed to it. A new connection is asked for
+//! logs at the level the sessions asked for, and for the subscriptions of the last.
 
 use std::time::Duration;
 
@@ -18,6 +19,8 @@ pub enum Event {
     ListChanged(&'static str),
     /// A log message (`notifications/message`) of `server`.
     Log { server: String, message: LogMessage },
+    /// A resource of `server` changed (`notifications/resources/updated`).
+    ResourceUpdated { server: String, uri: String },
 }
 
 /// Follows every server of `upstream`; what they say goes to `tell`.
@@ -37,6 +40,11 @@ pub fn watch(upstream: &Upstream, tell: broadcast::Sender<Event>) {
                 }
                 if !first {
                     let _ = tell.send(Event::ListChanged("tools"));
+                    // A new connection knows nothing of the subscriptions made on the last.
+                    let subscribed = upstream.subscribers().of(&server.name);
+                    for uri in subscribed {
+                        let _ = client.subscribe_resource(&uri).await;
+                    }
                 }
                 first = false;
                 let mut notifications = client.notifications();
@@ -48,6 +56,10 @@ pub fn watch(upstream: &Upstream, tell: broadcast::Sender<Event>) {
                         ServerNotification::Log(message) => Event::Log {
                             server: server.name.clone(),
                             message,
+                        },
+                        ServerNotification::ResourceUpdated { uri } => Event::ResourceUpdated {
+                            server: server.name.clone(),
+                            uri,
                         },
                         _ => continue,
                     };

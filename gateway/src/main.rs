@@ -25,6 +25,7 @@ mod routes;
 mod server_requests;
 mod session;
 mod stdio;
+mod subscriptions;
 mod tasks;
 mod upstream;
 

@@ -9,7 +9,7 @@ use std::{
 
 use actix_mcp::{auth::CredentialStore, config::Exposure, Client, Config, LoggingLevel, Servers};
 
-use crate::server_requests::Downstream;
+use crate::{server_requests::Downstream, subscriptions::Subscribers};
 
 #[derive(Clone)]
 pub struct Upstream {
@@ -19,6 +19,8 @@ pub struct Upstream {
     /// The most verbose log level any session asked for: what the upstream servers are asked
     /// for (each session filters to its own).
     log_floor: Arc<Mutex<Option<LoggingLevel>>>,
+    /// Who is subscribed to which resource of which server.
+    subscribers: Arc<Mutex<Subscribers>>,
 }
 
 /// One server's `tools` and `prompts` of the config.
@@ -63,6 +65,7 @@ impl Upstream {
             downstream,
             offered: Arc::new(offered),
             log_floor: Arc::default(),
+            subscribers: Arc::default(),
         }
     }
 
@@ -86,6 +89,24 @@ impl Upstream {
         }
         *floor = Some(level);
         true
+    }
+
+    /// The resource subscriptions of every session.
+    pub fn subscribers(&self) -> std::sync::MutexGuard<'_, Subscribers> {
+        self.subscribers
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// A session no longer subscribes to `uri` of `server`: the server is told if no session
+    /// does any more.
+    pub async fn release(&self, server: &str, uri: &str) {
+        if !self.subscribers().leave(server, uri) {
+            return;
+        }
+        if let Ok(client) = self.servers.client(server).await {
+            let _ = client.unsubscribe_resource(uri).await;
+        }
     }
 
     /// What `server` offers of its tools, and as what.

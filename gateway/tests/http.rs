@@ -293,3 +293,80 @@ async fn the_inspector_is_served_only_when_asked_for_and_shows_every_upstream() 
     let (page, _) = http_get(&gateway.1, "/inspector/");
     assert_eq!(page, 200);
 }
+
+/// The next `notifications/resources/updated` a client is told of, skipping other notifications.
+async fn next_update(notifications: &mut actix_mcp::client::NotificationStream) -> String {
+    let wait = async {
+        loop {
+            match notifications.next().await {
+                Some(actix_mcp::ServerNotification::ResourceUpdated { uri }) => return uri,
+                Some(_) => continue,
+                None => panic!("the notifications ended"),
+            }
+        }
+    };
+    tokio::time::timeout(std::time::Duration::from_secs(20), wait)
+        .await
+        .expect("told of the update")
+}
+
+/// Two sessions subscribe to one resource: the upstream server is asked once, each session is
+/// told of its update, and the server is told to stop only when the last session unsubscribed.
+#[actix_rt::test]
+async fn resource_subscriptions_are_shared_upstream_and_each_subscriber_is_told() {
+    let upstreams = Upstreams::new("subscribe");
+    let gateway = listen(&upstreams);
+    let first = Client::connect(HttpTransport::new(&gateway.1))
+        .await
+        .expect("a session");
+    let second = Client::connect(HttpTransport::new(&gateway.1))
+        .await
+        .expect("another session");
+    let resources = first.resources().await.expect("a list");
+    let uri = resources.first().expect("a resource").uri.clone();
+    let (mut told_first, mut told_second) = (first.notifications(), second.notifications());
+    first.subscribe_resource(&uri).await.expect("subscribed");
+    second.subscribe_resource(&uri).await.expect("subscribed");
+    let asked = |method: &str| -> Vec<String> {
+        ["a", "b"]
+            .into_iter()
+            .flat_map(|server| {
+                let read = upstreams.read_by(server);
+                let n = read.iter().filter(|m| m["method"] == method).count();
+                std::iter::repeat_n(server.to_owned(), n)
+            })
+            .collect()
+    };
+    let subscribed = asked("resources/subscribe");
+    assert_eq!(
+        subscribed.len(),
+        1,
+        "one upstream subscription: {subscribed:?}"
+    );
+    let server = &subscribed[0];
+
+    let sent = first
+        .call_tool(
+            &format!("{server}__notify"),
+            json!({"kind": "updated", "uri": uri}),
+        )
+        .await
+        .expect("answered");
+    assert_eq!(sent.text(), "sent");
+    assert_eq!(next_update(&mut told_first).await, uri);
+    assert_eq!(next_update(&mut told_second).await, uri);
+
+    first
+        .unsubscribe_resource(&uri)
+        .await
+        .expect("unsubscribed");
+    assert!(
+        asked("resources/unsubscribe").is_empty(),
+        "the second still is"
+    );
+    second
+        .unsubscribe_resource(&uri)
+        .await
+        .expect("unsubscribed");
+    assert_eq!(asked("resources/unsubscribe"), [server.as_str()]);
+}

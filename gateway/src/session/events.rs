@@ -81,6 +81,7 @@ impl Session {
                 match &event {
                     Event::ListChanged(changed) => session.list_changed(changed),
                     Event::Log { server, message } => session.log(server, message),
+                    Event::ResourceUpdated { server, uri } => session.resource_updated(server, uri),
                 }
             }
         });

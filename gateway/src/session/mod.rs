@@ -8,6 +8,7 @@
 mod asked;
 mod events;
 mod input;
+mod subscriptions;
 mod tasks;
 
 use std::{cell::RefCell, collections::HashMap, rc::Rc};
@@ -45,6 +46,7 @@ static CAPABILITIES: std::sync::LazyLock<Value> = std::sync::LazyLock::new(|| {
 /// What a 2025-11-25 session is offered besides: tool calls as tasks, passed through.
 static SESSION_CAPABILITIES: std::sync::LazyLock<Value> = std::sync::LazyLock::new(|| {
     let mut capabilities = CAPABILITIES.clone();
+    capabilities["resources"]["subscribe"] = json!(true);
     capabilities["tasks"] = json!({"list": {}, "cancel": {}, "requests": {"tools": {"call": {}}}});
     capabilities["logging"] = json!({});
     capabilities
@@ -78,6 +80,8 @@ struct State {
     /// 2026-07-28: the calls answered `input_required`, not retried yet (what upstream servers
     /// ask meanwhile waits for the retry).
     awaiting_input: Vec<Value>,
+    /// The resources it is subscribed to, by URI, with their server.
+    subscribed: HashMap<String, String>,
     /// The level the client asked for logs at (`logging/setLevel`); none: no logs.
     log_level: Option<actix_mcp::LoggingLevel>,
 }
@@ -198,6 +202,10 @@ impl Session {
                 return;
             }
             "resources/read" | "prompts/get" => return self.call(id, method, params),
+            "resources/subscribe" | "resources/unsubscribe" if !self.modern.get() => {
+                let subscribe = method == "resources/subscribe";
+                return self.subscription(id, params, subscribe);
+            }
             "tasks/get" | "tasks/result" | "tasks/cancel" | "tasks/list" => {
                 return self.call(id, method, params)
             }
@@ -388,6 +396,7 @@ impl Session {
     /// their tasks have ended (each cancel handed to its connection) when this returns.
     pub async fn end(&self, reason: &str) {
         self.upstream.downstream.leave(self.key);
+        self.leave_subscriptions();
         self.state.borrow_mut().asked.clear();
         let cancelled = self.state.borrow_mut().in_flight.cancel_all(reason);
         tracing::debug!(cancelled, "downstream session ended");
@@ -438,5 +447,6 @@ fn trace_context(params: &Value) -> serde_json::Map<String, Value> {
 impl Drop for Session {
     fn drop(&mut self) {
         self.upstream.downstream.leave(self.key);
+        self.leave_subscriptions();
     }
 }
