@@ -79,6 +79,10 @@ struct Args {
     /// here. A refresh is made once across every process sharing the store.
     #[arg(long, value_name = "FILE|URL")]
     credentials: Option<String>,
+    /// How tools and prompts are named: `qualified` (`server__tool`, always) or `plain` (the
+    /// tool's own name, `server__tool` only where a server listed earlier has one of that name).
+    #[arg(long, value_enum, default_value_t = names::Naming::Qualified)]
+    names: names::Naming,
     /// How long a 2026-07-28 call answered `input_required` (an upstream server asked for
     /// sampling, elicitation or roots) waits for the client's retry before it is cancelled
     /// upstream.
@@ -129,7 +133,7 @@ fn main() -> ExitCode {
                 return Err((code, e.to_string()));
             }
         };
-        let upstream = upstream::Upstream::from_config(&config, store);
+        let upstream = upstream::Upstream::from_config(&config, store, args.names);
         let servers = upstream.servers.clone();
         servers.start_all().await;
         let (changes, _) = tokio::sync::broadcast::channel(64);

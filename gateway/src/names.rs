@@ -1,13 +1,24 @@
 //! The names the gateway lists: every upstream tool once per server, under a name valid by the
 //! spec's naming rules (1 to 128 characters of `A-Z a-z 0-9 _ - .`; many clients accept only
 //! `^[a-zA-Z0-9_-]{1,64}$`, so the gateway keeps to that): `{server}__{tool}`, characters
-//! outside the set written as `_`, cut to 64, a number added when two would meet. A plain type:
-//! the route of each name is kept, never parsed back out of it.
+//! outside the set written as `_`, cut to 64, a number added when two would meet; or, with
+//! `--names plain`, the tool's own name, qualified only where a server listed earlier took it. A
+//! plain type: the route of each name is kept, never parsed back out of it.
 
 use std::collections::{HashMap, HashSet};
 
 /// The longest name made.
 pub const MAX_NAME: usize = 64;
+
+/// How the names are made.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum Naming {
+    /// `{server}__{tool}`, always.
+    #[default]
+    Qualified,
+    /// The tool's own name; `{server}__{tool}` where that is taken.
+    Plain,
+}
 
 /// Names given, and where each one routes.
 #[derive(Debug, Default)]
@@ -45,16 +56,26 @@ impl Names {
     /// each time the list is made in the same order.
     #[cfg(test)]
     pub fn new<'a>(tools: impl IntoIterator<Item = (&'a str, &'a str)>) -> Self {
-        Self::offered(tools.into_iter().map(|(server, tool)| (server, tool, tool)))
+        let tools = tools.into_iter().map(|(server, tool)| (server, tool, tool));
+        Self::offered(tools, Naming::Qualified)
     }
 
     /// Names for `tools` (`(server, tool, shown)`: `tool` as its server calls it, offered as
     /// `shown` (a rename in the config), in listing order). Each name routes to the server's
     /// own tool name.
-    pub fn offered<'a>(tools: impl IntoIterator<Item = (&'a str, &'a str, &'a str)>) -> Self {
+    pub fn offered<'a>(
+        tools: impl IntoIterator<Item = (&'a str, &'a str, &'a str)>,
+        naming: Naming,
+    ) -> Self {
         let mut routes = HashMap::new();
         let mut taken = HashSet::new();
         for (server, tool, shown) in tools {
+            let plain = fitted(&clean(shown), "");
+            if naming == Naming::Plain && !plain.is_empty() && !taken.contains(&plain) {
+                taken.insert(plain.clone());
+                routes.insert(plain, (server.to_owned(), tool.to_owned()));
+                continue;
+            }
             let base = clean(&format!("{server}__{shown}"));
             let mut name = fitted(&base, "");
             let mut n = 1;
@@ -109,7 +130,8 @@ mod tests {
 
     #[test]
     fn a_renamed_tool_is_offered_as_its_new_name_and_routes_to_its_own() {
-        let names = Names::offered([("demo", "echo", "say"), ("demo", "sleep", "sleep")]);
+        let offered = [("demo", "echo", "say"), ("demo", "sleep", "sleep")];
+        let names = Names::offered(offered, Naming::Qualified);
         assert_eq!(names.route("demo__say"), Some(("demo", "echo")));
         assert_eq!(names.route("demo__echo"), None);
         assert_eq!(names.name_of("demo", "echo"), Some("demo__say"));
@@ -144,5 +166,18 @@ mod tests {
                 prop_assert_eq!(names.route(name), Some((server.as_str(), tool.as_str())));
             }
         }
+    }
+
+    #[test]
+    fn plain_names_are_the_tools_own_unless_an_earlier_server_took_one() {
+        let offered = [
+            ("a", "echo", "echo"),
+            ("b", "echo", "echo"),
+            ("b", "get.x", "get.x"),
+        ];
+        let names = Names::offered(offered, Naming::Plain);
+        assert_eq!(names.route("echo"), Some(("a", "echo")));
+        assert_eq!(names.route("b__echo"), Some(("b", "echo")));
+        assert_eq!(names.route("get_x"), Some(("b", "get.x")));
     }
 }

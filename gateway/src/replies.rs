@@ -7,10 +7,23 @@ use serde_json::{json, Value};
 /// JSON-RPC: the method is not one the gateway serves.
 pub const METHOD_NOT_FOUND: i64 = -32601;
 pub const INVALID_PARAMS: i64 = -32602;
+/// 2026-07-28: the request needs a client capability its `_meta` did not declare.
+pub const MISSING_CAPABILITY: i64 = -32021;
 pub const INTERNAL_ERROR: i64 = -32603;
 
 pub fn error(id: &Value, code: i64, message: impl Into<String>) -> Value {
     json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message.into()}})
+}
+
+/// `result` for a 2026-07-28 client, with the cache hints its era asks of lists and reads: the
+/// gateway's answers are made of upstream ones and may change with them, so none is for a
+/// client to keep (`ttlMs` 0) or to share (`private`).
+pub fn uncacheable(mut result: Value) -> Value {
+    if let Some(object) = result.as_object_mut() {
+        object.insert("ttlMs".into(), json!(0));
+        object.insert("cacheScope".into(), json!("private"));
+    }
+    result
 }
 
 /// A result; for a 2026-07-28 client (`modern`) with what that era asks of every result

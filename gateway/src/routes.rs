@@ -30,6 +30,19 @@ pub struct Lists {
 }
 
 impl Routes {
+    /// The server of resource `uri`: the one listing it, else the one whose template it fits.
+    pub fn resource_server(&self, uri: &str) -> Option<&str> {
+        if let Some(server) = self.resources.get(uri) {
+            return Some(server);
+        }
+        // The longest template that fits: `file:///logs/{name}` before `file:///{path}`.
+        self.templates
+            .iter()
+            .filter(|(template, _)| fits(template, uri))
+            .max_by_key(|(template, _)| template.len())
+            .map(|(_, server)| server.as_str())
+    }
+
     /// `catalogue`'s lists as the config offers them, under the gateway's names.
     pub fn of(catalogue: &Catalogue, upstream: &Upstream) -> Self {
         for (server, why) in &catalogue.unavailable {
@@ -46,14 +59,20 @@ impl Routes {
             .iter()
             .filter(|p| upstream.prompts_of(&p.server).offers(&p.item.name))
             .collect();
-        let tool_names = Names::offered(tools.iter().map(|t| {
-            let shown = upstream.tools_of(&t.server).offered_name(&t.item.name);
-            (t.server.as_str(), t.item.name.as_str(), shown)
-        }));
-        let prompt_names = Names::offered(prompts.iter().map(|p| {
-            let shown = upstream.prompts_of(&p.server).offered_name(&p.item.name);
-            (p.server.as_str(), p.item.name.as_str(), shown)
-        }));
+        let tool_names = Names::offered(
+            tools.iter().map(|t| {
+                let shown = upstream.tools_of(&t.server).offered_name(&t.item.name);
+                (t.server.as_str(), t.item.name.as_str(), shown)
+            }),
+            upstream.naming,
+        );
+        let prompt_names = Names::offered(
+            prompts.iter().map(|p| {
+                let shown = upstream.prompts_of(&p.server).offered_name(&p.item.name);
+                (p.server.as_str(), p.item.name.as_str(), shown)
+            }),
+            upstream.naming,
+        );
         let renamed = |names: &Names, server: &str, name: &str, item: Value| {
             let mut item = item;
             item["name"] = Value::String(names.name_of(server, name)?.to_owned());
@@ -106,5 +125,58 @@ impl Routes {
             templates,
             lists,
         }
+    }
+}
+
+/// Whether `uri` can be an expansion of the URI template `template` (RFC 6570): its literal
+/// parts in order, each expression standing for at least one character.
+fn fits(template: &str, uri: &str) -> bool {
+    let mut literals = Vec::new();
+    let mut rest = template;
+    while let Some(open) = rest.find('{') {
+        literals.push(&rest[..open]);
+        let Some(close) = rest[open..].find('}') else {
+            return false;
+        };
+        rest = &rest[open + close + 1..];
+    }
+    let last = rest;
+    let Some((first, middle)) = literals.split_first() else {
+        return template == uri;
+    };
+    let Some(mut left) = uri.strip_prefix(first) else {
+        return false;
+    };
+    for literal in middle {
+        // An expression takes at least one character before the next literal.
+        let Some(at) = left.get(1..).and_then(|l| l.find(literal)) else {
+            return false;
+        };
+        left = &left[1 + at + literal.len()..];
+    }
+    left.len() > last.len() && left.ends_with(last)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::fits;
+
+    #[test]
+    fn a_uri_fits_a_template_by_its_literal_parts() {
+        assert!(fits(
+            "test://template/{id}/data",
+            "test://template/123/data"
+        ));
+        assert!(!fits("test://template/{id}/data", "test://template//data"));
+        assert!(!fits("test://template/{id}/data", "test://other/123/data"));
+        assert!(!fits(
+            "test://template/{id}/data",
+            "test://template/123/info"
+        ));
+        assert!(fits("file:///{path}", "file:///a/b.txt"));
+        assert!(fits("db://{schema}/{table}", "db://main/users"));
+        assert!(!fits("db://{schema}/{table}", "db://main"));
+        assert!(fits("plain://x", "plain://x") && !fits("plain://x", "plain://y"));
+        assert!(!fits("broken://{x", "broken://1"));
     }
 }

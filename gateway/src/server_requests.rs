@@ -39,6 +39,9 @@ pub enum ToSession {
         params: Value,
         related: Value,
         reply: oneshot::Sender<Result<Value, HandlerError>>,
+        /// 2026-07-28: what the client did not declare and this needs (as client
+        /// capabilities); the session decides, with what else is asked, how to refuse it.
+        required: Option<Value>,
     },
     /// The upstream server cancelled request `id`: cancel it downstream, if still asked.
     Withdraw { id: String, reason: String },
@@ -62,6 +65,9 @@ struct Link {
     reach: Reach,
     /// Calls in flight: (server, downstream id).
     calls: Vec<(String, Value)>,
+    /// 2026-07-28: its calls answered `input_required` and not retried yet. Such a call's
+    /// server waits for the answers it asked for: what it asks next is not of this call.
+    awaiting_input: Vec<Value>,
     to_session: mpsc::UnboundedSender<ToSession>,
 }
 
@@ -114,6 +120,7 @@ impl Downstream {
         let link = Link {
             reach: Reach::Undeclared,
             calls: Vec::new(),
+            awaiting_input: Vec::new(),
             to_session,
         };
         registry.sessions.insert(key, link);
@@ -133,6 +140,16 @@ impl Downstream {
     fn set_reach(&self, key: SessionKey, reach: Reach) {
         if let Some(link) = self.lock().sessions.get_mut(&key) {
             link.reach = reach;
+        }
+    }
+
+    /// Session `key`'s call `id` was answered `input_required` (`waiting`), or retried.
+    pub fn awaiting_input(&self, key: SessionKey, id: &Value, waiting: bool) {
+        if let Some(link) = self.lock().sessions.get_mut(&key) {
+            link.awaiting_input.retain(|call| call != id);
+            if waiting {
+                link.awaiting_input.push(id.clone());
+            }
         }
     }
 
@@ -200,7 +217,10 @@ impl Downstream {
     ) -> Result<(String, mpsc::UnboundedSender<ToSession>), HandlerError> {
         let mut registry = self.lock();
         let mut callers = registry.sessions.values().filter_map(|link| {
-            let call = link.calls.iter().find(|(on, _)| on == server)?;
+            let call = link
+                .calls
+                .iter()
+                .find(|(on, id)| on == server && !link.awaiting_input.contains(id))?;
             Some((link, call.1.clone()))
         });
         let refuse = |why: String| HandlerError::new(METHOD_NOT_FOUND, why);
@@ -224,11 +244,13 @@ impl Downstream {
             }
             Reach::Undeclared => false,
         };
-        if !declared {
+        let stateless = matches!(link.reach, Reach::Stateless(_));
+        if !declared && !stateless {
             return Err(refuse(format!(
                 "{method}: the downstream client did not declare the capability"
             )));
         }
+        let required = (!declared).then(|| required(method, &params));
         let to_session = link.to_session.clone();
         registry.next_ask += 1;
         let id = format!("gateway-{}", registry.next_ask);
@@ -238,6 +260,7 @@ impl Downstream {
             params,
             related,
             reply,
+            required,
         };
         if to_session.send(ask).is_err() {
             return Err(HandlerError::new(
@@ -246,6 +269,16 @@ impl Downstream {
             ));
         }
         Ok((id, to_session))
+    }
+}
+
+/// The client capabilities `method` needs, as `MissingRequiredClientCapability` names them.
+fn required(method: &str, params: &Value) -> Value {
+    match method {
+        "sampling/createMessage" => serde_json::json!({"sampling": {}}),
+        "roots/list" => serde_json::json!({"roots": {}}),
+        _ if params["mode"] == "url" => serde_json::json!({"elicitation": {"url": {}}}),
+        _ => serde_json::json!({"elicitation": {}}),
     }
 }
 
@@ -306,9 +339,25 @@ mod tests {
     }
 
     #[test]
-    fn a_client_is_asked_only_what_it_declared_in_either_era() {
+    fn a_call_waiting_for_its_retry_is_not_what_asks_next() {
         let downstream = Downstream::default();
         let (a, _to_a) = downstream.join();
+        let (b, _to_b) = downstream.join();
+        downstream.stateless(a, json!({"sampling": {}}));
+        downstream.stateless(b, json!({"sampling": {}}));
+        let _on_a = downstream.call_begins(a, "x", &json!(1));
+        let _on_b = downstream.call_begins(b, "x", &json!(1));
+        asked(&downstream, "x").expect_err("ambiguous");
+        downstream.awaiting_input(a, &json!(1), true);
+        asked(&downstream, "x").expect("b's call asks");
+        downstream.awaiting_input(a, &json!(1), false);
+        asked(&downstream, "x").expect_err("a was retried: ambiguous again");
+    }
+
+    #[test]
+    fn a_client_is_asked_only_what_it_declared_in_either_era() {
+        let downstream = Downstream::default();
+        let (a, mut to_a) = downstream.join();
         downstream.initialized(a, json!({"roots": {}}));
         let _call = downstream.call_begins(a, "x", &json!(1));
         let refused = asked(&downstream, "x").expect_err("no sampling declared");
@@ -317,9 +366,21 @@ mod tests {
             "{}",
             refused.message
         );
+        // A 2026-07-28 request is handed what it did not declare, marked so: it refuses it
+        // itself, as what else is asked of the same call decides.
         downstream.stateless(a, json!({}));
-        asked(&downstream, "x").expect_err("a 2026-07-28 request without sampling");
+        asked(&downstream, "x").expect("handed over");
+        match to_a.try_recv() {
+            Ok(ToSession::Ask { required, .. }) => {
+                assert_eq!(required, Some(json!({"sampling": {}})))
+            }
+            _ => panic!("a was not handed the request"),
+        }
         downstream.stateless(a, json!({"sampling": {}}));
         asked(&downstream, "x").expect("a 2026-07-28 request that declared it");
+        match to_a.try_recv() {
+            Ok(ToSession::Ask { required, .. }) => assert_eq!(required, None),
+            _ => panic!("a was not asked"),
+        }
     }
 }

@@ -9,7 +9,7 @@ use std::{
 
 use actix_mcp::{auth::CredentialStore, config::Exposure, Client, Config, LoggingLevel, Servers};
 
-use crate::{server_requests::Downstream, subscriptions::Subscribers};
+use crate::{names::Naming, server_requests::Downstream, subscriptions::Subscribers};
 
 #[derive(Clone)]
 pub struct Upstream {
@@ -21,6 +21,8 @@ pub struct Upstream {
     log_floor: Arc<Mutex<Option<LoggingLevel>>>,
     /// Who is subscribed to which resource of which server.
     subscribers: Arc<Mutex<Subscribers>>,
+    /// How the tools and prompts are named (`--names`).
+    pub naming: Naming,
 }
 
 /// One server's `tools` and `prompts` of the config.
@@ -35,7 +37,7 @@ static EVERYTHING: std::sync::LazyLock<Exposure> = std::sync::LazyLock::new(Expo
 impl Upstream {
     /// The config's servers, each with the handlers that carry its requests (sampling,
     /// elicitation, roots) to the downstream session that can answer them. Nothing starts yet.
-    pub fn from_config(config: &Config, store: Arc<dyn CredentialStore>) -> Self {
+    pub fn from_config(config: &Config, store: Arc<dyn CredentialStore>, naming: Naming) -> Self {
         // No upstream timeout of the gateway's own: the downstream client's timeout, carried as
         // its cancel, is the one.
         let mut base = Client::builder().no_request_timeout();
@@ -66,6 +68,7 @@ impl Upstream {
             offered: Arc::new(offered),
             log_floor: Arc::default(),
             subscribers: Arc::default(),
+            naming,
         }
     }
 

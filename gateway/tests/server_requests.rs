@@ -171,11 +171,14 @@ async fn a_2026_07_28_caller_is_asked_through_input_required_and_its_retry_resum
         "name": "a__sample", "arguments": {}, "requestState": "forged",
         "inputResponses": {"x": {"role": "assistant"}},
         "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
-                  "io.modelcontextprotocol/clientCapabilities": {"sampling": {}}}}});
+                  "io.modelcontextprotocol/clientCapabilities": {"sampling": {}},
+                  "io.modelcontextprotocol/clientInfo": {"name": "t", "version": "1"}}}});
     let answer: Value = http
         .post(&gateway.1)
         .header("accept", "application/json, text/event-stream")
         .header("mcp-protocol-version", "2026-07-28")
+        .header("mcp-method", "tools/call")
+        .header("mcp-name", "a__sample")
         .json(&retry)
         .send()
         .await
@@ -204,6 +207,8 @@ async fn a_2026_07_28_call_never_retried_is_cancelled_upstream_after_the_input_w
         .post(&gateway.1)
         .header("accept", "application/json, text/event-stream")
         .header("mcp-protocol-version", "2026-07-28")
+        .header("mcp-method", "tools/call")
+        .header("mcp-name", "a__sample")
         .json(&call)
         .send()
         .await

@@ -16,6 +16,7 @@ use actix_web::{web, App, HttpRequest, HttpResponse, HttpServer};
 use serde_json::Value;
 use tokio::sync::broadcast;
 
+mod envelope;
 mod parking;
 mod session;
 
@@ -58,6 +59,12 @@ async fn reply(
         if message.get("id").is_some() && message.get("method").is_none() {
             if let Some(abort) = abort.as_mut() {
                 abort.answered = true;
+                // 2026-07-28: a missing client capability is a bad request.
+                if message["error"]["code"] == crate::replies::MISSING_CAPABILITY {
+                    return HttpResponse::BadRequest()
+                        .content_type("application/json")
+                        .body(message.to_string());
+                }
             }
             return json(&message);
         }
@@ -99,7 +106,14 @@ async fn post(
         .get(SESSION)
         .and_then(|v| v.to_str().ok())
         .map(str::to_owned);
-    if message["method"] == "initialize" {
+    let header = |name: &str| request.headers().get(name).and_then(|v| v.to_str().ok());
+    let repeated = envelope::Headers {
+        protocol_version: header("mcp-protocol-version"),
+        method: header("mcp-method"),
+        name: header("mcp-name"),
+    };
+    // A 2026-07-28 `initialize` is a method that era removed (refused below), not a session.
+    if message["method"] == "initialize" && !envelope::is_modern(&repeated, &message) {
         let id = uuid::Uuid::new_v4().simple().to_string();
         let session = HttpSession::new(gateway.upstream.clone(), &gateway.changes, None);
         gateway
@@ -116,6 +130,13 @@ async fn post(
         return response;
     }
     let Some(named) = named else {
+        if let Err(refused) = envelope::check(&repeated, &message) {
+            let status = actix_web::http::StatusCode::from_u16(refused.status)
+                .unwrap_or(actix_web::http::StatusCode::BAD_REQUEST);
+            return HttpResponse::build(status)
+                .content_type("application/json")
+                .body(refused.answer.to_string());
+        }
         return stateless(&request, message, &gateway).await;
     };
     let Some(session) = gateway.sessions.borrow().get(&named).cloned() else {
@@ -135,7 +156,7 @@ async fn stateless(request: &HttpRequest, message: Value, gateway: &Gateway) -> 
             return json(&error(&id, INVALID_PARAMS, why));
         };
         let abort = AbortIsCancel {
-            session: session.session.clone(),
+            session: session.clone(),
             id: id.clone(),
             answered: false,
         };
@@ -150,7 +171,7 @@ async fn stateless(request: &HttpRequest, message: Value, gateway: &Gateway) -> 
     let capabilities = &message["params"]["_meta"]["io.modelcontextprotocol/clientCapabilities"];
     session.session.stateless(capabilities.clone());
     let abort = message.get("id").map(|id| AbortIsCancel {
-        session: session.session.clone(),
+        session: session.clone(),
         id: id.clone(),
         answered: false,
     });

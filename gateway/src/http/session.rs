@@ -166,9 +166,10 @@ impl HttpSession {
 }
 
 /// A stateless (2026-07-28) request in flight: its POST aborted (this dropped before the
-/// answer) is its cancel.
+/// answer) is its cancel. It keeps the request's session alive for as long as its POST lasts
+/// (an event stream outlives the handler that made it).
 pub struct AbortIsCancel {
-    pub session: Rc<Session>,
+    pub session: Rc<HttpSession>,
     pub id: Value,
     pub answered: bool,
 }
@@ -176,8 +177,8 @@ pub struct AbortIsCancel {
 impl Drop for AbortIsCancel {
     fn drop(&mut self) {
         if !self.answered {
-            self.session
-                .abandoned(&self.id, "the downstream client aborted the request");
+            let reason = "the downstream client aborted the request";
+            self.session.session.abandoned(&self.id, reason);
         }
     }
 }

@@ -17,6 +17,8 @@ pub(super) struct Asked {
     pub(super) related: Value,
     /// What was asked, as a 2026-07-28 input request: `{method, params}`.
     pub(super) request: Value,
+    /// 2026-07-28: the client capabilities it needs and the client did not declare.
+    pub(super) required: Option<Value>,
 }
 
 impl Session {
@@ -36,7 +38,7 @@ impl Session {
         });
     }
 
-    pub(super) fn carried(&self, next: ToSession) {
+    pub(super) fn carried(self: &Rc<Self>, next: ToSession) {
         match next {
             ToSession::Ask {
                 id,
@@ -44,6 +46,7 @@ impl Session {
                 params,
                 related,
                 reply,
+                required,
             } => {
                 let request = json!({"method": method, "params": params});
                 if !self.modern.get() {
@@ -56,10 +59,11 @@ impl Session {
                     reply,
                     related: related.clone(),
                     request,
+                    required,
                 };
                 self.state.borrow_mut().asked.insert(id, asked);
                 if self.modern.get() {
-                    self.ask_for_input(&related);
+                    self.ask_for_input_soon(&related);
                 }
             }
             ToSession::Withdraw { id, reason } => {

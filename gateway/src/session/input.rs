@@ -8,30 +8,93 @@
 //! the upstream server's requests, and the call's answer goes to the retry (see `http.rs`,
 //! which holds the waiting call by its `requestState`).
 
+use std::{rc::Rc, time::Duration};
+
+use actix_mcp::HandlerError;
 use serde_json::{json, Map, Value};
 
 use super::Session;
+use crate::replies::{error, METHOD_NOT_FOUND, MISSING_CAPABILITY};
+
+/// How long what an upstream server asks is gathered before the call is answered
+/// `input_required`: a server that asks several things at once is asked of the client in one
+/// round, not one round each.
+const GATHER: Duration = Duration::from_millis(25);
 
 impl Session {
+    /// [`ask_for_input`](Self::ask_for_input) once what is asked with this has come too.
+    pub(super) fn ask_for_input_soon(self: &Rc<Self>, related: &Value) {
+        {
+            let mut state = self.state.borrow_mut();
+            if state.gathering.contains(related) {
+                return;
+            }
+            state.gathering.push(related.clone());
+        }
+        let (session, related) = (Rc::downgrade(self), related.clone());
+        actix_rt::spawn(async move {
+            actix_rt::time::sleep(GATHER).await;
+            if let Some(session) = session.upgrade() {
+                session
+                    .state
+                    .borrow_mut()
+                    .gathering
+                    .retain(|r| *r != related);
+                session.ask_for_input(&related);
+            }
+        });
+    }
+
     /// Answers call `related` `input_required`, with every request asked of it not answered
     /// yet, unless it was so answered already and not retried (the next retry gets what was
-    /// asked meanwhile).
+    /// asked meanwhile). What the client did not declare is refused to the server; if nothing
+    /// else is asked, the call fails with `MissingRequiredClientCapability` (cancelled upstream).
     pub(super) fn ask_for_input(&self, related: &Value) {
         let mut state = self.state.borrow_mut();
         if state.awaiting_input.contains(related) {
             return;
         }
-        let requests: Map<String, Value> = state
+        let keys: Vec<String> = state
             .asked
             .iter()
             .filter(|(_, asked)| asked.related == *related)
-            .map(|(key, asked)| (key.clone(), asked.request.clone()))
+            .map(|(key, _)| key.clone())
             .collect();
+        let (mut requests, mut required) = (Map::new(), Map::new());
+        for key in keys {
+            let Some(asked) = state.asked.get(&key) else {
+                continue;
+            };
+            let Some(needs) = asked.required.clone() else {
+                requests.insert(key, asked.request.clone());
+                continue;
+            };
+            required.extend(needs.as_object().cloned().unwrap_or_default());
+            if let Some(asked) = state.asked.remove(&key) {
+                let why = "the downstream client did not declare the capability";
+                let _ = asked
+                    .reply
+                    .send(Err(HandlerError::new(METHOD_NOT_FOUND, why)));
+            }
+        }
         if requests.is_empty() {
+            let reason = "the downstream client did not declare what the server needs";
+            // Cancelled first: the call's own end sends nothing after this answer.
+            let failed = !required.is_empty() && state.in_flight.cancel(related, Some(reason));
+            drop(state);
+            if failed {
+                let why = "the server needs a capability the client did not declare";
+                let mut answer = error(related, MISSING_CAPABILITY, why);
+                answer["error"]["data"] = json!({"requiredCapabilities": required});
+                (self.out)(answer, None);
+            }
             return;
         }
         state.awaiting_input.push(related.clone());
         drop(state);
+        self.upstream
+            .downstream
+            .awaiting_input(self.key, related, true);
         let result = json!({
             "resultType": "input_required",
             "inputRequests": requests,
@@ -47,6 +110,7 @@ impl Session {
         let answered: Vec<_> = {
             let mut state = self.state.borrow_mut();
             state.awaiting_input.retain(|waiting| waiting != id);
+            self.upstream.downstream.awaiting_input(self.key, id, false);
             let responses = responses.as_object().into_iter().flatten();
             responses
                 .filter_map(|(key, response)| {

@@ -15,7 +15,9 @@ use std::{cell::RefCell, collections::HashMap, rc::Rc};
 
 use crate::{
     in_flight::InFlight,
-    replies::{error, result, Refusal, INTERNAL_ERROR, INVALID_PARAMS, METHOD_NOT_FOUND},
+    replies::{
+        error, result, uncacheable, Refusal, INTERNAL_ERROR, INVALID_PARAMS, METHOD_NOT_FOUND,
+    },
     routes::Routes,
     server_requests::SessionKey,
     upstream::Upstream,
@@ -33,12 +35,13 @@ const VERSIONS: [&str; 4] = ["2025-11-25", "2025-06-18", "2025-03-26", "2024-11-
 /// The stateless era, served over HTTP without a session.
 const MODERN_VERSION: &str = "2026-07-28";
 
-/// What the gateway offers, in both eras.
+/// What the gateway offers, in both eras. (In 2026-07-28 list changes are told only on
+/// `subscriptions/listen` streams, which the gateway does not serve yet: no `listChanged`.)
 static CAPABILITIES: std::sync::LazyLock<Value> = std::sync::LazyLock::new(|| {
     json!({
-        "tools": {"listChanged": true},
-        "resources": {"listChanged": true},
-        "prompts": {"listChanged": true},
+        "tools": {},
+        "resources": {},
+        "prompts": {},
         "completions": {},
     })
 });
@@ -46,6 +49,9 @@ static CAPABILITIES: std::sync::LazyLock<Value> = std::sync::LazyLock::new(|| {
 /// What a 2025-11-25 session is offered besides: tool calls as tasks, passed through.
 static SESSION_CAPABILITIES: std::sync::LazyLock<Value> = std::sync::LazyLock::new(|| {
     let mut capabilities = CAPABILITIES.clone();
+    for list in ["tools", "resources", "prompts"] {
+        capabilities[list]["listChanged"] = json!(true);
+    }
     capabilities["resources"]["subscribe"] = json!(true);
     capabilities["tasks"] = json!({"list": {}, "cancel": {}, "requests": {"tools": {"call": {}}}});
     capabilities["logging"] = json!({});
@@ -80,6 +86,8 @@ struct State {
     /// 2026-07-28: the calls answered `input_required`, not retried yet (what upstream servers
     /// ask meanwhile waits for the retry).
     awaiting_input: Vec<Value>,
+    /// 2026-07-28: the calls whose upstream requests are being gathered (`input.rs`).
+    gathering: Vec<Value>,
     /// The resources it is subscribed to, by URI, with their server.
     subscribed: HashMap<String, String>,
     /// The level the client asked for logs at (`logging/setLevel`); none: no logs.
@@ -193,9 +201,7 @@ impl Session {
                     let modern = session.modern.get();
                     let mut list = json!({ key: items });
                     if modern {
-                        // Made of every upstream's lists: not for a client to keep.
-                        list["ttlMs"] = json!(0);
-                        list["cacheScope"] = json!("private");
+                        list = uncacheable(list);
                     }
                     session.send(&result(&id, list, modern));
                 });
@@ -327,8 +333,7 @@ impl Session {
                 let uri =
                     text("uri").ok_or_else(|| Refusal::params("resources/read needs a uri"))?;
                 let server = routes
-                    .resources
-                    .get(&uri)
+                    .resource_server(&uri)
                     .ok_or_else(|| Refusal::params(format!("no resource {uri:?}")))?;
                 let _in_flight = self.upstream.downstream.call_begins(self.key, server, id);
                 let client = self
@@ -340,7 +345,11 @@ impl Session {
                 let call = client.read_resource(&uri).cancellation(token);
                 let call = call.meta(trace_context(params));
                 let answer = call.await.map_err(|e| Refusal::from_error(&e))?;
-                to_value(serde_json::to_value(answer))
+                let answer = to_value(serde_json::to_value(answer))?;
+                Ok(match self.modern.get() {
+                    true => uncacheable(answer),
+                    false => answer,
+                })
             }
         }
     }
@@ -435,7 +444,7 @@ fn server_span(id: &Value, method: &str, params: &Value) -> tracing::Span {
 /// What of a downstream request's `_meta` its upstream request carries: the W3C trace context
 /// (SEP-414), so the upstream server's span joins the downstream client's trace. The rest
 /// (progress token, the 2026-07-28 era's per-request protocol fields) is the gateway's to answer.
-fn trace_context(params: &Value) -> serde_json::Map<String, Value> {
+pub(super) fn trace_context(params: &Value) -> serde_json::Map<String, Value> {
     let meta = params["_meta"].as_object();
     ["traceparent", "tracestate", "baggage"]
         .into_iter()

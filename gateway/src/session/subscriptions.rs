@@ -38,9 +38,8 @@ impl Session {
         }
         let routes = self.routes().await;
         let server = routes
-            .resources
-            .get(uri)
-            .cloned()
+            .resource_server(uri)
+            .map(str::to_owned)
             .ok_or_else(|| Refusal::params(format!("no resource {uri:?}")))?;
         let first = self.upstream.subscribers().join(&server, uri);
         self.state

@@ -53,7 +53,13 @@ impl Session {
             .client(server)
             .await
             .map_err(Refusal::from)?;
+        // The downstream's `_meta` (its era's envelope) is the gateway's to read; the upstream
+        // request carries only its trace context.
+        if let Some(params) = upstream_params.as_object_mut() {
+            params.remove("_meta");
+        }
         let call = client.request::<Value>("completion/complete", upstream_params);
+        let call = call.meta(super::trace_context(params));
         call.cancellation(token)
             .await
             .map_err(|e| Refusal::from_error(&e))

@@ -46,6 +46,17 @@ impl Upstreams {
         Self { dir, config }
     }
 
+    /// A config of `servers` (the `mcpServers` object) of its own.
+    pub fn of(name: &str, servers: Value) -> Self {
+        let dir = std::env::temp_dir().join(format!("gateway-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let config = dir.join("mcp.json");
+        let text = json!({ "mcpServers": servers });
+        std::fs::write(&config, text.to_string()).unwrap();
+        Self { dir, config }
+    }
+
     /// What server `name` read, one JSON message each.
     pub fn read_by(&self, name: &str) -> Vec<Value> {
         journal(&self.dir.join(format!("{name}.jsonl")))
