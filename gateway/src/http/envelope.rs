@@ -16,8 +16,9 @@ const UNSUPPORTED_VERSION: i64 = -32022;
 
 /// What the gateway serves of the 2026-07-28 era; the rest (its removed methods among them:
 /// `initialize`, `ping`, `logging/setLevel`, `resources/subscribe`) is `404`.
-const METHODS: [&str; 13] = [
+const METHODS: [&str; 14] = [
     "server/discover",
+    "subscriptions/listen",
     "tools/list",
     "tools/call",
     "prompts/list",

@@ -14,7 +14,13 @@ impl Session {
     pub fn list_changed(&self, changed: &str) {
         self.state.borrow_mut().routes = None;
         let method = format!("notifications/{changed}/list_changed");
-        self.send(&json!({"jsonrpc": "2.0", "method": method}));
+        if !self.modern.get() {
+            return self.send(&json!({"jsonrpc": "2.0", "method": method}));
+        }
+        // 2026-07-28: only on a listen stream that asked for it.
+        if let Some(listen) = self.listening_to_list(changed) {
+            self.tell(&listen, &method, json!({}));
+        }
     }
 
     /// `logging/setLevel`: this session's logs from now on; the upstream servers are asked for

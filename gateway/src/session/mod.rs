@@ -8,6 +8,7 @@
 mod asked;
 mod events;
 mod input;
+mod listen;
 mod subscriptions;
 mod tasks;
 
@@ -35,13 +36,13 @@ const VERSIONS: [&str; 4] = ["2025-11-25", "2025-06-18", "2025-03-26", "2024-11-
 /// The stateless era, served over HTTP without a session.
 const MODERN_VERSION: &str = "2026-07-28";
 
-/// What the gateway offers, in both eras. (In 2026-07-28 list changes are told only on
-/// `subscriptions/listen` streams, which the gateway does not serve yet: no `listChanged`.)
+/// What the gateway offers, in both eras (in 2026-07-28 list changes and resource updates are
+/// told on `subscriptions/listen` streams).
 static CAPABILITIES: std::sync::LazyLock<Value> = std::sync::LazyLock::new(|| {
     json!({
-        "tools": {},
-        "resources": {},
-        "prompts": {},
+        "tools": {"listChanged": true},
+        "resources": {"listChanged": true, "subscribe": true},
+        "prompts": {"listChanged": true},
         "completions": {},
     })
 });
@@ -49,10 +50,6 @@ static CAPABILITIES: std::sync::LazyLock<Value> = std::sync::LazyLock::new(|| {
 /// What a 2025-11-25 session is offered besides: tool calls as tasks, passed through.
 static SESSION_CAPABILITIES: std::sync::LazyLock<Value> = std::sync::LazyLock::new(|| {
     let mut capabilities = CAPABILITIES.clone();
-    for list in ["tools", "resources", "prompts"] {
-        capabilities[list]["listChanged"] = json!(true);
-    }
-    capabilities["resources"]["subscribe"] = json!(true);
     capabilities["tasks"] = json!({"list": {}, "cancel": {}, "requests": {"tools": {"call": {}}}});
     capabilities["logging"] = json!({});
     capabilities
@@ -90,6 +87,8 @@ struct State {
     gathering: Vec<Value>,
     /// The resources it is subscribed to, by URI, with their server.
     subscribed: HashMap<String, String>,
+    /// 2026-07-28: its `subscriptions/listen`, once acknowledged.
+    listen: Option<listen::Listen>,
     /// The level the client asked for logs at (`logging/setLevel`); none: no logs.
     log_level: Option<actix_mcp::LoggingLevel>,
 }
@@ -208,6 +207,7 @@ impl Session {
                 return;
             }
             "resources/read" | "prompts/get" => return self.call(id, method, params),
+            "subscriptions/listen" if self.modern.get() => return self.listen(id, params),
             "resources/subscribe" | "resources/unsubscribe" if !self.modern.get() => {
                 let subscribe = method == "resources/subscribe";
                 return self.subscription(id, params, subscribe);

@@ -32,7 +32,7 @@ impl Session {
         });
     }
 
-    async fn subscribe(&self, uri: &str) -> Result<(), Refusal> {
+    pub(super) async fn subscribe(&self, uri: &str) -> Result<(), Refusal> {
         if self.state.borrow().subscribed.contains_key(uri) {
             return Ok(());
         }
@@ -82,6 +82,16 @@ impl Session {
     /// `uri` of `server` changed: the client is told if it is subscribed to it, or to a
     /// resource it is a part of.
     pub(super) fn resource_updated(&self, server: &str, uri: &str) {
+        if self.modern.get() {
+            if let Some(listen) = self.listening_to_resource(uri) {
+                self.tell(
+                    &listen,
+                    "notifications/resources/updated",
+                    json!({"uri": uri}),
+                );
+            }
+            return;
+        }
         let subscribed = self
             .state
             .borrow()

@@ -262,6 +262,20 @@ async def test_missing_capability(ctx: Context) -> str:
     return getattr(answer.content, "text", "")
 
 
+@server.tool()
+async def test_trigger_tool_change(ctx: Context) -> str:
+    """Says the tool list changed (to its 2025-11-25 client: the gateway)."""
+    await ctx.session.send_tool_list_changed()
+    return "tools changed"
+
+
+@server.tool()
+async def test_trigger_prompt_change(ctx: Context) -> str:
+    """Says the prompt list changed (to its 2025-11-25 client: the gateway)."""
+    await ctx.session.send_prompt_list_changed()
+    return "prompts changed"
+
+
 @server.prompt()
 async def test_input_required_result_prompt(ctx: Context) -> str:
     """A prompt that asks the user for its context."""
