@@ -971,7 +971,10 @@ pub struct RoutedCall {
 impl RoutedCall {
     /// Calls `callback` with each progress update of the call, as
     /// [`Call::on_progress`](crate::Call::on_progress) (the inspector still sees them too).
-    pub fn on_progress(mut self, callback: impl FnMut(crate::Progress) + Send + 'static) -> Self {
+    pub fn on_progress(
+        mut self,
+        callback: impl FnMut(crate::protocol::notifications::Progress) + Send + 'static,
+    ) -> Self {
         self.progress = Some(Box::new(callback));
         self
     }
