@@ -80,14 +80,16 @@ fn a_claude_desktop_file_gives_its_servers_in_file_order() {
         config.server("linear").unwrap().transport,
         TransportConfig::Http {
             url: "https://mcp.linear.app/mcp".into(),
-            headers: BTreeMap::new()
+            headers: BTreeMap::new(),
+            socket: None,
         }
     );
     assert_eq!(
         config.server("notes").unwrap().transport,
         TransportConfig::Http {
             url: "http://127.0.0.1:3001/mcp".into(),
-            headers: map(&[("X-Api-Key", "dev-key")])
+            headers: map(&[("X-Api-Key", "dev-key")]),
+            socket: None,
         }
     );
     assert!(matches!(
@@ -138,7 +140,8 @@ fn a_vs_code_file_with_comments_and_trailing_commas_is_read() {
         config.server("github").unwrap().transport,
         TransportConfig::Http {
             url: "https://api.githubcopilot.com/mcp/".into(),
-            headers: map(&[("Authorization", "Bearer gh")])
+            headers: map(&[("Authorization", "Bearer gh")]),
+            socket: None,
         }
     );
     assert_eq!(stdio(&config, "fetch").1, ["mcp-server-fetch"]);
@@ -253,7 +256,8 @@ fn every_expansion_form_is_expanded() {
                 ("Authorization", "Bearer k-123"),
                 ("X-Price", "5$"),
                 ("X-Literal", "$$HOME and $PATH"),
-            ])
+            ]),
+            socket: None,
         }
     );
     assert_eq!(

@@ -45,6 +45,10 @@ struct Cli {
     /// A Streamable HTTP endpoint, e.g. http://127.0.0.1:3001/mcp.
     #[arg(long, value_name = "URL", conflicts_with = "stdio")]
     url: Option<String>,
+    /// Reach the --url endpoint over this Unix socket instead of TCP (the URL still names the
+    /// endpoint: e.g. --url http://localhost/mcp --socket /run/mcp.sock).
+    #[arg(long, value_name = "PATH", requires = "url")]
+    socket: Option<std::path::PathBuf>,
     /// A header for every HTTP request, "name: value" (repeatable; with --url).
     #[arg(long = "header", value_name = "HEADER", requires = "url")]
     headers: Vec<String>,
@@ -465,6 +469,9 @@ fn transport(cli: &Cli, store: Arc<dyn CredentialStore>) -> Result<Box<dyn Trans
             return Err(usage("--env is for --stdio servers, not --url"));
         }
         let mut http = HttpTransport::new(url);
+        if let Some(socket) = &cli.socket {
+            http = http.unix_socket(socket);
+        }
         if let Some(limit) = cli.max_message_size {
             http = http.max_frame_bytes(limit);
         }

@@ -32,7 +32,8 @@ pub(crate) struct Cli {
     pub(crate) fail_initialize: bool,
 
     /// Serve Streamable HTTP on this address (e.g. 127.0.0.1:0) instead of stdio; the bound port
-    /// is printed to stderr as `LISTENING <port>`.
+    /// is printed to stderr as `LISTENING <port>`. `unix:PATH` serves on a Unix socket there
+    /// (`LISTENING unix:PATH`).
     #[arg(long, value_name = "ADDR")]
     pub(crate) http: Option<String>,
 

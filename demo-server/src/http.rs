@@ -130,8 +130,11 @@ fn event(line: &[u8]) -> Bytes {
     ))
 }
 
-/// Serves `addr` until the process ends.
+/// Serves `addr` until the process ends: a TCP address, or `unix:PATH`, a Unix socket.
 pub(super) async fn serve(server: Rc<Server>, addr: &str) -> ExitCode {
+    if let Some(path) = addr.strip_prefix("unix:") {
+        return serve_unix(server, path).await;
+    }
     let listener = match TcpListener::bind(addr).await {
         Ok(listener) => listener,
         Err(err) => {
@@ -152,32 +155,58 @@ pub(super) async fn serve(server: Rc<Server>, addr: &str) -> ExitCode {
             }
         };
         let _ = stream.set_nodelay(true);
-        {
-            let counters = &mut server.state.borrow_mut().counters;
-            counters.connections += 1;
-            counters.connections_open += 1;
-            counters.connections_peak = counters.connections_peak.max(counters.connections_open);
-        }
-        let server = Rc::clone(&server);
-        spawn_local(async move {
-            let counted = Rc::clone(&server);
-            let service = service_fn(move |request| answer(Rc::clone(&server), request));
-            // HTTP/1.1, or HTTP/2 when the client starts with its preface (h2c).
-            let mut builder = auto::Builder::new(LocalExec);
-            // Every request in flight is a stream: allow as many as the benchmark's storms.
-            // A client that cancels by resetting streams (the 2026-07-28 way, or closing a
-            // cancelled request's stream) resets many at once in a storm; hyper's default
-            // (20 streams reset before the server took them) would end its whole connection.
-            builder
-                .http2()
-                .max_concurrent_streams(MAX_STREAMS)
-                .max_pending_accept_reset_streams(MAX_STREAMS as usize);
-            let _ = builder
-                .serve_connection(TokioIo::new(stream), service)
-                .await;
-            counted.state.borrow_mut().counters.connections_open -= 1;
-        });
+        connection(Rc::clone(&server), stream);
     }
+}
+
+/// [`serve`] on the Unix socket at `path` (made anew: a stale one is removed first).
+async fn serve_unix(server: Rc<Server>, path: &str) -> ExitCode {
+    let _ = std::fs::remove_file(path);
+    let listener = match tokio::net::UnixListener::bind(path) {
+        Ok(listener) => listener,
+        Err(err) => {
+            eprintln!("{SERVER_NAME}: cannot listen on {path}: {err}");
+            return ExitCode::FAILURE;
+        }
+    };
+    eprintln!("LISTENING unix:{path}");
+    loop {
+        match listener.accept().await {
+            Ok((stream, _)) => connection(Rc::clone(&server), stream),
+            Err(err) => eprintln!("{SERVER_NAME}: accept failed: {err}"),
+        }
+    }
+}
+
+/// Serves one connection, counted, as a task of its own.
+fn connection<S>(server: Rc<Server>, stream: S)
+where
+    S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + 'static,
+{
+    {
+        let counters = &mut server.state.borrow_mut().counters;
+        counters.connections += 1;
+        counters.connections_open += 1;
+        counters.connections_peak = counters.connections_peak.max(counters.connections_open);
+    }
+    spawn_local(async move {
+        let counted = Rc::clone(&server);
+        let service = service_fn(move |request| answer(Rc::clone(&server), request));
+        // HTTP/1.1, or HTTP/2 when the client starts with its preface (h2c).
+        let mut builder = auto::Builder::new(LocalExec);
+        // Every request in flight is a stream: allow as many as the benchmark's storms.
+        // A client that cancels by resetting streams (the 2026-07-28 way, or closing a
+        // cancelled request's stream) resets many at once in a storm; hyper's default
+        // (20 streams reset before the server took them) would end its whole connection.
+        builder
+            .http2()
+            .max_concurrent_streams(MAX_STREAMS)
+            .max_pending_accept_reset_streams(MAX_STREAMS as usize);
+        let _ = builder
+            .serve_connection(TokioIo::new(stream), service)
+            .await;
+        counted.state.borrow_mut().counters.connections_open -= 1;
+    });
 }
 
 /// Concurrent HTTP/2 streams per connection (hyper's default is 200).

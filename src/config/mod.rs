@@ -199,6 +199,8 @@ pub enum TransportConfig {
         url: String,
         /// Headers sent with every request.
         headers: BTreeMap<String, String>,
+        /// The Unix socket the endpoint is reached over (`socket`), instead of TCP.
+        socket: Option<PathBuf>,
     },
     /// An endpoint of the deprecated HTTP+SSE transport (2024-11-05), which this crate does not
     /// implement: [`ServerConfig::transport`] refuses it.
@@ -236,10 +238,15 @@ impl fmt::Debug for TransportConfig {
                 .field("env", &Redacted(env))
                 .field("cwd", cwd)
                 .finish(),
-            TransportConfig::Http { url, headers } => f
+            TransportConfig::Http {
+                url,
+                headers,
+                socket,
+            } => f
                 .debug_struct("Http")
                 .field("url", url)
                 .field("headers", &Redacted(headers))
+                .field("socket", socket)
                 .finish(),
             TransportConfig::Sse { url, headers } => f
                 .debug_struct("Sse")
@@ -380,10 +387,25 @@ impl ServerConfig {
                 Ok(Box::new(stdio))
             }
             #[cfg(feature = "http")]
-            TransportConfig::Http { url, headers } => {
+            TransportConfig::Http {
+                url,
+                headers,
+                socket,
+            } => {
                 let mut http = HttpTransport::new(url);
                 for (name, value) in headers {
                     http = http.header(name, value);
+                }
+                if let Some(socket) = socket {
+                    #[cfg(unix)]
+                    {
+                        http = http.unix_socket(socket);
+                    }
+                    #[cfg(not(unix))]
+                    return Err(unsupported(
+                        &self.name,
+                        &format!("a Unix socket ({}) on this platform", socket.display()),
+                    ));
                 }
                 #[cfg(feature = "auth")]
                 if self.auth.is_some() {

@@ -285,11 +285,11 @@ impl<'t, 'n> Reader<'t, 'n> {
         let prompts = self.exposure(at, "prompts", shape.prompts)?;
         let transport = match kind {
             Kind::Stdio => {
-                self.ignored(
-                    at,
-                    &[("headers", shape.headers.is_some())],
-                    "a stdio server",
-                );
+                let set = [
+                    ("headers", shape.headers.is_some()),
+                    ("socket", shape.socket.is_some()),
+                ];
+                self.ignored(at, &set, "a stdio server");
                 let env = shape.env.map(|o| o.0);
                 self.stdio(at, shape.command, shape.args, env, shape.cwd, enabled)?
             }
@@ -300,7 +300,9 @@ impl<'t, 'n> Reader<'t, 'n> {
                     ("cwd", shape.cwd.is_some()),
                 ];
                 self.ignored(at, &set, "an HTTP server");
-                self.http(at, shape.url, shape.headers.map(|o| o.0), kind, enabled)?
+                let headers = shape.headers.map(|o| o.0);
+                let transport = self.http(at, shape.url, headers, kind, enabled)?;
+                self.with_socket(at, transport, shape.socket, enabled)?
             }
         };
         Ok(ServerConfig {
@@ -460,8 +462,39 @@ impl<'t, 'n> Reader<'t, 'n> {
         Ok(if kind == Kind::Sse {
             TransportConfig::Sse { url, headers }
         } else {
-            TransportConfig::Http { url, headers }
+            TransportConfig::Http {
+                url,
+                headers,
+                socket: None,
+            }
         })
+    }
+
+    /// An `http` server's `socket` (expanded), if it has one; an `sse` server cannot.
+    fn with_socket(
+        &mut self,
+        at: &[Step],
+        transport: TransportConfig,
+        socket: Option<String>,
+        strict: bool,
+    ) -> Result<TransportConfig, ConfigError> {
+        let Some(socket) = socket else {
+            return Ok(transport);
+        };
+        let path = join(at, &["socket"]);
+        let socket = self.not_empty(at, "socket", Some(socket), strict)?;
+        let socket = self.expanded(&path, &socket, strict)?;
+        match transport {
+            TransportConfig::Http { url, headers, .. } => Ok(TransportConfig::Http {
+                url,
+                headers,
+                socket: Some(PathBuf::from(socket)),
+            }),
+            _ => {
+                let what = describe(&path);
+                Err(self.error(&path, format!("{what}: only an http server has a socket")))
+            }
+        }
     }
 
     /// A warning for each of the fields that is set: they mean nothing for `server`.

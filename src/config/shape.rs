@@ -40,6 +40,8 @@ pub(super) struct ServerShape {
     pub(super) env: Option<Object<BTreeMap<String, String>>>,
     pub(super) cwd: Option<String>,
     pub(super) url: Option<String>,
+    /// The Unix socket an `http` server is reached over (instead of TCP).
+    pub(super) socket: Option<String>,
     pub(super) headers: Option<Object<BTreeMap<String, String>>>,
     pub(super) enabled: Option<bool>,
     /// Cline's spelling of `enabled: false`.

@@ -40,18 +40,34 @@ pub(super) fn shared(http2_prior_knowledge: bool) -> Result<reqwest::Client, Err
     })
 }
 
+/// A client of its own for a server reached over the Unix socket at `path` (a connection pool
+/// belongs to one socket, so it is not shared).
+#[cfg(unix)]
+pub(super) fn over_unix_socket(
+    path: &std::path::Path,
+    http2_prior_knowledge: bool,
+) -> Result<reqwest::Client, Error> {
+    let builder = builder(http2_prior_knowledge).unix_socket(path);
+    builder
+        .build()
+        .map_err(|e| invalid_input(format!("HTTP client over {}: {e}", path.display())))
+}
+
 fn build(http2_prior_knowledge: bool) -> Result<reqwest::Client, Error> {
+    builder(http2_prior_knowledge)
+        .build()
+        .map_err(|e| invalid_input(format!("HTTP client: {e}")))
+}
+
+fn builder(http2_prior_knowledge: bool) -> reqwest::ClientBuilder {
     let builder = reqwest::Client::builder()
         .referer(false)
         .redirect(redirect_policy());
-    let builder = if http2_prior_knowledge {
+    if http2_prior_knowledge {
         builder.http2_prior_knowledge()
     } else {
         builder
-    };
-    builder
-        .build()
-        .map_err(|e| invalid_input(format!("HTTP client: {e}")))
+    }
 }
 
 /// Redirects as the spec and browsers expect: followed only to the origin the request was

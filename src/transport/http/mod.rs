@@ -93,6 +93,9 @@ pub struct HttpTransport {
     url: String,
     headers: Vec<(String, String)>,
     client: Option<reqwest::Client>,
+    /// Reached over this Unix socket, not TCP.
+    #[cfg(unix)]
+    unix_socket: Option<std::path::PathBuf>,
     event_stream: bool,
     max_frame: usize,
     http2_prior_knowledge: bool,
@@ -108,6 +111,8 @@ impl HttpTransport {
             url: url.into(),
             headers: Vec::new(),
             client: None,
+            #[cfg(unix)]
+            unix_socket: None,
             event_stream: true,
             max_frame: DEFAULT_MAX_FRAME_BYTES,
             http2_prior_knowledge: false,
@@ -163,6 +168,17 @@ impl HttpTransport {
     /// Use this HTTP client (proxies, TLS roots, timeouts of your own).
     pub fn client(mut self, client: reqwest::Client) -> Self {
         self.client = Some(client);
+        self
+    }
+
+    /// Reach the server over the Unix socket at `path` instead of TCP (HTTP over a local socket,
+    /// as the transports working group recommends for local servers: no port to find or to
+    /// guard). The URL still names the endpoint (`http://localhost/mcp`: its host is sent as
+    /// `Host`, its path is the endpoint's). Sessions, both eras and cancellation are as over
+    /// TCP. Ignored when a [`client`](Self::client) of your own is given.
+    #[cfg(unix)]
+    pub fn unix_socket(mut self, path: impl Into<std::path::PathBuf>) -> Self {
+        self.unix_socket = Some(path.into());
         self
     }
 
@@ -249,6 +265,14 @@ impl Transport for HttpTransport {
         let headers = self.header_map()?;
         let client = match self.client {
             Some(client) => client,
+            #[cfg(unix)]
+            None if self.unix_socket.is_some() => {
+                let path = self
+                    .unix_socket
+                    .as_deref()
+                    .unwrap_or(std::path::Path::new(""));
+                clients::over_unix_socket(path, self.http2_prior_knowledge)?
+            }
             None => clients::shared(self.http2_prior_knowledge)?,
         };
         let requests = HttpRequests::new(self.event_stream, self.renew_sessions, Caps::default());
