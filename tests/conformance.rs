@@ -113,3 +113,56 @@ fn every_2025_11_25_client_scenario_passes() {
 fn every_2026_07_28_client_scenario_passes() {
     every_scenario_of("2026-07-28", 39);
 }
+
+/// The Skills extension's client scenarios (SEP-2640), run by name with `--force` (extension
+/// scenarios belong to no requirement set): the client lists the skills without fetching a
+/// file, and a skill whose `SKILL.md` fails its digest, its size or its frontmatter is refused
+/// before any other file of it is read. Each must have run at least one check.
+#[test]
+fn the_skills_scenarios_pass_with_their_checks() {
+    let (node, index) = suite();
+    let mut failed = Vec::new();
+    for scenario in [
+        "sep-2640-client-no-prefetch",
+        "sep-2640-client-verify-digest",
+        "sep-2640-client-verify-size",
+        "sep-2640-client-verify-frontmatter",
+    ] {
+        let output = Command::new(node)
+            .arg(index)
+            .args([
+                "client",
+                "--command",
+                &client(),
+                "--scenario",
+                scenario,
+                "--force",
+            ])
+            .output()
+            .expect("the suite runs");
+        let report = format!(
+            "{}{}",
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
+        );
+        // "Passed: N/M, 0 failed, 0 warnings", with at least one check.
+        let line = report
+            .lines()
+            .find(|l| l.starts_with("Passed: "))
+            .unwrap_or_default();
+        let counts = line
+            .trim_start_matches("Passed: ")
+            .split(',')
+            .next()
+            .and_then(|n| n.split_once('/'))
+            .and_then(|(n, m)| {
+                Some((n.trim().parse::<u32>().ok()?, m.trim().parse::<u32>().ok()?))
+            });
+        let passed =
+            counts.is_some_and(|(n, m)| n == m && m > 0) && line.ends_with(" 0 failed, 0 warnings");
+        if !passed {
+            failed.push(format!("{scenario}: {line}\n{report}"));
+        }
+    }
+    assert!(failed.is_empty(), "{}", failed.join("\n\n"));
+}

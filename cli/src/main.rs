@@ -216,6 +216,16 @@ enum Command {
     ResourceTemplates,
     /// Read a resource.
     Read { uri: String },
+    /// List the skills (SEP-2640): each one's name and description, nothing fetched.
+    Skills,
+    /// Load a skill: print its SKILL.md, or one of its files, each verified (size, digest;
+    /// SKILL.md's frontmatter against the listing) before anything is printed.
+    Skill {
+        /// The skill's name.
+        name: String,
+        /// A file of the skill (its path inside the skill, or its URI); default SKILL.md.
+        file: Option<String>,
+    },
     /// List the prompts.
     Prompts,
     /// Get a prompt.
@@ -280,6 +290,18 @@ impl From<credentials::CredentialsError> for Failure {
             message: e.to_string(),
             code,
         }
+    }
+}
+
+/// A skill refused or unread: the library's error as any other, a verification failure as
+/// itself (exit 1).
+fn skill_failure(e: actix_mcp::client::skills::SkillError) -> Failure {
+    match e {
+        actix_mcp::client::skills::SkillError::Client(e) => e.into(),
+        refused => Failure {
+            message: format!("refused: {refused}"),
+            code: 1,
+        },
     }
 }
 
@@ -416,9 +438,12 @@ async fn connect(cli: &Cli, interrupt: &Cancellation) -> Result<Client, Failure>
 
 /// How to connect, whatever the transport: the era, the timeouts, Ctrl-C.
 fn connect_options(cli: &Cli, interrupt: &Cancellation) -> Result<ConnectOptions, Failure> {
+    // Skills (SEP-2640): this host reads them (`skills`, `skill NAME`).
+    let skills = actix_mcp::client::skills::EXTENSION;
     let mut options = Client::builder()
         .cancellation(interrupt)
-        .era(cli.era.into());
+        .era(cli.era.into())
+        .extension(skills, serde_json::json!({}));
     if let Some(timeout) = seconds(cli.timeout, "--timeout")? {
         options = options.request_timeout(timeout);
     }
@@ -646,6 +671,25 @@ async fn execute(client: &Client, cli: &Cli, interrupt: &Cancellation) -> Result
         }
         Command::Read { uri } => {
             out.read(&client.read_resource(uri).cancellation(interrupt).await?)
+        }
+        Command::Skills => out.skills(&client.skills().await?),
+        Command::Skill { name, file } => {
+            let skills = client.skills().await?;
+            let skill = skills
+                .iter()
+                .find(|s| s.name() == Some(name.as_str()))
+                .ok_or_else(|| Failure {
+                    message: format!("no skill named {}", actix_mcp::visible::Visible(name)),
+                    code: 1,
+                })?;
+            let text = match file {
+                None => skill.load().await.map_err(skill_failure)?,
+                Some(file) => {
+                    let bytes = skill.read(file).await.map_err(skill_failure)?;
+                    String::from_utf8_lossy(&bytes).into_owned()
+                }
+            };
+            out.skill_file(&text)
         }
         Command::Prompts => out.prompts(&client.prompts().cancellation(interrupt).await?),
         Command::Prompt { name, args } => {

@@ -229,6 +229,30 @@ impl Printer {
         Ok(())
     }
 
+    pub fn skills(&self, skills: &[actix_mcp::client::skills::Skill]) -> Result<(), Failure> {
+        let entries: Vec<_> = skills.iter().map(|s| s.entry()).collect();
+        if self.json {
+            return self.print_json(&entries);
+        }
+        for entry in &entries {
+            let text = |key| entry.frontmatter.get(key).and_then(|v| v.as_str());
+            let name = text("name").unwrap_or("(no name)");
+            let description = text("description").unwrap_or_default();
+            out!("{:<24} {}", visible(name), Visible(description));
+        }
+        none_if_empty(&entries);
+        Ok(())
+    }
+
+    /// A skill's file, verified.
+    pub fn skill_file(&self, text: &str) -> Result<(), Failure> {
+        if self.json {
+            return self.print_json(&text);
+        }
+        out!("{}", VisibleLines(text));
+        Ok(())
+    }
+
     pub fn resource_templates(&self, templates: &[ResourceTemplate]) -> Result<(), Failure> {
         if self.json {
             return self.print_json(&templates);

@@ -8,6 +8,7 @@ use std::{process::ExitCode, time::Duration};
 
 use actix_mcp::{
     auth::{Headless, IdentityAssertion, OAuth, OAuthConfig},
+    client::skills,
     Client, ElicitResult, Error, HttpTransport, ProtocolEra,
 };
 use serde_json::json;
@@ -78,8 +79,29 @@ async fn run(scenario: &str, url: &str) -> Result<(), Error> {
         });
     }
     let oauth = OAuth::new(Headless::new("http://localhost:3000/callback"), config);
+    let builder = builder.extension(skills::EXTENSION, json!({}));
     let client = builder.connect(HttpTransport::new(url).auth(oauth)).await?;
     match scenario {
+        // Skills (SEP-2640): listed, nothing fetched ahead of need; each skill loaded (its
+        // SKILL.md verified and its frontmatter compared), and only a verified one's other files
+        // read (each verified too).
+        "sep-2640-client-no-prefetch" => {
+            client.skills().await?;
+        }
+        _ if scenario.starts_with("sep-2640-client-") => {
+            for skill in client.skills().await? {
+                if let Err(e) = skill.load().await {
+                    eprintln!("{scenario}: skill refused: {e}");
+                    continue;
+                }
+                let files = skill.entry().resources.iter();
+                for file in files.filter(|f| f.uri != skill.entry().uri) {
+                    if let Err(e) = skill.read(&file.uri).await {
+                        eprintln!("{scenario}: file refused: {e}");
+                    }
+                }
+            }
+        }
         "tools_call" => {
             client.tools().await?;
             client

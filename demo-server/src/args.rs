@@ -31,6 +31,10 @@ pub(crate) struct Cli {
     #[arg(long)]
     pub(crate) fail_initialize: bool,
 
+    /// Serve another `SKILL.md` than the one `skills/list` describes (its digest fails).
+    #[arg(long)]
+    pub(crate) tamper_skill: bool,
+
     /// Serve Streamable HTTP on this address (e.g. 127.0.0.1:0) instead of stdio; the bound port
     /// is printed to stderr as `LISTENING <port>`. `unix:PATH` serves on a Unix socket there
     /// (`LISTENING unix:PATH`).

@@ -51,6 +51,7 @@ mod journal;
 mod jsonrpc;
 mod listen;
 mod server;
+mod skills;
 mod stats;
 mod stdio;
 mod tasks;

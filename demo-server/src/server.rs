@@ -278,6 +278,7 @@ impl Server {
             "resources/templates/list" => {
                 Step::Reply(self.paginate("resourceTemplates", &resource_template_list(), &params))
             }
+            "skills/list" => Step::Reply(Ok(crate::skills::list())),
             "resources/read" => match self.read_resource(&params) {
                 Ok(result) => Step::Reply(Ok(result)),
                 Err((code, message, data)) => {
@@ -519,7 +520,10 @@ impl Server {
                 "logging": {},
                 "completions": {},
                 "tasks": {"list": {}, "cancel": {}, "requests": {"tools": {"call": {}}}},
-                "extensions": {MCP_APPS_EXTENSION: {"mimeTypes": [MCP_APP_MIME_TYPE]}},
+                "extensions": {
+                    MCP_APPS_EXTENSION: {"mimeTypes": [MCP_APP_MIME_TYPE]},
+                    crate::skills::EXTENSION: {},
+                },
             },
             "serverInfo": {"name": SERVER_NAME, "version": SERVER_VERSION},
             "instructions": INSTRUCTIONS,
@@ -540,7 +544,10 @@ impl Server {
                 "resources": {},
                 "prompts": {},
                 "completions": {},
-                "extensions": {MCP_APPS_EXTENSION: {"mimeTypes": [MCP_APP_MIME_TYPE]}},
+                "extensions": {
+                    MCP_APPS_EXTENSION: {"mimeTypes": [MCP_APP_MIME_TYPE]},
+                    crate::skills::EXTENSION: {},
+                },
             },
             "instructions": INSTRUCTIONS,
             "ttlMs": 60_000,
@@ -633,6 +640,9 @@ impl Server {
                 None,
             ));
         };
+        if let Some(skill_file) = crate::skills::read(uri, self.cli.tamper_skill) {
+            return Ok(json!({"contents": [skill_file]}));
+        }
         let content = if let Some(id) = uri.strip_prefix("demo://text/").filter(|id| !id.is_empty())
         {
             json!({"uri": uri, "mimeType": "text/plain", "text": format!("text {id}")})

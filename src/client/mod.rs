@@ -16,6 +16,8 @@ mod output_schemas;
 mod pages;
 mod progress;
 mod shared;
+#[cfg(feature = "skills")]
+pub mod skills;
 mod tasks;
 mod tool_headers;
 

@@ -1,0 +1,85 @@
+//! Skills (SEP-2640) from the demo server: listed without a file fetched; `SKILL.md` loaded and
+//! a supporting file read only when asked, each verified; a `SKILL.md` that is not the listed one
+//! is refused with its typed error, its text never handed out. The command line's `skills` and
+//! `skill NAME` do the same.
+#![cfg(feature = "skills")]
+
+mod common;
+
+use actix_mcp::{client::skills::SkillError, Client};
+use common::*;
+
+fn reads(journal: &Journal) -> usize {
+    let frames = journal.frames();
+    frames
+        .iter()
+        .filter(|f| f["method"] == "resources/read")
+        .count()
+}
+
+#[actix::test]
+async fn a_skill_is_listed_without_a_fetch_and_loaded_verified_when_asked() {
+    let journal = Journal::new("skills");
+    let client = Client::connect(journal.server()).await.unwrap();
+    let skills = client.skills().await.expect("listed");
+    assert_eq!(skills.len(), 1);
+    let skill = &skills[0];
+    assert_eq!(skill.name(), Some("demo-skill"));
+    assert_eq!(skill.entry().resources.len(), 2);
+    assert_eq!(reads(&journal), 0, "listing fetched nothing");
+
+    let text = skill.load().await.expect("verified");
+    assert!(text.contains("Call the `echo` tool"), "{text}");
+    assert_eq!(reads(&journal), 1, "only SKILL.md");
+    let notes = skill.read("references/NOTES.md").await.expect("verified");
+    assert_eq!(
+        String::from_utf8_lossy(&notes),
+        "Notes: echo answers with its text.\n"
+    );
+    assert!(matches!(
+        skill.read("references/OTHER.md").await,
+        Err(SkillError::NotListed { .. })
+    ));
+    assert_eq!(reads(&journal), 2, "a file not listed is not asked for");
+}
+
+#[actix::test]
+async fn a_tampered_skill_md_is_refused_and_its_text_never_handed_out() {
+    let client = Client::connect(demo_server().arg("--tamper-skill"))
+        .await
+        .unwrap();
+    let skills = client.skills().await.expect("listed");
+    match skills[0].load().await {
+        Err(SkillError::Digest { uri, .. }) => assert_eq!(uri, "skill://demo-skill/SKILL.md"),
+        other => panic!("not refused by its digest: {other:?}"),
+    }
+}
+
+#[test]
+fn the_command_line_lists_and_loads_a_skill_and_refuses_a_tampered_one() {
+    let cli = |server: &str, args: &[&str]| {
+        std::process::Command::new(program(workspace_bins::CLI))
+            .args(["--stdio", server])
+            .args(args)
+            .env_remove("OTEL_EXPORTER_OTLP_ENDPOINT")
+            .output()
+            .expect("the CLI runs")
+    };
+    let listed = cli(&DEMO_SERVER, &["skills"]);
+    assert!(listed.status.success());
+    let listed = String::from_utf8_lossy(&listed.stdout);
+    assert!(
+        listed.contains("demo-skill") && listed.contains("Echo text back"),
+        "{listed}"
+    );
+
+    let loaded = cli(&DEMO_SERVER, &["skill", "demo-skill"]);
+    assert!(loaded.status.success());
+    assert!(String::from_utf8_lossy(&loaded.stdout).contains("Call the `echo` tool"));
+
+    let tampered = format!("{} --tamper-skill", *DEMO_SERVER);
+    let refused = cli(&tampered, &["skill", "demo-skill"]);
+    assert_eq!(refused.status.code(), Some(1));
+    assert!(refused.stdout.is_empty(), "nothing of it printed");
+    assert!(String::from_utf8_lossy(&refused.stderr).contains("refused"));
+}
