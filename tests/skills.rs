@@ -83,3 +83,29 @@ fn the_command_line_lists_and_loads_a_skill_and_refuses_a_tampered_one() {
     assert!(refused.stdout.is_empty(), "nothing of it printed");
     assert!(String::from_utf8_lossy(&refused.stderr).contains("refused"));
 }
+
+/// The manager lists every server's skills with its server, fetching none of their files.
+#[actix::test]
+async fn the_manager_lists_each_servers_skills() {
+    let servers = actix_mcp::Servers::new(Client::builder());
+    servers.add("a", demo_server);
+    servers.add("b", demo_server);
+    let catalogue = servers.skills().await;
+    assert!(
+        catalogue.unavailable.is_empty(),
+        "{:?}",
+        catalogue.unavailable
+    );
+    let listed: Vec<(&str, Option<&str>)> = catalogue
+        .skills
+        .iter()
+        .map(|(server, skill)| (server.as_str(), skill.name()))
+        .collect();
+    assert_eq!(
+        listed,
+        [("a", Some("demo-skill")), ("b", Some("demo-skill"))]
+    );
+    let (_, skill) = &catalogue.skills[1];
+    assert!(skill.load().await.is_ok(), "loaded through its own server");
+    servers.stop().await;
+}

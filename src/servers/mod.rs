@@ -24,6 +24,8 @@ mod actor;
 pub mod catalogue;
 mod error;
 mod live;
+#[cfg(feature = "skills")]
+pub mod skills;
 mod start;
 mod supervision;
 #[cfg(test)]
