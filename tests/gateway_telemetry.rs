@@ -6,13 +6,12 @@
 #![cfg(feature = "otel")]
 
 mod common;
+#[path = "support/gateway_stdio.rs"]
+mod gateway_stdio;
 #[path = "common/otlp.rs"]
 mod otlp;
 
-use std::{
-    io::{BufRead, BufReader, Write},
-    process::{Command, Stdio},
-};
+use std::process::{Command, Stdio};
 
 use common::*;
 use serde_json::{json, Value};
@@ -32,7 +31,7 @@ fn one_traced_call(journal: &Journal, endpoint: &str) -> Value {
     let config = dir.join("mcp.json");
     let server = json!({"command": *DEMO_SERVER, "args": ["--journal", journal.path]});
     std::fs::write(&config, json!({"mcpServers": {"a": server}}).to_string()).expect("written");
-    let mut gateway = Command::new(program(workspace_bins::GATEWAY))
+    let gateway = Command::new(program(workspace_bins::GATEWAY))
         .arg("--config")
         .arg(&config)
         .arg("--stdio")
@@ -44,51 +43,13 @@ fn one_traced_call(journal: &Journal, endpoint: &str) -> Value {
         .stdout(Stdio::piped())
         .spawn()
         .expect("the gateway starts");
-    let mut input = gateway.stdin.take().expect("stdin");
-    let mut output = BufReader::new(gateway.stdout.take().expect("stdout"));
-    let mut send = |message: Value| writeln!(input, "{message}").expect("written");
-    let mut answer = |id: i64| loop {
-        let mut line = String::new();
-        assert!(
-            output.read_line(&mut line).expect("read") > 0,
-            "the gateway ended"
-        );
-        let message: Value = serde_json::from_str(&line).expect("JSON");
-        if message["id"] == id {
-            return message;
-        }
-    };
-    send(
-        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-        "protocolVersion": "2025-11-25", "capabilities": {},
-        "clientInfo": {"name": "t", "version": "1"}}}),
-    );
-    answer(1);
-    send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
-    // The upstream server is listed once it is ready; a call before that is refused.
-    let listed = (0..100).any(|_| {
-        send(json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}));
-        let tools = answer(2);
-        let ready = tools["result"]["tools"]
-            .as_array()
-            .is_some_and(|tools| tools.iter().any(|t| t["name"] == "a__echo"));
-        if !ready {
-            std::thread::sleep(std::time::Duration::from_millis(50));
-        }
-        ready
-    });
-    assert!(listed, "a__echo was never offered");
+    let mut downstream = gateway_stdio::Downstream::start(gateway);
+    downstream.until_offered("a__echo");
     let traceparent = format!("00-{CALLER_TRACE}-{CALLER_SPAN}-01");
-    send(
-        json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {
-        "name": "a__echo", "arguments": {"text": "traced"},
-        "_meta": {"traceparent": traceparent}}}),
-    );
-    let called = answer(3);
+    let params = json!({"arguments": {"text": "traced"}, "_meta": {"traceparent": traceparent}});
+    let called = downstream.call("a__echo", params);
     // End of input: the gateway stops, exporting what is left.
-    drop(input);
-    let status = gateway.wait().expect("the gateway exits");
-    assert!(status.success(), "{status}");
+    assert!(downstream.finish(), "the gateway failed");
     called
 }
 

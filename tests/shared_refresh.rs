@@ -9,14 +9,14 @@
 #![cfg(all(feature = "auth", feature = "actix-web", feature = "redis"))]
 #![allow(dead_code, unused_imports)]
 
+#[path = "support/gateway_stdio.rs"]
+mod gateway_stdio;
 #[path = "support/redis.rs"]
 mod redis_server;
 #[path = "support/workspace_bins.rs"]
 mod workspace_bins;
 
 include!("support/oidc.rs");
-
-use std::io::Write as _;
 
 use actix_mcp::auth::{FileStore, RedisStore};
 
@@ -331,47 +331,14 @@ fn gateways_at_once(
 }
 
 /// The handshake with a gateway, `p__echo` once it is listed, end of input; the call's answer.
-fn one_routed_echo(mut gateway: Child, i: usize) -> Value {
-    let mut input = gateway.stdin.take().unwrap();
-    let mut output = BufReader::new(gateway.stdout.take().unwrap());
-    let mut send = |message: Value| writeln!(input, "{message}").unwrap();
-    let mut answer = |id: i64| loop {
-        let mut line = String::new();
-        assert!(
-            output.read_line(&mut line).unwrap() > 0,
-            "gateway {i} ended"
-        );
-        let message: Value = serde_json::from_str(&line).unwrap();
-        if message["id"] == id {
-            return message;
-        }
-    };
-    send(
-        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-        "protocolVersion": "2025-11-25", "capabilities": {},
-        "clientInfo": {"name": "t", "version": "1"}}}),
+fn one_routed_echo(gateway: Child, i: usize) -> Value {
+    let mut downstream = gateway_stdio::Downstream::start(gateway);
+    downstream.until_offered("p__echo");
+    let called = downstream.call(
+        "p__echo",
+        json!({"arguments": {"text": format!("from {i}")}}),
     );
-    answer(1);
-    send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
-    // Listed once the upstream connection is authorized.
-    let listed = (0..100).any(|_| {
-        send(json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}));
-        let listed = answer(2)["result"]["tools"]
-            .as_array()
-            .is_some_and(|tools| tools.iter().any(|t| t["name"] == "p__echo"));
-        if !listed {
-            std::thread::sleep(Duration::from_millis(100));
-        }
-        listed
-    });
-    assert!(listed, "gateway {i} never offered p__echo");
-    send(
-        json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {
-        "name": "p__echo", "arguments": {"text": format!("from {i}")}}}),
-    );
-    let called = answer(3);
-    drop(input);
-    assert!(gateway.wait().unwrap().success(), "gateway {i}");
+    assert!(downstream.finish(), "gateway {i}");
     called
 }
 

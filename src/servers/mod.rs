@@ -613,13 +613,17 @@ impl Servers {
         self.catalogue_of(Kinds::ALL).await
     }
 
-    async fn catalogue_of(&self, kinds: Kinds) -> Catalogue {
-        let names: Vec<String> = self
-            .entries()
+    /// The servers a catalogue asks: every one neither disabled nor stopped.
+    fn listed_names(&self) -> Vec<String> {
+        self.entries()
             .iter()
             .filter(|(_, e)| !matches!(e.supervision.status(), Status::Disabled | Status::Stopped))
             .map(|(name, _)| name.clone())
-            .collect();
+            .collect()
+    }
+
+    async fn catalogue_of(&self, kinds: Kinds) -> Catalogue {
+        let names = self.listed_names();
         let lists = futures::future::join_all(names.into_iter().map(|name| async move {
             let lists = self.lists_of(&name, kinds).await;
             (name, lists)

@@ -1,7 +1,7 @@
 //! The skills of every server (feature `skills`): those that declare the Skills extension are
 //! asked `skills/list`; nothing of any skill is fetched until its [`Skill`] is loaded.
 
-use super::{Servers, ServersError, Status};
+use super::{Servers, ServersError};
 use crate::client::skills::{Skill, EXTENSION};
 
 /// Every listed skill with its server, and the servers that could not say.
@@ -17,12 +17,7 @@ pub struct SkillCatalogue {
 impl Servers {
     /// The skills of every enabled server that declares the extension (started as needed).
     pub async fn skills(&self) -> SkillCatalogue {
-        let names: Vec<String> = self
-            .entries()
-            .iter()
-            .filter(|(_, e)| !matches!(e.supervision.status(), Status::Disabled | Status::Stopped))
-            .map(|(name, _)| name.clone())
-            .collect();
+        let names = self.listed_names();
         let lists = futures::future::join_all(names.into_iter().map(|name| async move {
             let listed = async {
                 let client = self.client(&name).await?;
