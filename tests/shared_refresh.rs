@@ -105,8 +105,23 @@ fn commands_at_once(
         .collect()
 }
 
-/// What the provider saw after the sign-in: one refresh, no refusal, no sign-in; and every
-/// command answered.
+/// What the provider saw after the sign-in (its events from `before`): one refresh, no
+/// refusal, no revocation, no sign-in.
+fn one_refresh_only(provider: &OpenIdProvider, before: usize) {
+    let events = provider.events();
+    let after = &events[before..];
+    let count = |prefix: &str| after.iter().filter(|e| e.starts_with(prefix)).count();
+    assert_eq!(
+        count("grant.success grant_type=refresh_token"),
+        1,
+        "one refresh: {after:#?}"
+    );
+    assert_eq!(count("grant.error"), 0, "no refusal: {after:#?}");
+    assert_eq!(count("grant.revoked"), 0, "no revocation: {after:#?}");
+    assert_eq!(count("interaction.started"), 0, "no sign-in: {after:#?}");
+}
+
+/// [`one_refresh_only`], and every command answered.
 fn check(provider: &OpenIdProvider, before: usize, outputs: &[std::process::Output]) {
     for (i, output) in outputs.iter().enumerate() {
         assert!(
@@ -120,17 +135,7 @@ fn check(provider: &OpenIdProvider, before: usize, outputs: &[std::process::Outp
             format!("from {i}")
         );
     }
-    let events = provider.events();
-    let after = &events[before..];
-    let count = |prefix: &str| after.iter().filter(|e| e.starts_with(prefix)).count();
-    assert_eq!(
-        count("grant.success grant_type=refresh_token"),
-        1,
-        "one refresh: {after:#?}"
-    );
-    assert_eq!(count("grant.error"), 0, "no refusal: {after:#?}");
-    assert_eq!(count("grant.revoked"), 0, "no revocation: {after:#?}");
-    assert_eq!(count("interaction.started"), 0, "no sign-in: {after:#?}");
+    one_refresh_only(provider, before);
 }
 
 /// A provider whose token endpoint holds its answers back 1.5 s: a refresh is still on its way
@@ -150,23 +155,41 @@ async fn three_commands_over_one_file_refresh_once() {
     check(&grant.provider, before, &outputs);
 }
 
+/// A grant signed in once into a Redis store (Debian's `redis-server`, started here), its
+/// access token expired, at a slow provider.
+struct ExpiredInRedis {
+    redis: redis_server::Redis,
+    server: Arc<ResourceServer>,
+    provider: OpenIdProvider,
+}
+
+impl ExpiredInRedis {
+    async fn new() -> Self {
+        installed();
+        let redis = redis_server::start();
+        let server = ResourceServer::start();
+        let provider = slow_provider(&server).await;
+        *server.issuer.lock().unwrap() = provider.issuer.clone();
+        let store = RedisStore::connect(&redis.url(), key(), "actix-mcp:")
+            .await
+            .expect("Redis");
+        let expires_at = sign_in_once(&server, Arc::new(store)).await;
+        until_expired(expires_at).await;
+        Self {
+            redis,
+            server,
+            provider,
+        }
+    }
+}
+
 #[actix::test]
 async fn three_commands_over_one_redis_refresh_once() {
-    installed();
-    let redis = redis_server::start();
-    let server = ResourceServer::start();
-    let provider = slow_provider(&server).await;
-    *server.issuer.lock().unwrap() = provider.issuer.clone();
-    let store = RedisStore::connect(&redis.url(), key(), "actix-mcp:")
-        .await
-        .expect("Redis");
-    let expires_at = sign_in_once(&server, Arc::new(store)).await;
-    until_expired(expires_at).await;
-
-    let before = provider.events().len();
+    let grant = ExpiredInRedis::new().await;
+    let before = grant.provider.events().len();
     let env = [("ACTIX_MCP_CREDENTIALS_KEY", KEY_HEX)];
-    let outputs = commands_at_once(3, &server, &redis.url(), &env);
-    check(&provider, before, &outputs);
+    let outputs = commands_at_once(3, &grant.server, &grant.redis.url(), &env);
+    check(&grant.provider, before, &outputs);
 }
 
 /// A grant signed in once into a file store, its access token expired, at a provider started
@@ -347,22 +370,12 @@ fn one_routed_echo(gateway: Child, i: usize) -> Value {
 /// gateways started together refresh it once, sign in nowhere, and route their calls.
 #[actix::test]
 async fn gateway_replicas_over_one_redis_refresh_their_upstream_grant_once() {
-    installed();
-    let redis = redis_server::start();
-    let server = ResourceServer::start();
-    let provider = slow_provider(&server).await;
-    *server.issuer.lock().unwrap() = provider.issuer.clone();
-    let store = RedisStore::connect(&redis.url(), key(), "actix-mcp:")
-        .await
-        .expect("Redis");
-    let expires_at = sign_in_once(&server, Arc::new(store)).await;
-    until_expired(expires_at).await;
-
-    let before = provider.events().len();
+    let grant = ExpiredInRedis::new().await;
+    let before = grant.provider.events().len();
     let env = [("ACTIX_MCP_CREDENTIALS_KEY", KEY_HEX)];
-    let url = redis.url();
+    let url = grant.redis.url();
     let replies = tokio::task::spawn_blocking({
-        let server = server.clone();
+        let server = grant.server.clone();
         move || gateways_at_once(2, &server, &url, &env)
     })
     .await
@@ -374,14 +387,5 @@ async fn gateway_replicas_over_one_redis_refresh_their_upstream_grant_once() {
             "{reply}"
         );
     }
-    let events = provider.events();
-    let after = &events[before..];
-    let count = |prefix: &str| after.iter().filter(|e| e.starts_with(prefix)).count();
-    assert_eq!(
-        count("grant.success grant_type=refresh_token"),
-        1,
-        "one refresh: {after:#?}"
-    );
-    assert_eq!(count("grant.error"), 0, "no refusal: {after:#?}");
-    assert_eq!(count("interaction.started"), 0, "no sign-in: {after:#?}");
+    one_refresh_only(&grant.provider, before);
 }

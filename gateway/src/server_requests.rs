@@ -153,6 +153,13 @@ impl Downstream {
         }
     }
 
+    /// Whether session `key`'s call `id` was answered `input_required` and not retried yet.
+    pub fn is_awaiting_input(&self, key: SessionKey, id: &Value) -> bool {
+        let registry = self.lock();
+        let link = registry.sessions.get(&key);
+        link.is_some_and(|link| link.awaiting_input.contains(id))
+    }
+
     pub fn leave(&self, key: SessionKey) {
         self.lock().sessions.remove(&key);
     }

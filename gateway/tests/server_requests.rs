@@ -32,6 +32,32 @@ async fn session(url: &str, model: &'static str, asked: Arc<AtomicUsize>) -> Cli
         .expect("a session")
 }
 
+/// A 2026-07-28 `tools/call` of `a__sample` with `extra` params (a retry's), POSTed as such a
+/// client does (its `_meta` envelope declaring sampling, its headers): the JSON answer.
+async fn post_modern_sample(url: &str, id: i64, extra: Value) -> Value {
+    let mut params = json!({"name": "a__sample", "arguments": {},
+        "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                  "io.modelcontextprotocol/clientCapabilities": {"sampling": {}},
+                  "io.modelcontextprotocol/clientInfo": {"name": "t", "version": "1"}}});
+    if let (Some(params), Some(extra)) = (params.as_object_mut(), extra.as_object()) {
+        params.extend(extra.clone());
+    }
+    let call = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": params});
+    reqwest::Client::new()
+        .post(url)
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", "2026-07-28")
+        .header("mcp-method", "tools/call")
+        .header("mcp-name", "a__sample")
+        .json(&call)
+        .send()
+        .await
+        .expect("answered")
+        .json()
+        .await
+        .expect("JSON")
+}
+
 /// What the demo server's `sample` got back from its client: the whole JSON-RPC response.
 async fn sampled(client: &Client) -> Value {
     let answer = client
@@ -166,26 +192,8 @@ async fn a_2026_07_28_caller_is_asked_through_input_required_and_its_retry_resum
     assert_eq!(calls, 1);
 
     // A retry naming a state nobody waits on is refused, not routed.
-    let http = reqwest::Client::new();
-    let retry = json!({"jsonrpc": "2.0", "id": 9, "method": "tools/call", "params": {
-        "name": "a__sample", "arguments": {}, "requestState": "forged",
-        "inputResponses": {"x": {"role": "assistant"}},
-        "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
-                  "io.modelcontextprotocol/clientCapabilities": {"sampling": {}},
-                  "io.modelcontextprotocol/clientInfo": {"name": "t", "version": "1"}}}});
-    let answer: Value = http
-        .post(&gateway.1)
-        .header("accept", "application/json, text/event-stream")
-        .header("mcp-protocol-version", "2026-07-28")
-        .header("mcp-method", "tools/call")
-        .header("mcp-name", "a__sample")
-        .json(&retry)
-        .send()
-        .await
-        .expect("answered")
-        .json()
-        .await
-        .expect("JSON");
+    let retry = json!({"requestState": "forged", "inputResponses": {"x": {"role": "assistant"}}});
+    let answer = post_modern_sample(&gateway.1, 9, retry).await;
     assert_eq!(answer["error"]["code"], -32602, "{answer}");
     assert_eq!(answer["id"], 9);
 }
@@ -197,25 +205,7 @@ async fn a_2026_07_28_caller_is_asked_through_input_required_and_its_retry_resum
 async fn a_2026_07_28_call_never_retried_is_cancelled_upstream_after_the_input_wait() {
     let upstreams = Upstreams::new("sampling-mrtr-gone");
     let gateway = listen_with(&upstreams, &["--input-wait", "1"]);
-    let http = reqwest::Client::new();
-    let call = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
-        "name": "a__sample", "arguments": {},
-        "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
-                  "io.modelcontextprotocol/clientCapabilities": {"sampling": {}},
-                  "io.modelcontextprotocol/clientInfo": {"name": "t", "version": "1"}}}});
-    let answer: Value = http
-        .post(&gateway.1)
-        .header("accept", "application/json, text/event-stream")
-        .header("mcp-protocol-version", "2026-07-28")
-        .header("mcp-method", "tools/call")
-        .header("mcp-name", "a__sample")
-        .json(&call)
-        .send()
-        .await
-        .expect("answered")
-        .json()
-        .await
-        .expect("JSON");
+    let answer = post_modern_sample(&gateway.1, 1, json!({})).await;
     let result = &answer["result"];
     assert_eq!(result["resultType"], "input_required", "{answer}");
     let requests = result["inputRequests"].as_object().expect("input requests");

@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use sha2::Digest as _;
 
-use super::{Client, DEFAULT_MAX_PAGES};
+use super::{AllPages, Client, Page};
 use crate::{error::Error, protocol::resources::ResourceContents};
 
 /// The extension's identifier, as declared in capabilities.
@@ -111,6 +111,7 @@ impl std::fmt::Debug for Skill {
     }
 }
 
+/// A page of `skills/list`.
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
 struct ListSkillsResult {
@@ -119,30 +120,24 @@ struct ListSkillsResult {
     next_cursor: Option<String>,
 }
 
+impl Page for ListSkillsResult {
+    type Item = SkillEntry;
+    const METHOD: &'static str = "skills/list";
+    fn into_parts(self) -> (Vec<SkillEntry>, Option<String>) {
+        (self.skills, self.next_cursor)
+    }
+}
+
 impl Client {
-    /// `skills/list`, every page (at most [`DEFAULT_MAX_PAGES`]): the server's skills, none of
-    /// their files fetched.
+    /// `skills/list`, every page (as [`Client::tools`] follows them): the server's skills, none
+    /// of their files fetched.
     pub async fn skills(&self) -> Result<Vec<Skill>, Error> {
-        let mut skills = Vec::new();
-        let mut cursor: Option<String> = None;
-        for _ in 0..DEFAULT_MAX_PAGES {
-            let mut params = Map::new();
-            if let Some(cursor) = cursor.take() {
-                params.insert("cursor".into(), Value::String(cursor));
-            }
-            let page: ListSkillsResult = self.request("skills/list", params).await?;
-            skills.extend(page.skills.into_iter().map(|entry| Skill {
-                client: self.clone(),
-                entry,
-            }));
-            match page.next_cursor {
-                Some(next) => cursor = Some(next),
-                None => return Ok(skills),
-            }
-        }
-        Err(Error::Protocol(format!(
-            "skills/list: more than {DEFAULT_MAX_PAGES} pages"
-        )))
+        let entries = AllPages::<ListSkillsResult>::new(self.clone()).await?;
+        let skill = |entry| Skill {
+            client: self.clone(),
+            entry,
+        };
+        Ok(entries.into_iter().map(skill).collect())
     }
 }
 

@@ -84,9 +84,12 @@ impl HttpSession {
                     }
                     return;
                 };
-                if message["result"]["resultType"] == "input_required" {
-                    let state = message["result"]["requestState"].as_str();
-                    if let (Some(parking), Some(state)) = (&self.parking, state) {
+                // 2026-07-28: a call answered `input_required` waits for its retry.
+                if let Some(parking) = &self.parking {
+                    let result = &message["result"];
+                    let state = result["requestState"].as_str();
+                    if let Some(state) = state.filter(|_| result["resultType"] == "input_required")
+                    {
                         parking.park(state, self.clone(), id);
                     }
                 }

@@ -50,10 +50,15 @@ impl Session {
     /// asked meanwhile). What the client did not declare is refused to the server; if nothing
     /// else is asked, the call fails with `MissingRequiredClientCapability` (cancelled upstream).
     pub(super) fn ask_for_input(&self, related: &Value) {
-        let mut state = self.state.borrow_mut();
-        if state.awaiting_input.contains(related) {
+        // Its client has the requests already; what was asked since goes with the retry.
+        if self
+            .upstream
+            .downstream
+            .is_awaiting_input(self.key, related)
+        {
             return;
         }
+        let mut state = self.state.borrow_mut();
         let keys: Vec<String> = state
             .asked
             .iter()
@@ -90,7 +95,6 @@ impl Session {
             }
             return;
         }
-        state.awaiting_input.push(related.clone());
         drop(state);
         self.upstream
             .downstream
@@ -108,9 +112,8 @@ impl Session {
     /// request of its key; what is still unanswered is asked again at once.
     pub fn resume(&self, id: &Value, responses: &Value) {
         let answered: Vec<_> = {
-            let mut state = self.state.borrow_mut();
-            state.awaiting_input.retain(|waiting| waiting != id);
             self.upstream.downstream.awaiting_input(self.key, id, false);
+            let mut state = self.state.borrow_mut();
             let responses = responses.as_object().into_iter().flatten();
             responses
                 .filter_map(|(key, response)| {

@@ -15,6 +15,13 @@ use crate::replies::{error, INVALID_PARAMS};
 /// The `_meta` key naming the listen a notification belongs to.
 const SUBSCRIPTION_ID: &str = "io.modelcontextprotocol/subscriptionId";
 
+/// The list-change flags a listen may ask for, and the list each names.
+const LISTS: [(&str, &str); 3] = [
+    ("toolsListChanged", "tools"),
+    ("promptsListChanged", "prompts"),
+    ("resourcesListChanged", "resources"),
+];
+
 /// What a listen asked for and was granted.
 pub(super) struct Listen {
     id: Value,
@@ -30,15 +37,11 @@ impl Session {
             return self.send(&error(&id, INVALID_PARAMS, why));
         };
         let asked = &params["notifications"];
-        let lists: Vec<&'static str> = [
-            ("toolsListChanged", "tools"),
-            ("promptsListChanged", "prompts"),
-            ("resourcesListChanged", "resources"),
-        ]
-        .into_iter()
-        .filter(|(flag, _)| asked[*flag] == true)
-        .map(|(_, list)| list)
-        .collect();
+        let lists: Vec<&'static str> = LISTS
+            .into_iter()
+            .filter(|(flag, _)| asked[*flag] == true)
+            .map(|(_, list)| list)
+            .collect();
         let wanted: Vec<String> = asked["resourceSubscriptions"]
             .as_array()
             .into_iter()
@@ -54,16 +57,11 @@ impl Session {
                     uris.push(uri);
                 }
             }
-            let mut granted = Map::new();
-            for (list, flag) in [
-                ("tools", "toolsListChanged"),
-                ("prompts", "promptsListChanged"),
-                ("resources", "resourcesListChanged"),
-            ] {
-                if lists.contains(&list) {
-                    granted.insert(flag.into(), json!(true));
-                }
-            }
+            let mut granted: Map<String, Value> = LISTS
+                .into_iter()
+                .filter(|(_, list)| lists.contains(list))
+                .map(|(flag, _)| (flag.to_owned(), json!(true)))
+                .collect();
             if !uris.is_empty() {
                 granted.insert("resourceSubscriptions".into(), json!(uris));
             }

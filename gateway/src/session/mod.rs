@@ -80,9 +80,6 @@ struct State {
     upstream_tasks: crate::tasks::Tasks,
     /// Upstream servers' requests asked of the downstream client, by the id they were given.
     asked: HashMap<String, asked::Asked>,
-    /// 2026-07-28: the calls answered `input_required`, not retried yet (what upstream servers
-    /// ask meanwhile waits for the retry).
-    awaiting_input: Vec<Value>,
     /// 2026-07-28: the calls whose upstream requests are being gathered (`input.rs`).
     gathering: Vec<Value>,
     /// The resources it is subscribed to, by URI, with their server.
@@ -421,20 +418,21 @@ impl Session {
 /// upstream call's CLIENT span is made inside it. Disabled unless spans are exported.
 fn server_span(id: &Value, method: &str, params: &Value) -> tracing::Span {
     let target = params["name"].as_str().or(params["uri"].as_str());
-    let name = match target {
-        Some(target) => format!("{method} {target}"),
-        None => method.to_owned(),
-    };
+    // The fields are made only when the span is enabled: nothing is formatted otherwise.
     let span = tracing::info_span!(
         target: "actix_mcp_gateway",
         "mcp.server",
-        "otel.name" = name,
+        "otel.name" = match target {
+            Some(target) => format!("{method} {target}"),
+            None => method.to_owned(),
+        },
         "otel.kind" = "server",
         "mcp.method.name" = method,
         "gen_ai.tool.name" = (method == "tools/call").then_some(target).flatten(),
         "jsonrpc.request.id" = %id,
     );
-    if let Some(parent) = params["_meta"]["traceparent"].as_str() {
+    let parent = params["_meta"]["traceparent"].as_str();
+    if let Some(parent) = parent.filter(|_| !span.is_disabled()) {
         let state = params["_meta"]["tracestate"].as_str();
         actix_mcp_programs::telemetry::join_remote(&span, parent, state);
     }
