@@ -1,7 +1,7 @@
 //! `RedisStore` against Debian's `redis-server` on 127.0.0.1 (installed when missing): what a
 //! service's replicas rely on. Entries are encrypted at rest and bound to their key; one lease
 //! at a time across store instances, lost by itself when its holder dies; a write under a lease
-//! taken over is refused; prefixes keep services apart.
+//! taken over is refused; only its holder renews a lease; prefixes keep services apart.
 #![cfg(feature = "redis")]
 
 #[path = "support/redis.rs"]
@@ -117,6 +117,63 @@ async fn one_lease_at_a_time_across_replicas_and_fenced_writes() {
     b.write("k", &token("new"), Some(&second)).await.unwrap();
     a.release(&first).await.unwrap();
     assert_eq!(a.try_lease("k", ttl).await.unwrap(), None, "still b's");
+}
+
+/// A sign-in holds its lease for as long as the person takes, renewing it; a lease given back
+/// or taken over is not renewed.
+#[tokio::test]
+async fn a_lease_is_renewed_by_its_holder_only() {
+    let redis = redis_server::start();
+    let a = RedisStore::connect(&redis.url(), KEY, "svc:")
+        .await
+        .unwrap();
+    let b = RedisStore::connect(&redis.url(), KEY, "svc:")
+        .await
+        .unwrap();
+    let first = a
+        .try_lease("k", Duration::from_secs(5))
+        .await
+        .unwrap()
+        .expect("free");
+    let renewed = a
+        .renew(&first, Duration::from_secs(600))
+        .await
+        .unwrap()
+        .expect("held");
+    assert_eq!(renewed.fence, first.fence);
+    assert!(renewed.deadline_ms > first.deadline_ms);
+    let mut raw = raw(&redis.url()).await;
+    let left: i64 = redis::cmd("PTTL")
+        .arg("svc:lease:k")
+        .query_async(&mut raw)
+        .await
+        .unwrap();
+    assert!(left > 60_000, "extended at the server: {left} ms left");
+    assert_eq!(
+        b.try_lease("k", Duration::from_secs(5)).await.unwrap(),
+        None
+    );
+    a.release(&renewed).await.unwrap();
+    assert_eq!(
+        a.renew(&renewed, Duration::from_secs(5)).await.unwrap(),
+        None,
+        "given back"
+    );
+    let taken = b
+        .try_lease("k", Duration::from_secs(5))
+        .await
+        .unwrap()
+        .expect("released");
+    assert_eq!(
+        a.renew(&first, Duration::from_secs(5)).await.unwrap(),
+        None,
+        "taken over"
+    );
+    assert!(b
+        .renew(&taken, Duration::from_secs(5))
+        .await
+        .unwrap()
+        .is_some());
 }
 
 #[tokio::test]

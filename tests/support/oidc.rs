@@ -727,6 +727,10 @@ impl CredentialStore for KeptStore {
         self.0.store.try_lease(key, ttl)
     }
 
+    fn renew<'a>(&'a self, lease: &'a Lease, ttl: Duration) -> StoreFuture<'a, Option<Lease>> {
+        self.0.store.renew(lease, ttl)
+    }
+
     fn release<'a>(&'a self, lease: &'a Lease) -> StoreFuture<'a, ()> {
         self.0.store.release(lease)
     }

@@ -97,6 +97,11 @@ impl CredentialStore for FileStore {
         self.change(move |table| Ok(table.try_lease(&key, now_ms(), millis(ttl))))
     }
 
+    fn renew<'a>(&'a self, lease: &'a Lease, ttl: Duration) -> StoreFuture<'a, Option<Lease>> {
+        let lease = lease.clone();
+        self.change(move |table| Ok(table.renew(&lease, now_ms(), millis(ttl))))
+    }
+
     fn release<'a>(&'a self, lease: &'a Lease) -> StoreFuture<'a, ()> {
         let lease = lease.clone();
         self.change(move |table| {
@@ -341,6 +346,9 @@ mod tests {
             Err(StoreError::Fenced { .. })
         ));
         b.write("k", &token("new"), Some(&taken)).await.unwrap();
+        assert_eq!(a.renew(&lease, ttl).await.unwrap(), None, "taken over");
+        let renewed = b.renew(&taken, ttl * 2).await.unwrap().expect("b's");
+        assert!(renewed.deadline_ms > taken.deadline_ms);
         let _ = std::fs::remove_dir_all(dir);
     }
 }

@@ -224,6 +224,11 @@ pub trait CredentialStore: Send + Sync + 'static {
     /// passed); `None` if another holds it.
     fn try_lease<'a>(&'a self, key: &'a str, ttl: Duration) -> StoreFuture<'a, Option<Lease>>;
 
+    /// Extends `lease` for `ttl` from now if its holder still has it (nobody took it over, it
+    /// was not given back): the renewed lease, else `None`. A holder that waits long (a
+    /// sign-in waits for a person) renews well within its deadline.
+    fn renew<'a>(&'a self, lease: &'a Lease, ttl: Duration) -> StoreFuture<'a, Option<Lease>>;
+
     /// Gives `lease` back (nothing happens if it was taken over).
     fn release<'a>(&'a self, lease: &'a Lease) -> StoreFuture<'a, ()>;
 }
@@ -277,6 +282,11 @@ impl CredentialStore for MemoryStore {
     fn try_lease<'a>(&'a self, key: &'a str, ttl: Duration) -> StoreFuture<'a, Option<Lease>> {
         let lease = self.with(|table| table.try_lease(key, now_ms(), millis(ttl)));
         Box::pin(std::future::ready(Ok(lease)))
+    }
+
+    fn renew<'a>(&'a self, lease: &'a Lease, ttl: Duration) -> StoreFuture<'a, Option<Lease>> {
+        let renewed = self.with(|table| table.renew(lease, now_ms(), millis(ttl)));
+        Box::pin(std::future::ready(Ok(renewed)))
     }
 
     fn release<'a>(&'a self, lease: &'a Lease) -> StoreFuture<'a, ()> {

@@ -8,7 +8,7 @@
 //! - `{prefix}lease:k`, the current lease: its fence, expiring by itself after the lease's time
 //!   (`SET … PX`), so a holder that dies loses it.
 //!
-//! Taking a lease, writing under one and releasing one are Lua scripts: each is atomic at the
+//! Taking a lease, renewing one, writing under one and releasing one are Lua scripts: each is atomic at the
 //! server. A write under a lease is refused when its fence is not the latest (fencing).
 
 use std::time::Duration;
@@ -60,6 +60,11 @@ end
 local version = redis.call('HINCRBY', KEYS[1], 'v', 1)
 redis.call('HSET', KEYS[1], 'c', ARGV[1])
 return version";
+
+/// Extends the lease if it is still the given one: 1, else 0.
+const RENEW: &str = r"
+if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
+return 0";
 
 /// Releases the lease if it is still the given one.
 const RELEASE: &str = r"
@@ -211,6 +216,24 @@ impl CredentialStore for RedisStore {
                 key: key.to_owned(),
                 fence,
                 deadline_ms: now_ms().saturating_add(ttl_ms),
+            }))
+        })
+    }
+
+    fn renew<'a>(&'a self, lease: &'a Lease, ttl: Duration) -> StoreFuture<'a, Option<Lease>> {
+        Box::pin(async move {
+            let mut connection = self.connection.clone();
+            let ttl_ms = millis(ttl).max(1);
+            let renewed: i64 = Script::new(RENEW)
+                .key(self.name("lease", &lease.key))
+                .arg(lease.fence)
+                .arg(ttl_ms)
+                .invoke_async(&mut connection)
+                .await
+                .map_err(unavailable)?;
+            Ok((renewed == 1).then(|| Lease {
+                deadline_ms: now_ms().saturating_add(ttl_ms),
+                ..lease.clone()
             }))
         })
     }

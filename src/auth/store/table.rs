@@ -107,6 +107,20 @@ impl Table {
         })
     }
 
+    /// Extends `lease` to `now_ms + ttl_ms` if it is still held: the key's latest, not given
+    /// back, not past its deadline. The renewed lease, else `None`.
+    pub fn renew(&mut self, lease: &Lease, now_ms: u64, ttl_ms: u64) -> Option<Lease> {
+        let record = self.leases.get_mut(&lease.key)?;
+        if record.fence != lease.fence || record.deadline_ms <= now_ms {
+            return None;
+        }
+        record.deadline_ms = now_ms.saturating_add(ttl_ms);
+        Some(Lease {
+            deadline_ms: record.deadline_ms,
+            ..lease.clone()
+        })
+    }
+
     /// Gives `lease` back, if it is still the key's latest.
     pub fn release(&mut self, lease: &Lease) {
         if let Some(record) = self.leases.get_mut(&lease.key) {
@@ -168,6 +182,25 @@ mod tests {
         let third = table.try_lease("k", 1_800, 500).expect("past its deadline");
         assert!(third.fence > second.fence);
         assert!(table.try_lease("other", 1_800, 500).is_some(), "per key");
+    }
+
+    #[test]
+    fn a_lease_is_renewed_by_its_holder_only() {
+        let mut table = Table::default();
+        let first = table.try_lease("k", 1_000, 500).expect("free");
+        let renewed = table.renew(&first, 1_400, 500).expect("still held");
+        assert_eq!(renewed.deadline_ms, 1_900);
+        assert_eq!(renewed.fence, first.fence);
+        assert_eq!(
+            table.try_lease("k", 1_600, 500),
+            None,
+            "renewed past its first deadline"
+        );
+        assert_eq!(table.renew(&renewed, 1_900, 500), None, "lapsed");
+        let taken = table.try_lease("k", 1_900, 500).expect("lapsed");
+        assert_eq!(table.renew(&renewed, 2_000, 500), None, "taken over");
+        table.release(&taken);
+        assert_eq!(table.renew(&taken, 2_100, 500), None, "given back");
     }
 
     #[test]
