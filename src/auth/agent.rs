@@ -74,6 +74,10 @@ pub trait UserAgent: Send + Sync + 'static {
 
     /// Runs the authorization request at `url`.
     fn authorize(&self, url: Url) -> AgentFuture;
+
+    /// Another process sharing the credential store is signing in to the same server: this
+    /// one waits for its token instead of asking for a sign-in of its own. Nothing by default.
+    fn waiting_for_another(&self) {}
 }
 
 /// For authorization servers that approve without a user (test servers, trusted automation): GETs
@@ -190,6 +194,13 @@ impl UserAgent for Loopback {
                 }
             }
         })
+    }
+
+    fn waiting_for_another(&self) {
+        eprintln!(
+            "Another program is signing in to this server (see its browser window); waiting \
+             for it…"
+        );
     }
 }
 

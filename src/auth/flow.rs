@@ -435,6 +435,10 @@ impl OAuth {
         let found = self
             .discover(&fetcher, server, challenge.resource_metadata.as_deref())
             .await?;
+        let need = super::sign_in::Need {
+            refused: self.current_token(),
+            wanted: scopes.clone().unwrap_or_default(),
+        };
         if scopes.is_none() && self.adopt_stored(&found).await? {
             // A token kept from an earlier run (or another process): tried before anything
             // else, refreshed first if it is expiring.
@@ -455,7 +459,7 @@ impl OAuth {
         let form = match grant_kind(&self.inner.config, &found.metadata) {
             GrantKind::AuthorizationCode => {
                 return self
-                    .authorize_with_agent(&fetcher, server, found, scopes)
+                    .coordinated_sign_in(&fetcher, server, found, scopes, need)
                     .await
             }
             GrantKind::JwtBearer(assertion) => bearer(assertion),
@@ -480,17 +484,19 @@ impl OAuth {
             return Ok(false);
         };
         let stored = stored.credentials;
-        let current = {
-            let state = self.state();
-            let held = state.granted.as_ref().map(|g| &g.credentials);
-            held.or(state.primed.as_ref())
-                .and_then(|credentials| credentials.access_token.clone())
-        };
-        if !adoptable(&stored, current.as_deref(), now_secs()) {
+        if !adoptable(&stored, self.current_token().as_deref(), now_secs()) {
             return Ok(false);
         }
         self.hold_grant(&found.metadata, &found.resource, stored);
         Ok(true)
+    }
+
+    /// The access token held (or primed): the one a refusal refused.
+    fn current_token(&self) -> Option<String> {
+        let state = self.state();
+        let held = state.granted.as_ref().map(|g| &g.credentials);
+        held.or(state.primed.as_ref())
+            .and_then(|credentials| credentials.access_token.clone())
     }
 
     /// Holds the primed token that was just refused, now that its authorization server is

@@ -44,6 +44,10 @@ mod refresh;
 #[cfg(test)]
 mod refresh_model;
 mod refresh_states;
+mod sign_in;
+#[cfg(test)]
+mod sign_in_model;
+mod sign_in_states;
 mod store;
 mod web;
 
