@@ -3,9 +3,13 @@
 //! expired, three `actix-mcp` commands started together refresh it once. The provider's own
 //! events count the refreshes, the refusals and the sign-ins; the protected MCP server sees each
 //! command's call. Over the file store and over Redis (Debian's `redis-server` on 127.0.0.1).
+//! And when a sign-in is needed (nothing stored, or the grant lost), commands started together
+//! open one sign-in window between them; the browser is a script on `PATH` that notes who
+//! opened which window, and the test plays the person at it.
 //!
 //! Before the stores coordinated, the same three commands sent the same refresh token: the
-//! provider answered `200, 400, 400` and revoked the grant.
+//! provider answered `200, 400, 400` and revoked the grant. Before the sign-in was coordinated,
+//! each command needing one opened its own window.
 #![cfg(all(feature = "auth", feature = "actix-web", feature = "redis"))]
 #![allow(dead_code, unused_imports)]
 
@@ -74,6 +78,30 @@ async fn until_expired(expires_at: u64) {
     }
 }
 
+/// `actix-mcp --url … --credentials credentials … call echo {"text":"from i"}`, with `sign_in`
+/// (the sign-in options) and `env`, its output piped.
+fn echo_command(
+    i: usize,
+    server: &ResourceServer,
+    credentials: &str,
+    sign_in: &[String],
+    env: &[(&str, &str)],
+) -> Command {
+    let cli = workspace_bins::program(workspace_bins::ALL, workspace_bins::CLI, true);
+    let mut command = Command::new(&cli);
+    command
+        .args(["--url", &server.mcp_url, "--credentials", credentials])
+        .args(sign_in)
+        .args(["call", "echo", &format!(r#"{{"text":"from {i}"}}"#)])
+        .env_remove("OTEL_EXPORTER_OTLP_ENDPOINT")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    for (name, value) in env {
+        command.env(name, value);
+    }
+    command
+}
+
 /// Runs `n` `actix-mcp … call echo` at once with `--credentials credentials` (and `env`).
 fn commands_at_once(
     n: usize,
@@ -81,21 +109,11 @@ fn commands_at_once(
     credentials: &str,
     env: &[(&str, &str)],
 ) -> Vec<std::process::Output> {
-    let cli = workspace_bins::program(workspace_bins::ALL, workspace_bins::CLI, true);
+    // A sign-in would wait for a browser: none comes, so it fails fast instead.
+    let no_browser = ["--sign-in-timeout", "3", "--callback-port", "0"].map(String::from);
     let children: Vec<Child> = (0..n)
         .map(|i| {
-            let mut command = Command::new(&cli);
-            command
-                .args(["--url", &server.mcp_url, "--credentials", credentials])
-                // A sign-in would wait for a browser: none comes, so it fails fast instead.
-                .args(["--sign-in-timeout", "3", "--callback-port", "0"])
-                .args(["call", "echo", &format!(r#"{{"text":"from {i}"}}"#)])
-                .env_remove("OTEL_EXPORTER_OTLP_ENDPOINT")
-                .stdout(Stdio::piped())
-                .stderr(Stdio::piped());
-            for (name, value) in env {
-                command.env(name, value);
-            }
+            let mut command = echo_command(i, server, credentials, &no_browser, env);
             command.spawn().expect("the CLI starts")
         })
         .collect();
@@ -269,10 +287,10 @@ async fn a_holder_killed_before_its_refresh_reached_the_provider_costs_one_lease
 
 /// The command holding the lease is killed (SIGKILL) after its refresh reached the provider
 /// (which rotates the refresh token all the same) and before it stored the answer: the next
-/// command's refresh is refused once, the loss is reported once and clearly, and the commands
-/// need a sign-in. Never a loop of replays.
+/// command's refresh is refused once, the loss is reported once and clearly, and it costs one
+/// sign-in, in one window, for both commands. Never a loop of replays.
 #[actix::test]
-async fn a_holder_killed_after_the_rotation_costs_one_refusal_and_a_sign_in() {
+async fn a_holder_killed_after_the_rotation_costs_one_refusal_and_one_sign_in() {
     let grant = Expired::new("killed", &[("TOKEN_DELAY_MS", "1500")]).await;
     let before = grant.provider.events().len();
     // The provider has rotated the refresh token and holds its answer back: kill the holder.
@@ -285,7 +303,10 @@ async fn a_holder_killed_after_the_rotation_costs_one_refusal_and_a_sign_in() {
     assert_eq!(rotated, 1, "the holder's refresh rotated the token");
 
     let after_kill = provider.events().len();
-    let outputs = commands_at_once(2, server, &path.to_string_lossy(), &[]);
+    let browser = Browser::new("after-rotation");
+    let children = commands_with_browser(2, server, &path.to_string_lossy(), &browser, &[]);
+    sign_in_at(&browser.window(0).await).await;
+    let outputs = outputs(children).await;
     let events = provider.events();
     let after = &events[after_kill..];
     let count = |prefix: &str| after.iter().filter(|e| e.starts_with(prefix)).count();
@@ -302,10 +323,14 @@ async fn a_holder_killed_after_the_rotation_costs_one_refusal_and_a_sign_in() {
         })
         .count();
     assert_eq!(reported, 1, "the loss is reported once");
-    for output in &outputs {
-        // No browser comes: the sign-in each now needs times out.
-        assert_eq!(output.status.code(), Some(124), "{output:?}");
-    }
+    answered(&outputs.iter().enumerate().collect::<Vec<_>>());
+    assert_eq!(
+        browser.windows().len(),
+        1,
+        "one window: {:?}",
+        browser.windows()
+    );
+    signed_in_once(provider, after_kill);
 }
 
 /// Runs `n` gateways over stdio at once, each in front of `server` with `--credentials
@@ -388,4 +413,241 @@ async fn gateway_replicas_over_one_redis_refresh_their_upstream_grant_once() {
         );
     }
     one_refresh_only(&grant.provider, before);
+}
+
+// Sign-ins: the browser each command would open is a script on `PATH` (`xdg-open`) that notes
+// which process asked and the URL; the test plays the person at those windows.
+
+/// The browser the commands open.
+struct Browser {
+    dir: PathBuf,
+    log: PathBuf,
+    /// The loopback port every command listens on for its sign-in's answer (one at a time).
+    port: u16,
+}
+
+/// A window opened: by which process, at which URL.
+#[derive(Debug, Clone)]
+struct Window {
+    pid: u32,
+    url: Url,
+}
+
+impl Browser {
+    fn new(name: &str) -> Self {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = std::env::temp_dir().join(format!("browser-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let log = dir.join("opened");
+        let script = dir.join("xdg-open");
+        let body = format!(
+            "#!/bin/sh\nprintf '%s %s\\n' \"$PPID\" \"$1\" >> '{}'\n",
+            log.display()
+        );
+        std::fs::write(&script, body).unwrap();
+        std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .unwrap()
+            .port();
+        Self { dir, log, port }
+    }
+
+    /// The sign-in options of a command that opens this browser.
+    fn options(&self) -> Vec<String> {
+        let port = self.port.to_string();
+        ["--sign-in-timeout", "60", "--callback-port", &port]
+            .map(String::from)
+            .to_vec()
+    }
+
+    /// `PATH` with this browser first.
+    fn path(&self) -> String {
+        let path = std::env::var("PATH").unwrap_or_default();
+        format!("{}:{path}", self.dir.display())
+    }
+
+    /// Every window opened so far, in order (a line being written is not one yet).
+    fn windows(&self) -> Vec<Window> {
+        let text = std::fs::read_to_string(&self.log).unwrap_or_default();
+        let complete = &text[..text.rfind('\n').map_or(0, |end| end + 1)];
+        complete
+            .lines()
+            .map(|line| {
+                let (pid, url) = line.split_once(' ').expect("pid url");
+                Window {
+                    pid: pid.parse().expect("a pid"),
+                    url: Url::parse(url).expect("a URL"),
+                }
+            })
+            .collect()
+    }
+
+    /// Waits for window number `n` (from 0).
+    async fn window(&self, n: usize) -> Window {
+        loop_until("a sign-in window", || self.windows().get(n).cloned()).await
+    }
+}
+
+impl Drop for Browser {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// The person signs in at `window`; the provider's answer goes to the command's loopback.
+async fn sign_in_at(window: &Window) {
+    let log = AgentLog::default();
+    let answer = follow_sign_in(window.url.clone(), &log)
+        .await
+        .expect("the provider's pages lead to the redirect");
+    let delivered = reqwest::get(answer).await.expect("the command's loopback");
+    assert!(delivered.status().is_success(), "{delivered:?}");
+}
+
+/// Starts `n` echo commands at once over `credentials`, opening `browser` (and `env`).
+fn commands_with_browser(
+    n: usize,
+    server: &ResourceServer,
+    credentials: &str,
+    browser: &Browser,
+    env: &[(&str, &str)],
+) -> Vec<Child> {
+    let path = browser.path();
+    let mut env = env.to_vec();
+    env.push(("PATH", &path));
+    (0..n)
+        .map(|i| {
+            let mut command = echo_command(i, server, credentials, &browser.options(), &env);
+            command.spawn().expect("the CLI starts")
+        })
+        .collect()
+}
+
+/// Each command's output, once it ends.
+async fn outputs(children: Vec<Child>) -> Vec<std::process::Output> {
+    tokio::task::spawn_blocking(move || {
+        let outputs = children.into_iter().map(|c| c.wait_with_output());
+        outputs.map(|o| o.expect("the CLI ends")).collect()
+    })
+    .await
+    .unwrap()
+}
+
+/// Every command answered its own echo.
+fn answered(outputs: &[(usize, &std::process::Output)]) {
+    for (i, output) in outputs {
+        assert!(
+            output.status.success(),
+            "command {i}: {}\n{}",
+            output.status,
+            String::from_utf8_lossy(&output.stderr)
+        );
+        assert_eq!(
+            String::from_utf8_lossy(&output.stdout).trim(),
+            format!("from {i}")
+        );
+    }
+}
+
+/// The provider saw one person sign in, and one code exchanged (after its first `before`
+/// events).
+fn signed_in_once(provider: &OpenIdProvider, before: usize) {
+    let events = provider.events().split_off(before);
+    let count = |prefix: &str| events.iter().filter(|e| e.starts_with(prefix)).count();
+    assert_eq!(count("interaction.started prompt=login"), 1, "{events:#?}");
+    assert_eq!(
+        count("grant.success grant_type=authorization_code"),
+        1,
+        "{events:#?}"
+    );
+}
+
+/// A provider with no grant for this client yet, and its protected MCP server.
+async fn first_run() -> (Arc<ResourceServer>, OpenIdProvider) {
+    installed();
+    let server = ResourceServer::start();
+    let provider = OpenIdProvider::start(&server.mcp_url, &server.secret).await;
+    *server.issuer.lock().unwrap() = provider.issuer.clone();
+    (server, provider)
+}
+
+/// Three commands started together with nothing stored (a first run, or a grant lost): one
+/// opens the sign-in window, the others wait for it and adopt its token. Before the sign-in
+/// was coordinated, each opened its own window (and all but one failed to listen on the
+/// callback port).
+#[actix::test]
+async fn three_commands_needing_a_sign_in_open_one_window() {
+    let (server, provider) = first_run().await;
+    let dir = std::env::temp_dir().join(format!("one-window-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let path = dir.join("credentials.json");
+    let browser = Browser::new("one-window");
+    let children = commands_with_browser(3, &server, &path.to_string_lossy(), &browser, &[]);
+    sign_in_at(&browser.window(0).await).await;
+    let outputs = outputs(children).await;
+    answered(&outputs.iter().enumerate().collect::<Vec<_>>());
+    assert_eq!(
+        browser.windows().len(),
+        1,
+        "one window: {:?}",
+        browser.windows()
+    );
+    signed_in_once(&provider, 0);
+    let waited = outputs
+        .iter()
+        .filter(|o| String::from_utf8_lossy(&o.stderr).contains("waiting for it"))
+        .count();
+    assert_eq!(waited, 2, "the others said they wait");
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+/// The same over one Redis store, as a service's replicas share it.
+#[actix::test]
+async fn two_commands_needing_a_sign_in_over_redis_open_one_window() {
+    let (server, provider) = first_run().await;
+    let redis = redis_server::start();
+    let browser = Browser::new("redis-window");
+    let env = [("ACTIX_MCP_CREDENTIALS_KEY", KEY_HEX)];
+    let children = commands_with_browser(2, &server, &redis.url(), &browser, &env);
+    sign_in_at(&browser.window(0).await).await;
+    let outputs = outputs(children).await;
+    answered(&outputs.iter().enumerate().collect::<Vec<_>>());
+    assert_eq!(
+        browser.windows().len(),
+        1,
+        "one window: {:?}",
+        browser.windows()
+    );
+    signed_in_once(&provider, 0);
+}
+
+/// The command whose window is open is killed (SIGKILL) before the person signs in: its lease
+/// ends by itself, one other command opens one window, and both others are answered.
+#[actix::test]
+async fn a_command_killed_during_its_sign_in_costs_one_lease_and_one_window() {
+    let (server, provider) = first_run().await;
+    let dir = std::env::temp_dir().join(format!("killed-window-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let path = dir.join("credentials.json");
+    let browser = Browser::new("killed-window");
+    let mut children = commands_with_browser(3, &server, &path.to_string_lossy(), &browser, &[]);
+    let first = browser.window(0).await;
+    let holder = children
+        .iter()
+        .position(|c| c.id() == first.pid)
+        .expect("a command opened it");
+    let mut killed = children.remove(holder);
+    killed.kill().expect("SIGKILL");
+    let _ = killed.wait();
+    let second = browser.window(1).await;
+    assert_ne!(second.pid, first.pid);
+    sign_in_at(&second).await;
+    let outputs = outputs(children).await;
+    let numbered: Vec<_> = (0..3).filter(|i| *i != holder).zip(&outputs).collect();
+    answered(&numbered);
+    assert_eq!(browser.windows().len(), 2, "{:?}", browser.windows());
+    signed_in_once(&provider, 0);
+    let _ = std::fs::remove_dir_all(dir);
 }

@@ -6,7 +6,9 @@
 //!
 //! Counted at the authorization server: refresh requests per token generation (must be exactly
 //! one each), replays and refusals (`invalid_grant`), sign-ins after the first; at the workers:
-//! calls answered and failed, sign-ins asked for. Not a timed test: the figures go to
+//! calls answered and failed, sign-ins asked for. Each store also has a storm in which the grant
+//! is revoked halfway (as an administrator or a password change does): every process then needs
+//! a sign-in, and exactly one must happen, for all of them. Not a timed test: the figures go to
 //! `BENCHMARKS.md`.
 
 use std::{
@@ -82,6 +84,14 @@ struct Authority {
     unauthorized: AtomicU64,
 }
 
+impl Grant {
+    /// Revoked: its tokens refused, until the next sign-in.
+    fn revoke(&mut self) {
+        self.revoked = true;
+        self.access.clear();
+    }
+}
+
 impl Authority {
     fn issue(&self, grant: &mut Grant) -> Value {
         grant.generation += 1;
@@ -111,8 +121,7 @@ impl Authority {
             *grant.attempts.entry(generation).or_default() += 1;
             // A spent refresh token came back: a replay. The whole grant is revoked.
             self.replays.fetch_add(1, Ordering::Relaxed);
-            grant.revoked = true;
-            grant.access.clear();
+            grant.revoke();
         }
         self.refused.fetch_add(1, Ordering::Relaxed);
         HttpResponse::BadRequest().json(json!({"error": "invalid_grant"}))
@@ -167,8 +176,9 @@ async fn authorization_server(
             match form.get("grant_type").map(String::as_str) {
                 Some("authorization_code") => {
                     authority.sign_ins.fetch_add(1, Ordering::Relaxed);
+                    // A new grant; the spent tokens stay spent.
                     let mut grant = authority.grant.lock().unwrap();
-                    *grant = Grant::default();
+                    grant.revoked = false;
                     HttpResponse::Ok().json(authority.issue(&mut grant))
                 }
                 Some("refresh_token") => {
@@ -246,17 +256,26 @@ fn start_authority(ttl: u64) -> (Arc<Authority>, String) {
     (authority.into_inner(), base)
 }
 
-/// A user agent that counts the sign-ins asked for and refuses them (nobody is at a browser).
-struct Nobody(Arc<AtomicU64>);
+/// A user agent that counts the sign-ins asked for; each takes the person
+/// [`PERSON_TAKES`] (the authorization server then approves it without them).
+struct Counted(Arc<AtomicU64>, Headless);
 
-impl UserAgent for Nobody {
+/// How long a person takes to sign in: long next to the processes' polling, short next to a
+/// storm.
+const PERSON_TAKES: Duration = Duration::from_secs(1);
+
+impl UserAgent for Counted {
     fn redirect_uri(&self) -> String {
         REDIRECT_URI.into()
     }
 
-    fn authorize(&self, _url: url::Url) -> AgentFuture {
+    fn authorize(&self, url: url::Url) -> AgentFuture {
         self.0.fetch_add(1, Ordering::Relaxed);
-        Box::pin(async { Err(actix_mcp::Error::Protocol("no sign-in in the storm".into())) })
+        let answer = self.1.authorize(url);
+        Box::pin(async move {
+            tokio::time::sleep(PERSON_TAKES).await;
+            answer.await
+        })
     }
 }
 
@@ -302,7 +321,8 @@ pub fn worker() -> ExitCode {
         let config = OAuthConfig::default()
             .client_id(CLIENT_ID)
             .shared_store(store);
-        let oauth = OAuth::new(Nobody(asked.clone()), config);
+        let agent = Counted(asked.clone(), Headless::new(REDIRECT_URI));
+        let oauth = OAuth::new(agent, config);
         let client = Client::connect(HttpTransport::new(&mcp_url).auth(oauth))
             .await
             .map_err(|e| format!("connect: {e}"))?;
@@ -348,8 +368,15 @@ pub fn worker() -> ExitCode {
     }
 }
 
-/// One storm over `place`: the figures, and whether every one that must be zero is.
-fn storm(exe: &std::path::Path, size: &Size, place: &Place, name: &str) -> Result<bool, String> {
+/// One storm over `place` (the grant revoked halfway if `revoke`): the figures, and whether
+/// each is what it must be.
+fn storm(
+    exe: &std::path::Path,
+    size: &Size,
+    place: &Place,
+    name: &str,
+    revoke: bool,
+) -> Result<bool, String> {
     let (authority, base) = start_authority(size.token_ttl);
     let mcp_url = format!("{base}/mcp");
     // The one sign-in, here, before the storm.
@@ -379,6 +406,10 @@ fn storm(exe: &std::path::Path, size: &Size, place: &Place, name: &str) -> Resul
                 .map_err(|e| format!("a worker: {e}"))
         })
         .collect::<Result<_, _>>()?;
+    if revoke {
+        std::thread::sleep(size.duration / 2);
+        authority.grant.lock().unwrap().revoke();
+    }
     let mut totals = (0u64, 0u64, 0u64);
     let mut errors = serde_json::Map::new();
     for worker in workers {
@@ -403,6 +434,11 @@ fn storm(exe: &std::path::Path, size: &Size, place: &Place, name: &str) -> Resul
     let refused = authority.refused.load(Ordering::Relaxed);
     let sign_ins = authority.sign_ins.load(Ordering::Relaxed) - 1;
     let (calls, failed, asked) = totals;
+    let name = if revoke {
+        format!("{name}, grant revoked halfway")
+    } else {
+        name.to_owned()
+    };
     println!(
         "| {name} | {} × {} | {} s | {} s | {calls} | {failed} | {refreshes} | {least}–{most} | {refused} | {replays} | {sign_ins} | {asked} | {} |",
         size.processes,
@@ -414,7 +450,14 @@ fn storm(exe: &std::path::Path, size: &Size, place: &Place, name: &str) -> Resul
     if !errors.is_empty() {
         eprintln!("errors: {}", Value::Object(errors));
     }
-    Ok(failed == 0 && refused == 0 && replays == 0 && sign_ins == 0 && asked == 0 && most <= 1)
+    // A revoked grant: its refresh token refused once, then one sign-in for every process.
+    let (refusals, signed) = if revoke { (1, 1) } else { (0, 0) };
+    Ok(failed == 0
+        && refused == refusals
+        && replays == 0
+        && sign_ins == signed
+        && asked == signed
+        && most <= 1)
 }
 
 /// `--scenarios refresh`: the storm over the file store and (with `--features redis`) Redis.
@@ -439,11 +482,13 @@ pub fn orchestrate(smoke: bool) -> ExitCode {
     places.push(("redis", Place::Redis(redis.url())));
     let mut clean = true;
     for (name, place) in &places {
-        match storm(&exe, &size, place, name) {
-            Ok(ok) => clean &= ok,
-            Err(e) => {
-                eprintln!("{name}: {e}");
-                clean = false;
+        for revoke in [false, true] {
+            match storm(&exe, &size, place, name, revoke) {
+                Ok(ok) => clean &= ok,
+                Err(e) => {
+                    eprintln!("{name}: {e}");
+                    clean = false;
+                }
             }
         }
     }

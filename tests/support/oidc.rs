@@ -589,6 +589,17 @@ fn read_form(page: &str) -> Option<Form> {
 }
 
 async fn sign_in(url: Url, log: &AgentLog) -> Result<Callback, String> {
+    let redirect = follow_sign_in(url, log).await?;
+    Callback::from_redirect(&redirect).map_err(|e| e.to_string())
+}
+
+/// Goes through the provider's pages from `url` to the redirect to the redirect URI it names:
+/// that redirect (its `code`, `state` and `iss`).
+async fn follow_sign_in(url: Url, log: &AgentLog) -> Result<Url, String> {
+    let redirect_uri = url
+        .query_pairs()
+        .find(|(name, _)| name == "redirect_uri")
+        .map_or_else(|| REDIRECT_URI.to_owned(), |(_, value)| value.into_owned());
     let http = reqwest::Client::builder()
         .redirect(reqwest::redirect::Policy::none())
         .build()
@@ -622,8 +633,8 @@ async fn sign_in(url: Url, log: &AgentLog) -> Result<Callback, String> {
                     format!("{method} {}: HTTP {status} without a Location", at.path())
                 })?;
             let location = at.join(location).map_err(|e| e.to_string())?;
-            if location.as_str().starts_with(REDIRECT_URI) {
-                return Callback::from_redirect(&location).map_err(|e| e.to_string());
+            if location.as_str().starts_with(&redirect_uri) {
+                return Ok(location);
             }
             next = (reqwest::Method::GET, location, None);
             continue;
