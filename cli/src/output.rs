@@ -244,6 +244,39 @@ impl Printer {
         Ok(())
     }
 
+    /// Every server's skills: a JSON list of each entry with its `server`, or a line each.
+    pub fn catalogue_skills(
+        &self,
+        skills: &[(String, actix_mcp::client::skills::Skill)],
+    ) -> Result<(), Failure> {
+        if self.json {
+            let entries: Vec<_> = skills
+                .iter()
+                .map(|(server, skill)| {
+                    let mut entry = serde_json::to_value(skill.entry()).unwrap_or_default();
+                    if let Some(fields) = entry.as_object_mut() {
+                        fields.insert("server".into(), server.clone().into());
+                    }
+                    entry
+                })
+                .collect();
+            return self.print_json(&entries);
+        }
+        for (server, skill) in skills {
+            let description = skill.entry().frontmatter.get("description");
+            let description = description.and_then(|v| v.as_str()).unwrap_or_default();
+            let name = skill.name().unwrap_or("(no name)");
+            out!(
+                "{:<16} {:<24} {}",
+                visible(server),
+                visible(name),
+                Visible(description)
+            );
+        }
+        none_if_empty(skills);
+        Ok(())
+    }
+
     /// A skill's file, verified.
     pub fn skill_file(&self, text: &str) -> Result<(), Failure> {
         if self.json {
