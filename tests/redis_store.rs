@@ -22,6 +22,13 @@ fn token(text: &str) -> Credentials {
     }
 }
 
+/// One replica's store of the service `svc:`.
+async fn replica(redis: &redis_server::Redis) -> RedisStore {
+    RedisStore::connect(&redis.url(), KEY, "svc:")
+        .await
+        .unwrap()
+}
+
 async fn raw(url: &str) -> redis::aio::MultiplexedConnection {
     let client = redis::Client::open(url).expect("a URL");
     client
@@ -96,12 +103,7 @@ async fn entries_are_encrypted_at_rest_and_bound_to_their_key() {
 #[tokio::test]
 async fn one_lease_at_a_time_across_replicas_and_fenced_writes() {
     let redis = redis_server::start();
-    let a = RedisStore::connect(&redis.url(), KEY, "svc:")
-        .await
-        .unwrap();
-    let b = RedisStore::connect(&redis.url(), KEY, "svc:")
-        .await
-        .unwrap();
+    let (a, b) = (replica(&redis).await, replica(&redis).await);
     let ttl = Duration::from_secs(30);
     let first = a.try_lease("k", ttl).await.unwrap().expect("free");
     assert_eq!(b.try_lease("k", ttl).await.unwrap(), None, "held by a");
@@ -124,12 +126,7 @@ async fn one_lease_at_a_time_across_replicas_and_fenced_writes() {
 #[tokio::test]
 async fn a_lease_is_renewed_by_its_holder_only() {
     let redis = redis_server::start();
-    let a = RedisStore::connect(&redis.url(), KEY, "svc:")
-        .await
-        .unwrap();
-    let b = RedisStore::connect(&redis.url(), KEY, "svc:")
-        .await
-        .unwrap();
+    let (a, b) = (replica(&redis).await, replica(&redis).await);
     let first = a
         .try_lease("k", Duration::from_secs(5))
         .await

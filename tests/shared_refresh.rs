@@ -141,18 +141,7 @@ fn one_refresh_only(provider: &OpenIdProvider, before: usize) {
 
 /// [`one_refresh_only`], and every command answered.
 fn check(provider: &OpenIdProvider, before: usize, outputs: &[std::process::Output]) {
-    for (i, output) in outputs.iter().enumerate() {
-        assert!(
-            output.status.success(),
-            "command {i}: {}\n{}",
-            output.status,
-            String::from_utf8_lossy(&output.stderr)
-        );
-        assert_eq!(
-            String::from_utf8_lossy(&output.stdout).trim(),
-            format!("from {i}")
-        );
-    }
+    answered(&outputs.iter().enumerate().collect::<Vec<_>>());
     one_refresh_only(provider, before);
 }
 
@@ -324,12 +313,7 @@ async fn a_holder_killed_after_the_rotation_costs_one_refusal_and_one_sign_in() 
         .count();
     assert_eq!(reported, 1, "the loss is reported once");
     answered(&outputs.iter().enumerate().collect::<Vec<_>>());
-    assert_eq!(
-        browser.windows().len(),
-        1,
-        "one window: {:?}",
-        browser.windows()
-    );
+    browser.opened(1);
     signed_in_once(provider, after_kill);
 }
 
@@ -484,6 +468,12 @@ impl Browser {
             .collect()
     }
 
+    /// Exactly `n` windows were opened.
+    fn opened(&self, n: usize) {
+        let windows = self.windows();
+        assert_eq!(windows.len(), n, "{windows:#?}");
+    }
+
     /// Waits for window number `n` (from 0).
     async fn window(&self, n: usize) -> Window {
         loop_until("a sign-in window", || self.windows().get(n).cloned()).await
@@ -493,6 +483,31 @@ impl Browser {
 impl Drop for Browser {
     fn drop(&mut self) {
         let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// A credentials file of a test's own (its directory removed on drop).
+struct CredentialsFile(PathBuf);
+
+impl CredentialsFile {
+    fn new(name: &str) -> Self {
+        let dir = std::env::temp_dir().join(format!("{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        Self(dir)
+    }
+
+    /// As `--credentials` takes it.
+    fn arg(&self) -> String {
+        self.0
+            .join("credentials.json")
+            .to_string_lossy()
+            .into_owned()
+    }
+}
+
+impl Drop for CredentialsFile {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
     }
 }
 
@@ -580,27 +595,19 @@ async fn first_run() -> (Arc<ResourceServer>, OpenIdProvider) {
 #[actix::test]
 async fn three_commands_needing_a_sign_in_open_one_window() {
     let (server, provider) = first_run().await;
-    let dir = std::env::temp_dir().join(format!("one-window-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    let path = dir.join("credentials.json");
+    let file = CredentialsFile::new("one-window");
     let browser = Browser::new("one-window");
-    let children = commands_with_browser(3, &server, &path.to_string_lossy(), &browser, &[]);
+    let children = commands_with_browser(3, &server, &file.arg(), &browser, &[]);
     sign_in_at(&browser.window(0).await).await;
     let outputs = outputs(children).await;
     answered(&outputs.iter().enumerate().collect::<Vec<_>>());
-    assert_eq!(
-        browser.windows().len(),
-        1,
-        "one window: {:?}",
-        browser.windows()
-    );
+    browser.opened(1);
     signed_in_once(&provider, 0);
     let waited = outputs
         .iter()
         .filter(|o| String::from_utf8_lossy(&o.stderr).contains("waiting for it"))
         .count();
     assert_eq!(waited, 2, "the others said they wait");
-    let _ = std::fs::remove_dir_all(dir);
 }
 
 /// The same over one Redis store, as a service's replicas share it.
@@ -614,12 +621,7 @@ async fn two_commands_needing_a_sign_in_over_redis_open_one_window() {
     sign_in_at(&browser.window(0).await).await;
     let outputs = outputs(children).await;
     answered(&outputs.iter().enumerate().collect::<Vec<_>>());
-    assert_eq!(
-        browser.windows().len(),
-        1,
-        "one window: {:?}",
-        browser.windows()
-    );
+    browser.opened(1);
     signed_in_once(&provider, 0);
 }
 
@@ -628,11 +630,9 @@ async fn two_commands_needing_a_sign_in_over_redis_open_one_window() {
 #[actix::test]
 async fn a_command_killed_during_its_sign_in_costs_one_lease_and_one_window() {
     let (server, provider) = first_run().await;
-    let dir = std::env::temp_dir().join(format!("killed-window-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    let path = dir.join("credentials.json");
+    let file = CredentialsFile::new("killed-window");
     let browser = Browser::new("killed-window");
-    let mut children = commands_with_browser(3, &server, &path.to_string_lossy(), &browser, &[]);
+    let mut children = commands_with_browser(3, &server, &file.arg(), &browser, &[]);
     let first = browser.window(0).await;
     let holder = children
         .iter()
@@ -647,7 +647,6 @@ async fn a_command_killed_during_its_sign_in_costs_one_lease_and_one_window() {
     let outputs = outputs(children).await;
     let numbered: Vec<_> = (0..3).filter(|i| *i != holder).zip(&outputs).collect();
     answered(&numbered);
-    assert_eq!(browser.windows().len(), 2, "{:?}", browser.windows());
+    browser.opened(2);
     signed_in_once(&provider, 0);
-    let _ = std::fs::remove_dir_all(dir);
 }

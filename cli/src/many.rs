@@ -8,8 +8,8 @@ use std::{path::Path, sync::Arc};
 use actix_mcp::config::TransportConfig;
 use actix_mcp::visible::Visible;
 use actix_mcp::{
-    auth::CredentialStore, Client, Config, ConnectOptions, Error, ServerConfig, Servers, Status,
-    Transport,
+    auth::CredentialStore, Client, Config, ConnectOptions, Error, ServerConfig, Servers,
+    ServersError, Status, Transport,
 };
 use serde_json::{json, Value};
 
@@ -144,9 +144,7 @@ pub async fn all_tools(
     let servers = Servers::from_config_with(config, base, transport(store));
     let catalogue = servers.catalogue().await;
     servers.stop().await;
-    for (server, error) in &catalogue.unavailable {
-        eprintln!("actix-mcp: server {server:?} left out: {error}");
-    }
+    left_out(&catalogue.unavailable);
     out.catalogue_tools(&catalogue.tools)
 }
 
@@ -160,9 +158,7 @@ pub async fn all_skills(
     let servers = Servers::from_config_with(config, base, transport(store));
     let catalogue = servers.skills().await;
     servers.stop().await;
-    for (server, error) in &catalogue.unavailable {
-        eprintln!("actix-mcp: server {server:?} left out: {error}");
-    }
+    left_out(&catalogue.unavailable);
     out.catalogue_skills(&catalogue.skills)
 }
 
@@ -184,9 +180,7 @@ pub async fn skill_anywhere(
     let text = match (named.next(), named.next()) {
         (Some((_, skill)), None) => skill_text(skill, file).await,
         (None, _) => {
-            for (server, error) in &catalogue.unavailable {
-                eprintln!("actix-mcp: server {server:?} left out: {error}");
-            }
+            left_out(&catalogue.unavailable);
             Err(Failure {
                 message: format!("no server lists a skill named {}", Visible(name)),
                 code: 1,
@@ -204,4 +198,11 @@ pub async fn skill_anywhere(
     };
     servers.stop().await;
     out.skill_file(&text?)
+}
+
+/// Says on stderr which servers a catalogue lacks, and why.
+fn left_out(unavailable: &[(String, ServersError)]) {
+    for (server, error) in unavailable {
+        eprintln!("actix-mcp: server {server:?} left out: {error}");
+    }
 }
