@@ -10,6 +10,9 @@
 //! a client that did not declare the capability, the server gets a clear error instead of a
 //! guess.
 //!
+//! A 2026-07-28 request that asked for logs (`_meta` `logLevel`) gets an upstream log message
+//! by the same rule: when it is the one call in flight on that server ([`Downstream::log_recipient`]).
+//!
 //! The registry is shared with the upstream connections' handlers (on the library's threads);
 //! each session reads what is carried to it on its own thread (`ToSession`).
 
@@ -18,7 +21,7 @@ use std::{
     sync::{Arc, Mutex, PoisonError},
 };
 
-use actix_mcp::{Cancellation, ConnectOptions, HandlerError};
+use actix_mcp::{Cancellation, ConnectOptions, HandlerError, LoggingLevel};
 use serde_json::Value;
 use tokio::sync::{mpsc, oneshot};
 
@@ -65,6 +68,8 @@ struct Link {
     reach: Reach,
     /// Calls in flight: (server, downstream id).
     calls: Vec<(String, Value)>,
+    /// 2026-07-28: the calls in flight whose request asked for logs, at that level.
+    log_levels: Vec<(Value, LoggingLevel)>,
     /// 2026-07-28: its calls answered `input_required` and not retried yet. Such a call's
     /// server waits for the answers it asked for: what it asks next is not of this call.
     awaiting_input: Vec<Value>,
@@ -102,6 +107,7 @@ impl Drop for CallInFlight {
             {
                 link.calls.remove(at);
             }
+            link.log_levels.retain(|(id, _)| *id != self.id);
         }
     }
 }
@@ -120,6 +126,7 @@ impl Downstream {
         let link = Link {
             reach: Reach::Undeclared,
             calls: Vec::new(),
+            log_levels: Vec::new(),
             awaiting_input: Vec::new(),
             to_session,
         };
@@ -175,6 +182,30 @@ impl Downstream {
             server: server.to_owned(),
             id: id.clone(),
         }
+    }
+
+    /// Session `key`'s call `id` (in flight) asked for logs at `level` and above.
+    pub fn wants_logs(&self, key: SessionKey, id: &Value, level: LoggingLevel) {
+        if let Some(link) = self.lock().sessions.get_mut(&key) {
+            link.log_levels.push((id.clone(), level));
+        }
+    }
+
+    /// The call a log message of `server` at `level` is for: the one call in flight on
+    /// `server`, if its request asked for logs at `level` or below. With several calls in flight
+    /// there, the message could be any one's: it goes to none rather than to the wrong client.
+    pub fn log_recipient(&self, server: &str, level: LoggingLevel) -> Option<(SessionKey, Value)> {
+        let registry = self.lock();
+        let mut on_server = registry.sessions.iter().flat_map(|(key, link)| {
+            let calls = link.calls.iter().filter(|(on, _)| on == server);
+            calls.map(move |(_, id)| (*key, link, id))
+        });
+        let (key, link, id) = on_server.next()?;
+        if on_server.next().is_some() {
+            return None;
+        }
+        let (_, wanted) = link.log_levels.iter().find(|(call, _)| call == id)?;
+        (*wanted <= level).then(|| (key, id.clone()))
     }
 
     /// `options` for upstream `server`, with the handlers that carry its requests downstream
@@ -310,6 +341,40 @@ mod tests {
         downstream
             .ask(server, "sampling/createMessage", params, reply)
             .map(|(id, _)| id)
+    }
+
+    #[test]
+    fn a_log_goes_to_the_one_call_on_its_server_if_it_asked_for_that_level() {
+        use actix_mcp::LoggingLevel::{Error, Info, Warning};
+        let downstream = Downstream::default();
+        let (a, _to_a) = downstream.join();
+        let (b, _to_b) = downstream.join();
+        let on_x = downstream.call_begins(a, "x", &json!(7));
+        assert_eq!(downstream.log_recipient("x", Error), None, "it did not ask");
+        downstream.wants_logs(a, &json!(7), Warning);
+        assert_eq!(downstream.log_recipient("x", Error), Some((a, json!(7))));
+        assert_eq!(downstream.log_recipient("x", Info), None, "below its level");
+        assert_eq!(
+            downstream.log_recipient("y", Error),
+            None,
+            "another server's"
+        );
+        let also_on_x = downstream.call_begins(b, "x", &json!(1));
+        assert_eq!(
+            downstream.log_recipient("x", Error),
+            None,
+            "could be either's"
+        );
+        drop(also_on_x);
+        assert_eq!(downstream.log_recipient("x", Error), Some((a, json!(7))));
+        drop(on_x);
+        let again = downstream.call_begins(a, "x", &json!(7));
+        assert_eq!(
+            downstream.log_recipient("x", Error),
+            None,
+            "the wish ended with its call"
+        );
+        drop(again);
     }
 
     #[test]

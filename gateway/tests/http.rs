@@ -370,3 +370,52 @@ async fn resource_subscriptions_are_shared_upstream_and_each_subscriber_is_told(
         .expect("unsubscribed");
     assert_eq!(asked("resources/unsubscribe"), [server.as_str()]);
 }
+
+/// A 2026-07-28 client asks for logs per request (`_meta` `logLevel`): the upstream server's
+/// log messages come back on the stream of the call that asked, at its level and above, named
+/// after their server; a call that did not ask gets none (the spec's MUST NOT).
+#[actix_rt::test]
+async fn a_stateless_call_gets_the_upstream_logs_it_asked_for_on_its_stream() {
+    use actix_mcp::{LoggingLevel, ServerNotification};
+    let upstreams = Upstreams::new("http-modern-logs");
+    let gateway = listen(&upstreams);
+    let client = Client::builder()
+        .era(actix_mcp::ProtocolEra::Modern)
+        .connect(HttpTransport::new(&gateway.1))
+        .await
+        .expect("discovered");
+    let mut notifications = client.notifications();
+    let log = |level: &str, message: &str| {
+        client.call_tool("a__log", json!({"level": level, "message": message}))
+    };
+    log("error", "not asked for").await.expect("answered");
+    for (level, message) in [("info", "below"), ("error", "above")] {
+        let call = log(level, message).log_level(LoggingLevel::Warning);
+        call.await.expect("answered");
+    }
+    let levels: Vec<serde_json::Value> = upstreams
+        .read_by("a")
+        .into_iter()
+        .filter(|m| m["method"] == "tools/call")
+        .map(|m| m["params"]["_meta"]["io.modelcontextprotocol/logLevel"].clone())
+        .collect();
+    assert_eq!(
+        levels,
+        [json!(null), json!("warning"), json!("warning")],
+        "the level went upstream with the calls that asked"
+    );
+    // In order: a log of the first call (or the second's info) would come before the third's.
+    let message = tokio::time::timeout(std::time::Duration::from_secs(30), async {
+        loop {
+            if let Some(ServerNotification::Log(message)) = notifications.next().await {
+                break message;
+            }
+        }
+    })
+    .await
+    .expect("a log message");
+    assert_eq!(message.data, json!("above"), "{message:?}");
+    assert_eq!(message.level, LoggingLevel::Error);
+    assert_eq!(message.logger.as_deref(), Some("a/demo"));
+    client.shutdown().await;
+}

@@ -148,8 +148,11 @@ async fn post(
 /// 2026-07-28: no session; each request on its own, its POST's abort its cancel. A retry
 /// after `input_required` (its `requestState`) takes over the call that waits for it.
 async fn stateless(request: &HttpRequest, message: Value, gateway: &Gateway) -> HttpResponse {
-    // What streams before its answer: progress asked for, or a listen (no answer at all).
-    let progress = !message["params"]["_meta"]["progressToken"].is_null()
+    // What streams before its answer: progress or logs asked for, or a listen (no answer at
+    // all).
+    let meta = &message["params"]["_meta"];
+    let progress = !meta["progressToken"].is_null()
+        || !meta[actix_mcp::protocol::discover::META_LOG_LEVEL].is_null()
         || message["method"] == "subscriptions/listen";
     if let Some(state) = message["params"]["requestState"].as_str() {
         let Some(Parked { session, id }) = gateway.parking.take(state) else {

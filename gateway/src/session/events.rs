@@ -1,5 +1,6 @@
 //! What the upstream servers say outside any request, as a session passes it on: list changes,
-//! and log messages at the level its client asked for (`logging/setLevel`).
+//! and log messages at the level its client asked for (`logging/setLevel`; 2026-07-28: the
+//! request's `_meta` `logLevel`, on that request's stream).
 
 use std::rc::Rc;
 
@@ -34,16 +35,22 @@ impl Session {
         self.state.borrow_mut().log_level = Some(level);
         let session = self.clone();
         self.spawn(async move {
-            if session.upstream.lower_log_floor(level) {
-                let servers = &session.upstream.servers;
-                for server in servers.status() {
-                    if let Ok(client) = servers.client(&server.name).await {
-                        let _ = client.set_logging_level(level).await;
-                    }
-                }
-            }
+            session.ask_upstreams_for_logs(level).await;
             session.send(&result(&id, json!({}), session.modern.get()));
         });
+    }
+
+    /// Asks every upstream server for logs at `level`, if no session asked for as much already.
+    pub(super) async fn ask_upstreams_for_logs(&self, level: actix_mcp::LoggingLevel) {
+        if !self.upstream.lower_log_floor(level) {
+            return;
+        }
+        let servers = &self.upstream.servers;
+        for server in servers.status() {
+            if let Ok(client) = servers.client(&server.name).await {
+                let _ = client.set_logging_level(level).await;
+            }
+        }
     }
 
     /// An upstream server's log message, if this session asked for logs at its level: its
@@ -53,15 +60,12 @@ impl Session {
         server: &str,
         message: &actix_mcp::protocol::notifications::LogMessage,
     ) {
+        // 2026-07-28: logs belong to the request that asked, on its stream (`logs.rs`).
         let wanted = self.state.borrow().log_level;
-        if wanted.is_none_or(|level| message.level < level) {
+        if self.modern.get() || wanted.is_none_or(|level| message.level < level) {
             return;
         }
-        let logger = match &message.logger {
-            Some(logger) => format!("{server}/{logger}"),
-            None => server.to_owned(),
-        };
-        let params = json!({"level": message.level, "logger": logger, "data": message.data});
+        let params = log_params(server, message);
         self.send(&json!({"jsonrpc": "2.0", "method": "notifications/message", "params": params}));
     }
 
@@ -92,4 +96,16 @@ impl Session {
             }
         });
     }
+}
+
+/// A log message of `server` as the gateway passes it on: its logger named after the server.
+pub(super) fn log_params(
+    server: &str,
+    message: &actix_mcp::protocol::notifications::LogMessage,
+) -> Value {
+    let logger = match &message.logger {
+        Some(logger) => format!("{server}/{logger}"),
+        None => server.to_owned(),
+    };
+    json!({"level": message.level, "logger": logger, "data": message.data})
 }

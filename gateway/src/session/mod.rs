@@ -9,6 +9,7 @@ mod asked;
 mod events;
 mod input;
 mod listen;
+mod logs;
 mod subscriptions;
 mod tasks;
 
@@ -275,10 +276,6 @@ impl Session {
         token: &actix_mcp::Cancellation,
     ) -> Result<Value, Refusal> {
         let routes = self.routes().await;
-        let text = |key: &str| params[key].as_str().map(str::to_owned);
-        let to_value = |value: Result<Value, serde_json::Error>| {
-            value.map_err(|e| Refusal(INTERNAL_ERROR, e.to_string(), None))
-        };
         match method {
             "tasks/get" | "tasks/result" | "tasks/cancel" | "tasks/list" => {
                 self.task(method, params, token).await
@@ -287,68 +284,97 @@ impl Session {
                 self.start_task(id, params, &routes, token).await
             }
             "completion/complete" => self.complete(id, params, &routes, token).await,
-            "tools/call" => {
-                let name =
-                    text("name").ok_or_else(|| Refusal::params("tools/call needs a name"))?;
-                let (server, tool) = routes
-                    .tools
-                    .route(&name)
-                    .ok_or_else(|| Refusal::params(format!("no tool named {name:?}")))?;
-                let _in_flight = self.upstream.downstream.call_begins(self.key, server, id);
-                let arguments = params.get("arguments").cloned().unwrap_or(json!({}));
-                let progress_token = params["_meta"].get("progressToken").cloned();
-                // A routed call, so the inspector sees it.
-                let call = self.upstream.servers.call_tool(server, tool, arguments);
-                let call = call.meta(trace_context(params)).cancellation(token);
-                let answer = match progress_token {
-                    None => call.await.map_err(Refusal::from)?,
-                    Some(progress_token) => self.with_progress(id, progress_token, call).await?,
-                };
-                to_value(serde_json::to_value(answer))
-            }
-            "prompts/get" => {
-                let name =
-                    text("name").ok_or_else(|| Refusal::params("prompts/get needs a name"))?;
-                let (server, prompt) = routes
-                    .prompts
-                    .route(&name)
-                    .ok_or_else(|| Refusal::params(format!("no prompt named {name:?}")))?;
-                let _in_flight = self.upstream.downstream.call_begins(self.key, server, id);
-                let arguments = params["arguments"].as_object().cloned().unwrap_or_default();
-                let client = self
-                    .upstream
-                    .servers
-                    .client(server)
-                    .await
-                    .map_err(Refusal::from)?;
-                let call = client.get_prompt(prompt, arguments).cancellation(token);
-                let call = call.meta(trace_context(params));
-                let answer = call.await.map_err(|e| Refusal::from_error(&e))?;
-                to_value(serde_json::to_value(answer))
-            }
-            _ => {
-                let uri =
-                    text("uri").ok_or_else(|| Refusal::params("resources/read needs a uri"))?;
-                let server = routes
-                    .resource_server(&uri)
-                    .ok_or_else(|| Refusal::params(format!("no resource {uri:?}")))?;
-                let _in_flight = self.upstream.downstream.call_begins(self.key, server, id);
-                let client = self
-                    .upstream
-                    .servers
-                    .client(server)
-                    .await
-                    .map_err(Refusal::from)?;
-                let call = client.read_resource(&uri).cancellation(token);
-                let call = call.meta(trace_context(params));
-                let answer = call.await.map_err(|e| Refusal::from_error(&e))?;
-                let answer = to_value(serde_json::to_value(answer))?;
-                Ok(match self.modern.get() {
-                    true => uncacheable(answer),
-                    false => answer,
-                })
-            }
+            "tools/call" => self.route_tool_call(id, params, &routes, token).await,
+            "prompts/get" => self.route_prompt(id, params, &routes, token).await,
+            _ => self.route_read(id, params, &routes, token).await,
         }
+    }
+
+    /// `tools/call`, routed by the tool's gateway name.
+    async fn route_tool_call(
+        &self,
+        id: &Value,
+        params: &Value,
+        routes: &Routes,
+        token: &actix_mcp::Cancellation,
+    ) -> Result<Value, Refusal> {
+        let name = params["name"].as_str();
+        let name = name.ok_or_else(|| Refusal::params("tools/call needs a name"))?;
+        let (server, tool) = routes
+            .tools
+            .route(name)
+            .ok_or_else(|| Refusal::params(format!("no tool named {name:?}")))?;
+        let _in_flight = self.upstream.downstream.call_begins(self.key, server, id);
+        let arguments = params.get("arguments").cloned().unwrap_or(json!({}));
+        let progress_token = params["_meta"].get("progressToken").cloned();
+        let (meta, logs) = self.call_meta(id, params).await?;
+        // A routed call, so the inspector sees it.
+        let call = self.upstream.servers.call_tool(server, tool, arguments);
+        let call = call.meta(meta).cancellation(token);
+        let answer = async {
+            match progress_token {
+                None => call.await.map_err(Refusal::from),
+                Some(progress_token) => self.with_progress(id, progress_token, call).await,
+            }
+        };
+        let answer = self.with_logs(id, server, logs, answer).await?;
+        to_json(serde_json::to_value(answer))
+    }
+
+    /// `prompts/get`, routed by the prompt's gateway name.
+    async fn route_prompt(
+        &self,
+        id: &Value,
+        params: &Value,
+        routes: &Routes,
+        token: &actix_mcp::Cancellation,
+    ) -> Result<Value, Refusal> {
+        let name = params["name"].as_str();
+        let name = name.ok_or_else(|| Refusal::params("prompts/get needs a name"))?;
+        let (server, prompt) = routes
+            .prompts
+            .route(name)
+            .ok_or_else(|| Refusal::params(format!("no prompt named {name:?}")))?;
+        let _in_flight = self.upstream.downstream.call_begins(self.key, server, id);
+        let arguments = params["arguments"].as_object().cloned().unwrap_or_default();
+        let client = self.upstream.servers.client(server).await;
+        let client = client.map_err(Refusal::from)?;
+        let (meta, logs) = self.call_meta(id, params).await?;
+        let call = client.get_prompt(prompt, arguments).cancellation(token);
+        let call = std::future::IntoFuture::into_future(call.meta(meta));
+        let answer = self.with_logs(id, server, logs, call).await;
+        to_json(serde_json::to_value(
+            answer.map_err(|e| Refusal::from_error(&e))?,
+        ))
+    }
+
+    /// `resources/read`, routed by the URI.
+    async fn route_read(
+        &self,
+        id: &Value,
+        params: &Value,
+        routes: &Routes,
+        token: &actix_mcp::Cancellation,
+    ) -> Result<Value, Refusal> {
+        let uri = params["uri"].as_str();
+        let uri = uri.ok_or_else(|| Refusal::params("resources/read needs a uri"))?;
+        let server = routes
+            .resource_server(uri)
+            .ok_or_else(|| Refusal::params(format!("no resource {uri:?}")))?;
+        let _in_flight = self.upstream.downstream.call_begins(self.key, server, id);
+        let client = self.upstream.servers.client(server).await;
+        let client = client.map_err(Refusal::from)?;
+        let (meta, logs) = self.call_meta(id, params).await?;
+        let call = client.read_resource(uri).cancellation(token);
+        let call = std::future::IntoFuture::into_future(call.meta(meta));
+        let answer = self.with_logs(id, server, logs, call).await;
+        let answer = to_json(serde_json::to_value(
+            answer.map_err(|e| Refusal::from_error(&e))?,
+        ))?;
+        Ok(match self.modern.get() {
+            true => uncacheable(answer),
+            false => answer,
+        })
     }
 
     /// Runs `call`, passing its upstream progress downstream under the downstream's token.
@@ -411,6 +437,11 @@ impl Session {
             let _ = task.await;
         }
     }
+}
+
+/// A result as JSON (a value that cannot be one is the gateway's error).
+fn to_json(value: Result<Value, serde_json::Error>) -> Result<Value, Refusal> {
+    value.map_err(|e| Refusal(INTERNAL_ERROR, e.to_string(), None))
 }
 
 /// The gateway's SERVER span for a routed request (the OpenTelemetry conventions for MCP:
