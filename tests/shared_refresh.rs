@@ -325,21 +325,18 @@ fn gateways_at_once(
     server: &ResourceServer,
     credentials: &str,
     env: &[(&str, &str)],
+    sign_in_timeout_ms: u64,
 ) -> Vec<Value> {
     let dir = std::env::temp_dir().join(format!("gateway-replicas-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    let config = dir.join("mcp.json");
-    // A sign-in would wait for a browser: none comes, so it fails fast instead.
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .unwrap()
-        .port();
-    let auth = json!({"callbackPort": port, "signInTimeoutMs": 3000});
-    let upstream = json!({"type": "http", "url": server.mcp_url, "auth": auth});
-    std::fs::write(&config, json!({"mcpServers": {"p": upstream}}).to_string()).unwrap();
     let gateway = workspace_bins::program(workspace_bins::ALL, workspace_bins::GATEWAY, true);
     let children: Vec<Child> = (0..n)
-        .map(|_| {
+        .map(|i| {
+            // A callback port each, as replicas on machines of their own have.
+            let auth = json!({"callbackPort": free_port(), "signInTimeoutMs": sign_in_timeout_ms});
+            let upstream = json!({"type": "http", "url": server.mcp_url, "auth": auth});
+            let config = dir.join(format!("mcp-{i}.json"));
+            std::fs::write(&config, json!({"mcpServers": {"p": upstream}}).to_string()).unwrap();
             let mut command = Command::new(&gateway);
             command
                 .arg("--config")
@@ -385,10 +382,17 @@ async fn gateway_replicas_over_one_redis_refresh_their_upstream_grant_once() {
     let url = grant.redis.url();
     let replies = tokio::task::spawn_blocking({
         let server = grant.server.clone();
-        move || gateways_at_once(2, &server, &url, &env)
+        // A sign-in would wait for a browser: none comes, so it would fail fast instead.
+        move || gateways_at_once(2, &server, &url, &env, 3_000)
     })
     .await
     .unwrap();
+    routed(&replies);
+    one_refresh_only(&grant.provider, before);
+}
+
+/// Every gateway routed its own echo.
+fn routed(replies: &[Value]) {
     for (i, reply) in replies.iter().enumerate() {
         assert_eq!(
             reply["result"]["content"][0]["text"],
@@ -396,7 +400,29 @@ async fn gateway_replicas_over_one_redis_refresh_their_upstream_grant_once() {
             "{reply}"
         );
     }
-    one_refresh_only(&grant.provider, before);
+}
+
+/// Two gateway replicas started together over one Redis store, nothing stored: both need the
+/// upstream sign-in; one opens the window, the other adopts its grant, and both route their
+/// calls. (Each has a callback port of its own, as replicas on machines of their own: before
+/// the sign-in was coordinated, each opened a window.)
+#[actix::test]
+async fn gateway_replicas_needing_an_upstream_sign_in_open_one_window() {
+    let (server, provider) = first_run().await;
+    let redis = redis_server::start();
+    let browser = Browser::new("gateway-window");
+    let (url, path) = (redis.url(), browser.path());
+    let replies = tokio::task::spawn_blocking({
+        let server = server.clone();
+        move || {
+            let env = [("ACTIX_MCP_CREDENTIALS_KEY", KEY_HEX), ("PATH", &path)];
+            gateways_at_once(2, &server, &url, &env, 60_000)
+        }
+    });
+    sign_in_at(&browser.window(0).await).await;
+    routed(&replies.await.unwrap());
+    browser.opened(1);
+    signed_in_once(&provider, 0);
 }
 
 // Sign-ins: the browser each command would open is a script on `PATH` (`xdg-open`) that notes
@@ -431,11 +457,11 @@ impl Browser {
         );
         std::fs::write(&script, body).unwrap();
         std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .and_then(|l| l.local_addr())
-            .unwrap()
-            .port();
-        Self { dir, log, port }
+        Self {
+            dir,
+            log,
+            port: free_port(),
+        }
     }
 
     /// The sign-in options of a command that opens this browser.
@@ -484,6 +510,14 @@ impl Drop for Browser {
     fn drop(&mut self) {
         let _ = std::fs::remove_dir_all(&self.dir);
     }
+}
+
+/// A port nothing listens on (for a callback listener).
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .unwrap()
+        .port()
 }
 
 /// A credentials file of a test's own (its directory removed on drop).

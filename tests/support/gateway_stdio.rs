@@ -56,7 +56,8 @@ impl Downstream {
 
     /// Waits (5 s at most) until `tool` is offered.
     pub fn until_offered(&mut self, tool: &str) {
-        let listed = (0..100).any(|_| {
+        // A bound, not a timing: an upstream that signs in or refreshes first takes a while.
+        let listed = (0..600).any(|_| {
             self.send(json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}));
             let tools = self.answer(2);
             let offered = tools["result"]["tools"]
