@@ -2,8 +2,10 @@
 //!
 //! ```text
 //! cargo run --example web_auth --features actix-web -- https://mcp.example.com/mcp
-//! # several replicas sharing one Redis (each user's tokens, refreshed once for all of them):
+//! # several replicas sharing one Redis (each user's tokens, refreshed once for all of them),
+//! # behind one public callback URL:
 //! REDIS_URL=redis://127.0.0.1:6379/0 CREDENTIALS_KEY=<64 hex digits> PORT=8081 \
+//!   CALLBACK_URL=https://service.example.com/callback \
 //!   cargo run --example web_auth --features actix-web,redis -- https://mcp.example.com/mcp
 //! # then, in a browser:
 //! #   http://127.0.0.1:8080/login?user=alice     → the MCP server's sign-in page, then back
@@ -19,8 +21,10 @@
 //!
 //! With a `RedisStore` (feature `redis`) the service runs as several replicas: each user's
 //! tokens are kept in Redis under that user's scope, a replica that never saw the user connects
-//! with them, and a token that expires is refreshed once for every replica. (The two halves of
-//! a sign-in, `/login` and its `/callback`, go to the replica that began it: keep them sticky.)
+//! with them, and a token that expires is refreshed once for every replica. A sign-in begun on
+//! one replica completes on any (`OAuthConfig::shared_sign_ins`: it travels sealed in its
+//! `state`, bound to the user, whom the callback knows by the service's cookie): no sticky
+//! sessions.
 
 use std::{
     collections::HashMap,
@@ -43,6 +47,8 @@ pub struct Service {
     /// Where the users' tokens live when replicas share them.
     #[cfg(feature = "redis")]
     store: Option<actix_mcp::auth::RedisStore>,
+    /// The key replicas seal their sign-ins with, when they share them.
+    sign_in_key: Option<[u8; 32]>,
     users: Mutex<HashMap<String, User>>,
     /// Authorizations begun and not completed: `state` → user.
     begun: Mutex<HashMap<String, String>>,
@@ -60,22 +66,26 @@ impl Service {
             callback_url: callback_url.into(),
             #[cfg(feature = "redis")]
             store: None,
+            sign_in_key: None,
             users: Mutex::default(),
             begun: Mutex::default(),
         })
     }
 
-    /// A replica: the users' tokens in `store`, shared with the other replicas.
+    /// A replica: the users' tokens in `store`, and their sign-ins sealed with `sign_in_key`,
+    /// shared with the other replicas.
     #[cfg(feature = "redis")]
     pub fn replica(
         mcp_url: impl Into<String>,
         callback_url: impl Into<String>,
         store: actix_mcp::auth::RedisStore,
+        sign_in_key: [u8; 32],
     ) -> Arc<Self> {
         Arc::new(Self {
             mcp_url: mcp_url.into(),
             callback_url: callback_url.into(),
             store: Some(store),
+            sign_in_key: Some(sign_in_key),
             users: Mutex::default(),
             begun: Mutex::default(),
         })
@@ -84,9 +94,12 @@ impl Service {
     /// The user's configuration: their tokens in memory, or in the shared store under their
     /// scope.
     fn config_of(&self, user: &str) -> OAuthConfig {
-        let config = OAuthConfig::default()
+        let mut config = OAuthConfig::default()
             .client_name("actix-mcp web example")
             .application_type(ApplicationType::Web);
+        if let Some(key) = self.sign_in_key {
+            config = config.shared_sign_ins(key, user);
+        }
         #[cfg(feature = "redis")]
         if let Some(store) = &self.store {
             return config.shared_store(Arc::new(store.scoped(user)));
@@ -149,8 +162,16 @@ async fn login(service: web::Data<Arc<Service>>, query: web::Query<UserQuery>) -
                 let mut begun = service.begun.lock().unwrap_or_else(|e| e.into_inner());
                 begun.insert(state.into_owned(), query.user.clone());
             }
+            // Who is signing in, for whichever replica gets the callback (a real service has
+            // its session cookie).
+            let cookie = actix_web::cookie::Cookie::build(USER_COOKIE, query.user.clone())
+                .http_only(true)
+                .same_site(actix_web::cookie::SameSite::Lax)
+                .path("/")
+                .finish();
             HttpResponse::Found()
                 .insert_header(("location", url.to_string()))
+                .cookie(cookie)
                 .finish()
         }
         Err(e) => HttpResponse::BadGateway().body(format!("cannot start signing in: {e}")),
@@ -164,14 +185,23 @@ struct CallbackQuery {
     iss: Option<String>,
 }
 
+/// The cookie naming who signs in.
+const USER_COOKIE: &str = "web_auth_user";
+
 async fn callback(
+    request: actix_web::HttpRequest,
     service: web::Data<Arc<Service>>,
     query: web::Query<CallbackQuery>,
 ) -> HttpResponse {
-    let user = {
+    let begun_here = {
         let mut begun = service.begun.lock().unwrap_or_else(|e| e.into_inner());
         begun.remove(&query.state)
     };
+    // Begun on another replica: the cookie says whose it is (and a state sealed for someone
+    // else does not open for them).
+    let shared = service.sign_in_key.is_some();
+    let cookie = || request.cookie(USER_COOKIE).map(|c| c.value().to_owned());
+    let user = begun_here.or_else(|| shared.then(cookie).flatten());
     let Some(user) = user else {
         return HttpResponse::BadRequest().body("unknown sign-in");
     };
@@ -246,7 +276,9 @@ async fn main() -> std::io::Result<()> {
         .ok()
         .and_then(|p| p.parse().ok())
         .unwrap_or(8080);
-    let callback = format!("http://127.0.0.1:{port}/callback");
+    // Replicas behind a load balancer share its public callback URL.
+    let callback = std::env::var("CALLBACK_URL")
+        .unwrap_or_else(|_| format!("http://127.0.0.1:{port}/callback"));
     let service = service(mcp_url, callback).await?;
     println!("open http://127.0.0.1:{port}/login?user=alice");
     actix_web::HttpServer::new(move || {
@@ -273,7 +305,14 @@ async fn service(mcp_url: String, callback: String) -> std::io::Result<Arc<Servi
         let store = actix_mcp::auth::RedisStore::connect(&redis, key, "web-auth-example:")
             .await
             .map_err(std::io::Error::other)?;
-        return Ok(Service::replica(mcp_url, callback, store));
+        // Another key than the store's, from the same secret.
+        let sign_in_key = <sha2::Sha256 as sha2::Digest>::digest([b"sign-ins:", &key[..]].concat());
+        return Ok(Service::replica(
+            mcp_url,
+            callback,
+            store,
+            sign_in_key.into(),
+        ));
     }
     Ok(Service::new(mcp_url, callback))
 }

@@ -676,6 +676,11 @@ impl Browser {
     async fn get(&self, url: String) -> reqwest::Response {
         self.0.get(url).send().await.expect("GET")
     }
+
+    async fn get_with_cookie(&self, url: String, cookie: &str) -> reqwest::Response {
+        let request = self.0.get(url).header("cookie", cookie);
+        request.send().await.expect("GET")
+    }
 }
 
 /// Where a redirect sends the browser.
@@ -872,10 +877,12 @@ async fn the_cli_bounds_the_browser_wait_by_its_sign_in_timeout() {
     let _ = std::fs::remove_dir_all(&config_home);
 }
 
-/// The web service as two replicas sharing one `RedisStore` (Debian's `redis-server`): alice
-/// signs in through replica A; replica B, which never saw her, calls tools with her token from
-/// Redis; once it expired, both replicas call at once and the authorization server sees one
-/// refresh. Each user's tokens are kept under their own scope: bob has none.
+/// The web service as two replicas sharing one `RedisStore` (Debian's `redis-server`) behind one
+/// callback URL, no sticky sessions: alice begins signing in on replica A and her callback lands
+/// on replica B, which completes it (the sign-in sealed in its `state`; for bob's cookie it does
+/// not open); A, which never got her callback, calls tools with her token from Redis; once it
+/// expired, both replicas call at once and the authorization server sees one refresh. Each
+/// user's tokens are kept under their own scope: bob has none.
 #[cfg(feature = "redis")]
 #[actix::test]
 async fn web_service_replicas_share_each_users_tokens_and_refresh_once() {
@@ -884,13 +891,17 @@ async fn web_service_replicas_share_each_users_tokens_and_refresh_once() {
     servers.expires_in.store(2, Ordering::SeqCst);
     let redis = redis_server::start();
     let mut urls = Vec::new();
-    for _ in 0..2 {
-        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1");
+    let listeners: Vec<_> = (0..2)
+        .map(|_| std::net::TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1"))
+        .collect();
+    // The one public callback URL (the load balancer's): here, replica A's.
+    let callback_url = format!("http://{}/callback", listeners[0].local_addr().unwrap());
+    for listener in listeners {
         let url = format!("http://{}", listener.local_addr().unwrap());
         let store = actix_mcp::auth::RedisStore::connect(&redis.url(), [9; 32], "replicas:")
             .await
             .expect("Redis");
-        let service = web_auth::Service::replica(&mcp_url, format!("{url}/callback"), store);
+        let service = web_auth::Service::replica(&mcp_url, &callback_url, store, [7; 32]);
         let server = HttpServer::new(move || {
             App::new()
                 .app_data(web::Data::new(service.clone()))
@@ -907,16 +918,29 @@ async fn web_service_replicas_share_each_users_tokens_and_refresh_once() {
     let browser = Browser::new();
     let get = |url: String| browser.get(url);
     let login = get(format!("{a}/login?user=alice")).await;
+    let cookie = login.headers()["set-cookie"].to_str().unwrap().to_owned();
+    assert!(cookie.starts_with("web_auth_user=alice"), "{cookie}");
     let approved = get(location(&login)).await;
-    let signed_in = get(location(&approved)).await;
+    // The load balancer sends the callback to replica B.
+    let on_b = location(&approved).replacen(a.as_str(), b.as_str(), 1);
+    assert!(on_b.starts_with(&format!("{b}/callback?")), "{on_b}");
+    let as_bob = browser
+        .get_with_cookie(on_b.clone(), "web_auth_user=bob")
+        .await;
+    assert_eq!(
+        as_bob.status(),
+        401,
+        "alice's sign-in does not open for bob"
+    );
+    let signed_in = browser.get_with_cookie(on_b, "web_auth_user=alice").await;
     assert_eq!(signed_in.status(), 200, "{:?}", signed_in.text().await);
     let authorizations = servers.authorizations.load(Ordering::SeqCst);
 
     let call = |replica: &str| get(format!("{replica}/call?user=alice&tool=echo&message=hi"));
-    let on_b = call(b).await;
-    assert_eq!(on_b.status(), 200, "replica B serves alice");
-    assert_eq!(on_b.json::<Value>().await.unwrap()["text"], "hi");
-    assert_eq!(get(format!("{b}/tools?user=bob")).await.status(), 401);
+    let on_a = call(a).await;
+    assert_eq!(on_a.status(), 200, "replica A serves alice");
+    assert_eq!(on_a.json::<Value>().await.unwrap()["text"], "hi");
+    assert_eq!(get(format!("{a}/tools?user=bob")).await.status(), 401);
 
     // Past the access token's life: both replicas at once.
     tokio::time::sleep(Duration::from_millis(2_500)).await;

@@ -5,7 +5,7 @@ use std::{sync::Arc, time::Duration};
 use serde::Serialize;
 use url::Url;
 
-use super::{store::MemoryStore, CredentialStore, IdentityAssertion};
+use super::{sealed::Sealer, store::MemoryStore, CredentialStore, IdentityAssertion};
 
 /// What kind of client registers (OpenID Connect Dynamic Client Registration
 /// `application_type`): it decides which redirect URIs the authorization server accepts.
@@ -34,6 +34,7 @@ pub struct OAuthConfig {
     pub(super) identity_assertion: Option<IdentityAssertion>,
     pub(super) client_credentials: bool,
     pub(super) sign_in_timeout: Duration,
+    pub(super) sealer: Option<Sealer>,
 }
 
 /// How long a sign-in in the browser may take by default: SSO and a second factor take minutes.
@@ -53,6 +54,7 @@ impl Default for OAuthConfig {
             identity_assertion: None,
             client_credentials: false,
             sign_in_timeout: DEFAULT_SIGN_IN_TIMEOUT,
+            sealer: None,
         }
     }
 }
@@ -79,6 +81,7 @@ impl std::fmt::Debug for OAuthConfig {
             .field("identity_assertion", &self.identity_assertion)
             .field("client_credentials", &self.client_credentials)
             .field("sign_in_timeout", &self.sign_in_timeout)
+            .field("sealer", &self.sealer)
             .finish()
     }
 }
@@ -141,6 +144,17 @@ impl OAuthConfig {
     /// own timeouts paused meanwhile, and restarted when they are sent again.
     pub fn sign_in_timeout(mut self, timeout: Duration) -> Self {
         self.sign_in_timeout = timeout;
+        self
+    }
+
+    /// For a web service run as several replicas: each sign-in begun with
+    /// [`OAuth::begin`](super::OAuth::begin) travels sealed in its `state` (XChaCha20-Poly1305
+    /// under `key`, bound to `owner`), so any replica whose `OAuth` has the same key and owner
+    /// can [`complete`](super::OAuth::complete) it: no sticky sessions. `owner` names the user
+    /// this `OAuth` is for: a `state` begun for another is refused, as is one altered or older
+    /// than the sign-in timeout. Keep `key` as other secrets; every replica needs the same.
+    pub fn shared_sign_ins(mut self, key: [u8; 32], owner: impl Into<String>) -> Self {
+        self.sealer = Some(Sealer::new(key, owner.into()));
         self
     }
 

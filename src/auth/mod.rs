@@ -44,6 +44,7 @@ mod refresh;
 #[cfg(test)]
 mod refresh_model;
 mod refresh_states;
+mod sealed;
 mod sign_in;
 #[cfg(test)]
 mod sign_in_model;

@@ -11,11 +11,12 @@ use oauth2::{
 use url::Url;
 
 use super::{
-    discovery::{require_secure, AuthorizationServerMetadata},
+    discovery::{self, require_secure, AuthorizationServerMetadata},
     failure,
     fetch::{Fetcher, HttpError},
     flow::{apply_answer, choose_scopes, Found},
     grants::{now_secs, TokenAnswer},
+    sealed::SealedSignIn,
     AuthErrorKind, Callback, Credentials, OAuth, TokenAuthMethod,
 };
 use crate::error::Error;
@@ -120,8 +121,10 @@ impl From<&oauth2::basic::BasicTokenResponse> for TokenAnswer {
 impl OAuth {
     /// A multi-user web service's first half: discovers `server`'s authorization server and
     /// returns the URL to send the user to. The PKCE verifier and `state` are kept here until
-    /// [`complete`](Self::complete). The redirect URI is the [`Application`](super::Application)
-    /// agent's.
+    /// [`complete`](Self::complete), or, with
+    /// [`OAuthConfig::shared_sign_ins`](super::OAuthConfig::shared_sign_ins), sealed in the
+    /// `state` itself for any replica to complete. The redirect URI is the
+    /// [`Application`](super::Application) agent's.
     pub async fn begin(&self, server: &str) -> Result<Url, Error> {
         let server = Url::parse(server)
             .map_err(|e| failure(AuthErrorKind::Discovery, format!("server URL: {e}")))?;
@@ -132,27 +135,79 @@ impl OAuth {
         let scopes = choose_scopes(&found, Vec::new(), None);
         let (url, state, pending) =
             self.authorization_request(&server, found, credentials, scopes)?;
-        self.state().pending.insert(state, pending);
+        if self.inner.config.sealer.is_none() {
+            self.state().pending.insert(state, pending);
+        }
         Ok(url)
     }
 
     /// The second half: the service's callback route got `callback` (`code`, `state`, `iss`).
     pub async fn complete(&self, callback: Callback) -> Result<(), Error> {
-        let pending = callback
-            .state
-            .as_ref()
-            .and_then(|state| self.state().pending.remove(state))
-            .ok_or_else(|| {
-                failure(
-                    AuthErrorKind::ResponseMismatch,
-                    "no authorization was begun with this state".into(),
-                )
-            })?;
+        let state = callback.state.clone().unwrap_or_default();
+        let begun_here = self.state().pending.remove(&state);
         let fetcher = Fetcher::new()?;
+        let pending = match begun_here {
+            Some(pending) => pending,
+            None => self.unseal(&fetcher, &state).await?,
+        };
         let _flight = self.inner.flight.lock().await;
         let outcome = self.exchange(&fetcher, pending, callback).await;
         self.finish(outcome.clone());
         outcome
+    }
+
+    /// The sign-in `state` seals (`shared_sign_ins`), as this replica would have kept it: its
+    /// authorization server's metadata fetched again.
+    async fn unseal(&self, fetcher: &Fetcher, state: &str) -> Result<Pending, Error> {
+        let Some(sealer) = &self.inner.config.sealer else {
+            return Err(failure(
+                AuthErrorKind::ResponseMismatch,
+                "no authorization was begun with this state".into(),
+            ));
+        };
+        let sealed = sealer.open(state, now_secs())?;
+        let server = Url::parse(&sealed.server)
+            .map_err(|e| failure(AuthErrorKind::Discovery, format!("server URL: {e}")))?;
+        let metadata = discovery::authorization_server(fetcher, &sealed.issuer).await?;
+        self.enable_dpop_for(&metadata);
+        Ok(Pending {
+            server,
+            credentials: sealed.client(),
+            verifier: PkceCodeVerifier::new(sealed.verifier),
+            issuer: sealed.issuer,
+            resource: sealed.resource,
+            metadata,
+            scopes: sealed.scopes,
+        })
+    }
+
+    /// The `state` of a new authorization request: random, or (`shared_sign_ins`) the sign-in
+    /// sealed for any replica to complete.
+    fn new_state(
+        &self,
+        server: &Url,
+        found: &Found,
+        credentials: &Credentials,
+        scopes: &[String],
+        verifier: &PkceCodeVerifier,
+    ) -> Result<CsrfToken, Error> {
+        let Some(sealer) = &self.inner.config.sealer else {
+            return Ok(CsrfToken::new_random());
+        };
+        let lifetime = self.inner.config.sign_in_timeout.as_secs();
+        let sign_in = SealedSignIn {
+            server: server.to_string(),
+            issuer: found.issuer.clone(),
+            resource: found.resource.clone(),
+            verifier: verifier.secret().clone(),
+            scopes: scopes.to_vec(),
+            client_id: credentials.client_id.clone(),
+            client_secret: credentials.client_secret.clone(),
+            auth_method: credentials.auth_method,
+            registered: credentials.registered,
+            expires_at: now_secs().saturating_add(lifetime),
+        };
+        Ok(CsrfToken::new(sealer.seal(&sign_in)?))
     }
 
     /// The grant with a user, in one piece: identity, the authorization request through the
@@ -238,8 +293,9 @@ impl OAuth {
     ) -> Result<(Url, String, Pending), Error> {
         let client = self.oauth2_client(&found.metadata, &credentials)?;
         let (pkce, verifier) = PkceCodeChallenge::new_random_sha256();
+        let state = self.new_state(server, &found, &credentials, &scopes, &verifier)?;
         let mut request = client
-            .authorize_url(CsrfToken::new_random)
+            .authorize_url(move || state)
             .set_pkce_challenge(pkce)
             .add_extra_param("resource", found.resource.clone());
         for scope in &scopes {
