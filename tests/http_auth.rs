@@ -14,7 +14,10 @@ use std::{
 };
 
 use actix_mcp::{
-    auth::{AgentFuture, Credentials, FileStore, Headless, OAuth, OAuthConfig, UserAgent},
+    auth::{
+        AgentFuture, Credentials, FileStore, Headless, Lease, OAuth, OAuthConfig, StoreFuture,
+        UserAgent,
+    },
     AuthErrorKind, Cancellation, Client, Error, HttpTransport,
 };
 use actix_web::{web, App, HttpRequest, HttpResponse, HttpServer};
@@ -378,6 +381,61 @@ async fn a_stored_token_is_sent_first_without_discovery() {
     assert_eq!(servers.authorizations.load(Ordering::SeqCst), 1);
     assert_eq!(servers.refresh_grants.load(Ordering::SeqCst), 1);
     let _ = std::fs::remove_file(&path);
+}
+
+/// A store whose every write fails, as on a read-only mount (its reads find nothing).
+struct ReadOnlyStore;
+
+impl actix_mcp::auth::CredentialStore for ReadOnlyStore {
+    fn read<'a>(&'a self, _key: &'a str) -> StoreFuture<'a, Option<actix_mcp::auth::Stored>> {
+        Box::pin(async { Ok(None) })
+    }
+
+    fn write<'a>(
+        &'a self,
+        _key: &'a str,
+        _credentials: &'a Credentials,
+        _lease: Option<&'a Lease>,
+    ) -> StoreFuture<'a, u64> {
+        Box::pin(async { Err(read_only()) })
+    }
+
+    fn remove<'a>(&'a self, _key: &'a str) -> StoreFuture<'a, ()> {
+        Box::pin(async { Err(read_only()) })
+    }
+
+    fn try_lease<'a>(&'a self, _key: &'a str, _ttl: Duration) -> StoreFuture<'a, Option<Lease>> {
+        Box::pin(async { Err(read_only()) })
+    }
+
+    fn renew<'a>(&'a self, _lease: &'a Lease, _ttl: Duration) -> StoreFuture<'a, Option<Lease>> {
+        Box::pin(async { Err(read_only()) })
+    }
+
+    fn release<'a>(&'a self, _lease: &'a Lease) -> StoreFuture<'a, ()> {
+        Box::pin(async { Err(read_only()) })
+    }
+}
+
+fn read_only() -> actix_mcp::auth::StoreError {
+    actix_mcp::auth::StoreError::Unavailable("read-only file system".into())
+}
+
+/// A store that cannot be written cannot coordinate the sign-in with other processes: that
+/// costs the coordination, not the sign-in, which runs here (as before there was any to
+/// coordinate), and the calls are answered.
+#[actix::test]
+async fn a_store_that_cannot_be_written_still_lets_the_user_sign_in() {
+    let (url, servers) = start();
+    let config = OAuthConfig::default().store(ReadOnlyStore);
+    let oauth = OAuth::new(Headless::new("http://127.0.0.1:9/callback"), config);
+    let client = connect(&url, &oauth, &servers).await;
+    assert_eq!(
+        echo(&client, "signed in").await.unwrap().text(),
+        "signed in"
+    );
+    assert_eq!(servers.authorizations.load(Ordering::SeqCst), 1);
+    client.shutdown().await;
 }
 
 /// A thousand requests meet `401` at once (the token was revoked): one authorization and one

@@ -1,7 +1,9 @@
 //! One sign-in for every process and replica sharing the credential store: the glue around
 //! [`SignInCoordinator`] (`sign_in_states.rs` has the rules). The holder of the key's sign-in
 //! lease runs the sign-in through the user agent, renewing the lease while the person takes
-//! their time; the others wait, bounded, and adopt the token it stores.
+//! their time; the others wait, bounded, and adopt the token it stores. A store that cannot
+//! coordinate (unwritable, unreachable) costs the coordination, not the sign-in: it runs here,
+//! as it would with no store shared.
 
 use url::Url;
 
@@ -49,15 +51,27 @@ impl OAuth {
         let (coordinator, action) =
             SignInCoordinator::start(need.refused, need.wanted, now_ms(), bound);
         let sign_in = self.authorize_with_agent(fetcher, server, found, scopes);
+        let mut sign_in = std::pin::pin!(sign_in);
         let mut lease = None;
         let ended = self
-            .coordinate_sign_in(&key, coordinator, action, sign_in, &mut lease)
+            .coordinate_sign_in(&key, coordinator, action, sign_in.as_mut(), &mut lease)
             .await;
-        if let (Err(_), Some(lease)) = (&ended, &lease) {
-            // The store failed while the lease was held: give it back, if the store lets us.
-            let _ = self.inner.config.store.release(lease).await;
-        }
-        let ended = ended?;
+        let ended = match ended {
+            Ok(ended) => ended,
+            // Only taking the lease and reading fail this way, both before any sign-in began.
+            Err(error) => {
+                if let Some(lease) = &lease {
+                    // Give it back, if the store lets us.
+                    let _ = self.inner.config.store.release(lease).await;
+                }
+                tracing::warn!(
+                    %error,
+                    "the credential store cannot coordinate the sign-in with other processes; \
+                     signing in here"
+                );
+                return sign_in.await;
+            }
+        };
         match ended.outcome {
             Outcome::Adopted(credentials) => {
                 tracing::info!(%resource, "adopted the token another process signed in for");
@@ -88,12 +102,11 @@ impl OAuth {
         key: &str,
         mut coordinator: SignInCoordinator,
         mut action: Action,
-        sign_in: impl std::future::Future<Output = Result<(), Error>>,
+        mut sign_in: std::pin::Pin<&mut impl std::future::Future<Output = Result<(), Error>>>,
         lease: &mut Option<Lease>,
     ) -> Result<Ended, StoreError> {
         let store = &self.inner.config.store;
         let lease_key = format!("sign-in {key}");
-        let mut sign_in = std::pin::pin!(sign_in);
         let mut signed_in = None;
         let mut told = false;
         loop {
