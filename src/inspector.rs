@@ -14,7 +14,8 @@
 //! ```
 //!
 //! `GET {path}/` is the page; it polls `GET {path}/state` (JSON) twice a second and cancels with
-//! `POST {path}/calls/{id}/cancel`. Anyone who reaches it can cancel calls: mount it where only
+//! `POST {path}/calls/{id}/cancel`. With the `skills` feature, `GET {path}/skills` lists every
+//! server's skills (SEP-2640; asked when the page opens, nothing of them fetched). Anyone who reaches it can cancel calls: mount it where only
 //! you can (loopback, or behind your own authorization).
 
 use actix_web::{http::StatusCode, web, HttpResponse};
@@ -31,6 +32,44 @@ pub fn scope(path: &str, servers: Servers) -> actix_web::Scope {
         .route("/", web::get().to(page))
         .route("/state", web::get().to(state))
         .route("/calls/{id}/cancel", web::post().to(cancel))
+        .route("/skills", web::get().to(skills))
+}
+
+/// Every server's skills: name, description and file count, each with its server; the servers
+/// that could not say, with why. Their text is shown to a person: control characters visible.
+#[cfg(feature = "skills")]
+async fn skills(servers: web::Data<Servers>) -> HttpResponse {
+    use crate::visible::visible;
+    let catalogue = servers.skills().await;
+    let text = |value: Option<&Value>| visible(value.and_then(Value::as_str).unwrap_or_default());
+    let skills: Vec<Value> = catalogue
+        .skills
+        .iter()
+        .map(|(server, skill)| {
+            let entry = skill.entry();
+            json!({
+                "server": server,
+                "name": text(entry.frontmatter.get("name")),
+                "description": text(entry.frontmatter.get("description")),
+                "files": entry.resources.len(),
+            })
+        })
+        .collect();
+    let unavailable: Vec<Value> = catalogue
+        .unavailable
+        .iter()
+        .map(|(server, error)| json!({"server": server, "error": visible(&error.to_string())}))
+        .collect();
+    HttpResponse::Ok()
+        .content_type("application/json")
+        .insert_header(("cache-control", "no-store"))
+        .body(json!({"skills": skills, "unavailable": unavailable}).to_string())
+}
+
+/// Without the `skills` feature there are none to list.
+#[cfg(not(feature = "skills"))]
+async fn skills() -> HttpResponse {
+    HttpResponse::NotFound().body("built without the skills feature")
 }
 
 async fn page() -> HttpResponse {
@@ -150,6 +189,13 @@ th, td { text-align: left; padding: .3em .8em; border-bottom: 1px solid #ddd; }
 <thead><tr><th>server</th><th>tool</th><th>calls</th><th>errors</th><th>cancels</th><th>p50</th><th>p99</th></tr></thead>
 <tbody></tbody>
 </table>
+<section id="skills-section" hidden>
+<h2>Skills</h2>
+<table id="skills">
+<thead><tr><th>server</th><th>skill</th><th>description</th><th>files</th></tr></thead>
+<tbody></tbody>
+</table>
+</section>
 <script>
 const base = location.pathname.replace(/\/$/, '');
 function cell(row, text) {
@@ -244,8 +290,25 @@ async function refresh() {
     document.getElementById('error').textContent = 'The inspector cannot be reached: ' + e;
   }
 }
+async function listSkills() {
+  const response = await fetch(base + '/skills', { cache: 'no-store' });
+  if (!response.ok) return;
+  const listed = await response.json();
+  const skills = document.querySelector('#skills tbody');
+  for (const s of listed.skills) {
+    const row = document.createElement('tr');
+    row.className = 'skill';
+    cell(row, s.server);
+    cell(row, s.name);
+    cell(row, s.description);
+    cell(row, String(s.files));
+    skills.appendChild(row);
+  }
+  document.getElementById('skills-section').hidden = listed.skills.length === 0;
+}
 refresh();
 setInterval(refresh, 500);
+listSkills();
 </script>
 </body>
 </html>

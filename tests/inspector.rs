@@ -258,3 +258,35 @@ async fn a_tracked_call_is_still_cancelled_by_its_callers_token() {
     http.stop(true).await;
     servers.stop().await;
 }
+
+/// The page lists every server's skills (SEP-2640) with their server, asked once when it opens.
+#[cfg(feature = "skills")]
+#[actix_rt::test]
+async fn the_page_lists_each_servers_skills() {
+    let (servers, url, http) = inspected().await;
+    let listed: Value = reqwest::get(format!("{url}/skills"))
+        .await
+        .expect("the inspector answers")
+        .json()
+        .await
+        .expect("JSON");
+    let pairs: Vec<(&str, &str)> = listed["skills"]
+        .as_array()
+        .expect("a list")
+        .iter()
+        .map(|s| (s["server"].as_str().unwrap(), s["name"].as_str().unwrap()))
+        .collect();
+    assert_eq!(pairs, [("demo", "demo-skill"), ("spare", "demo-skill")]);
+    assert_eq!(listed["unavailable"], json!([]));
+
+    let browser = webdriver::Browser::start().await;
+    browser.open(&format!("{url}/")).await;
+    browser
+        .wait_for("#skills", |t| {
+            t.contains("demo-skill") && t.contains("spare") && t.contains("Echo text back")
+        })
+        .await;
+    browser.close().await;
+    http.stop(true).await;
+    servers.stop().await;
+}
