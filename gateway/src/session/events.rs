@@ -41,12 +41,16 @@ impl Session {
     }
 
     /// Asks every upstream server for logs at `level`, if no session asked for as much already.
+    /// Only the connected ones: the others are asked as they connect (`changes.rs`), and a
+    /// server that is down does not hold the answer back.
     pub(super) async fn ask_upstreams_for_logs(&self, level: actix_mcp::LoggingLevel) {
         if !self.upstream.lower_log_floor(level) {
             return;
         }
         let servers = &self.upstream.servers;
-        for server in servers.status() {
+        let ready = servers.status().into_iter();
+        let ready = ready.filter(|server| matches!(server.status, actix_mcp::Status::Ready));
+        for server in ready {
             if let Ok(client) = servers.client(&server.name).await {
                 let _ = client.set_logging_level(level).await;
             }
