@@ -684,3 +684,49 @@ async fn a_command_killed_during_its_sign_in_costs_one_lease_and_one_window() {
     browser.opened(2);
     signed_in_once(&provider, 0);
 }
+
+/// A web service's sign-in begun on one replica and completed on another, at the real provider:
+/// the sealed `state` (`OAuthConfig::shared_sign_ins`) goes through its pages and comes back
+/// intact, the replica that completes it fetches the metadata again, checks `iss`, exchanges the
+/// code, and calls with the token; a replica with another key refuses it.
+#[actix::test]
+async fn a_web_sign_in_begun_on_one_replica_completes_on_another() {
+    use actix_mcp::auth::Application;
+    let (server, provider) = first_run().await;
+    let store: Arc<dyn CredentialStore> = Arc::new(MemoryStore::default());
+    let replica = |key: [u8; 32]| {
+        let config = OAuthConfig::default()
+            .shared_store(store.clone())
+            .shared_sign_ins(key, "alice");
+        OAuth::new(Application::new(REDIRECT_URI), config)
+    };
+    let url = replica([5; 32])
+        .begin(&server.mcp_url)
+        .await
+        .expect("begun on A");
+    let state = url.query_pairs().find(|(k, _)| k == "state").unwrap().1;
+    assert!(state.starts_with("s1."), "sealed: {state}");
+    let log = AgentLog::default();
+    let answer = follow_sign_in(url.clone(), &log).await.expect("signed in");
+    let callback = Callback::from_redirect(&answer).expect("a code");
+
+    let other_key = replica([6; 32]).complete(callback.clone()).await;
+    assert!(
+        matches!(
+            other_key,
+            Err(Error::Unauthorized {
+                kind: AuthErrorKind::ResponseMismatch,
+                ..
+            })
+        ),
+        "{other_key:?}"
+    );
+    let on_b = replica([5; 32]);
+    on_b.complete(callback).await.expect("completed on B");
+    let client = Client::connect(HttpTransport::new(&server.mcp_url).auth(on_b))
+        .await
+        .expect("connected with B's token");
+    echo(&client, "from b").await.expect("called");
+    client.shutdown().await;
+    signed_in_once(&provider, 0);
+}
