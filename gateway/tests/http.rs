@@ -376,7 +376,7 @@ async fn resource_subscriptions_are_shared_upstream_and_each_subscriber_is_told(
 /// after their server; a call that did not ask gets none (the spec's MUST NOT).
 #[actix_rt::test]
 async fn a_stateless_call_gets_the_upstream_logs_it_asked_for_on_its_stream() {
-    use actix_mcp::{LoggingLevel, ServerNotification};
+    use actix_mcp::LoggingLevel;
     let upstreams = Upstreams::new("http-modern-logs");
     let gateway = listen(&upstreams);
     let client = Client::builder()
@@ -405,15 +405,7 @@ async fn a_stateless_call_gets_the_upstream_logs_it_asked_for_on_its_stream() {
         "the level went upstream with the calls that asked"
     );
     // In order: a log of the first call (or the second's info) would come before the third's.
-    let message = tokio::time::timeout(std::time::Duration::from_secs(30), async {
-        loop {
-            if let Some(ServerNotification::Log(message)) = notifications.next().await {
-                break message;
-            }
-        }
-    })
-    .await
-    .expect("a log message");
+    let message = next_log(&mut notifications).await;
     assert_eq!(message.data, json!("above"), "{message:?}");
     assert_eq!(message.level, LoggingLevel::Error);
     assert_eq!(message.logger.as_deref(), Some("a/demo"));

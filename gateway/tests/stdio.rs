@@ -141,7 +141,7 @@ async fn a_task_passes_through_and_its_cancel_is_a_tasks_cancel_upstream() {
 
 #[actix_rt::test]
 async fn log_messages_reach_a_client_that_asked_for_them_at_their_level() {
-    use actix_mcp::{LoggingLevel, ServerNotification};
+    use actix_mcp::LoggingLevel;
     let upstreams = Upstreams::new("logging");
     let client = Client::builder()
         .era(actix_mcp::ProtocolEra::Legacy)
@@ -165,15 +165,7 @@ async fn log_messages_reach_a_client_that_asked_for_them_at_their_level() {
         let arguments = json!({"level": level, "message": message});
         client.call_tool("a__log", arguments).await.expect("logged");
     }
-    let message = tokio::time::timeout(std::time::Duration::from_secs(30), async {
-        loop {
-            if let Some(ServerNotification::Log(message)) = notifications.next().await {
-                break message;
-            }
-        }
-    })
-    .await
-    .expect("a log message");
+    let message = next_log(&mut notifications).await;
     assert_eq!(
         message.level,
         LoggingLevel::Error,

@@ -330,3 +330,21 @@ pub fn http_get(url: &str, path: &str) -> (u16, String) {
         .unwrap_or_default();
     (status, body)
 }
+
+/// The next log message among `notifications` (a bound on a hang, not a timing).
+pub async fn next_log(
+    notifications: &mut actix_mcp::client::NotificationStream,
+) -> actix_mcp::protocol::notifications::LogMessage {
+    let next = async {
+        loop {
+            match notifications.next().await {
+                Some(actix_mcp::ServerNotification::Log(message)) => break message,
+                Some(_) => continue,
+                None => panic!("the notifications ended before a log message"),
+            }
+        }
+    };
+    tokio::time::timeout(std::time::Duration::from_secs(30), next)
+        .await
+        .expect("a log message")
+}
