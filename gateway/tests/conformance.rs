@@ -5,6 +5,8 @@
 //! fixtures (`data/conformance_fixtures.py`: `test_simple_text`, ...), every scenario of both
 //! eras, the 2026-07-28 multi-round-trip ones through the gateway's `input_required`.
 
+#[path = "../../tests/support/conformance_report.rs"]
+mod conformance_report;
 mod support;
 
 use std::{path::PathBuf, process::Command};
@@ -57,24 +59,8 @@ fn the_server_scenarios_that_apply_to_a_proxy_pass_through_the_gateway() {
             .args(["server", "--url", &gateway.1, "--scenario", scenario])
             .output()
             .expect("the suite runs");
-        let report = String::from_utf8_lossy(&output.stdout).into_owned()
-            + &String::from_utf8_lossy(&output.stderr);
-        // One scenario's verdict: "Passed: N/M, 0 failed, 0 warnings".
-        let line = report
-            .lines()
-            .find(|l| l.starts_with("Passed: "))
-            .unwrap_or_default()
-            .to_owned();
-        let counts = line
-            .trim_start_matches("Passed: ")
-            .split(',')
-            .next()
-            .and_then(|n| n.split_once('/'))
-            .and_then(|(n, m)| {
-                Some((n.trim().parse::<u32>().ok()?, m.trim().parse::<u32>().ok()?))
-            });
-        let passed =
-            counts.is_some_and(|(n, m)| n == m && m > 0) && line.ends_with(" 0 failed, 0 warnings");
+        let report = conformance_report::report(&output);
+        let (line, passed) = conformance_report::scenario_verdict(&report);
         if !passed {
             failed.push(format!("{scenario}: {line}\n{report}"));
         }
@@ -110,8 +96,7 @@ fn run_suite(node: &PathBuf, index: &PathBuf, url: &str, how: &[&str]) -> (Vec<S
         .args(how)
         .output()
         .expect("the suite runs");
-    let report = String::from_utf8_lossy(&output.stdout).into_owned()
-        + &String::from_utf8_lossy(&output.stderr);
+    let report = conformance_report::report(&output);
     let verdicts = verdicts(&report);
     assert!(!verdicts.is_empty(), "no summary in:\n{report}");
     let failing = verdicts

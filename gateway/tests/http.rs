@@ -191,11 +191,7 @@ async fn an_upstream_list_changed_comes_on_the_sessions_stream() {
 async fn a_stateless_client_cancels_by_aborting_its_post() {
     let upstreams = Upstreams::new("http-modern");
     let gateway = listen(&upstreams);
-    let client = Client::builder()
-        .era(actix_mcp::ProtocolEra::Modern)
-        .connect(HttpTransport::new(&gateway.1))
-        .await
-        .expect("discovered");
+    let client = stateless_client(&gateway.1).await;
     assert_eq!(client.protocol_version(), "2026-07-28");
     assert!(client.session_id().is_none());
     let answer = client
@@ -379,11 +375,7 @@ async fn a_stateless_call_gets_the_upstream_logs_it_asked_for_on_its_stream() {
     use actix_mcp::LoggingLevel;
     let upstreams = Upstreams::new("http-modern-logs");
     let gateway = listen(&upstreams);
-    let client = Client::builder()
-        .era(actix_mcp::ProtocolEra::Modern)
-        .connect(HttpTransport::new(&gateway.1))
-        .await
-        .expect("discovered");
+    let client = stateless_client(&gateway.1).await;
     let mut notifications = client.notifications();
     let log = |level: &str, message: &str| {
         client.call_tool("a__log", json!({"level": level, "message": message}))
@@ -410,4 +402,13 @@ async fn a_stateless_call_gets_the_upstream_logs_it_asked_for_on_its_stream() {
     assert_eq!(message.level, LoggingLevel::Error);
     assert_eq!(message.logger.as_deref(), Some("a/demo"));
     client.shutdown().await;
+}
+
+/// A client of the 2026-07-28 era (no session), discovered at the gateway's `url`.
+async fn stateless_client(url: &str) -> Client {
+    Client::builder()
+        .era(actix_mcp::ProtocolEra::Modern)
+        .connect(HttpTransport::new(url))
+        .await
+        .expect("discovered")
 }

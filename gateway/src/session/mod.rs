@@ -290,6 +290,15 @@ impl Session {
         }
     }
 
+    /// The connection to upstream `server` (started if need be).
+    async fn upstream_client(&self, server: &str) -> Result<actix_mcp::Client, Refusal> {
+        self.upstream
+            .servers
+            .client(server)
+            .await
+            .map_err(Refusal::from)
+    }
+
     /// `tools/call`, routed by the tool's gateway name.
     async fn route_tool_call(
         &self,
@@ -298,12 +307,7 @@ impl Session {
         routes: &Routes,
         token: &actix_mcp::Cancellation,
     ) -> Result<Value, Refusal> {
-        let name = params["name"].as_str();
-        let name = name.ok_or_else(|| Refusal::params("tools/call needs a name"))?;
-        let (server, tool) = routes
-            .tools
-            .route(name)
-            .ok_or_else(|| Refusal::params(format!("no tool named {name:?}")))?;
+        let (server, tool) = routed_tool(routes, params)?;
         let _in_flight = self.upstream.downstream.call_begins(self.key, server, id);
         let arguments = params.get("arguments").cloned().unwrap_or(json!({}));
         let progress_token = params["_meta"].get("progressToken").cloned();
@@ -337,8 +341,7 @@ impl Session {
             .ok_or_else(|| Refusal::params(format!("no prompt named {name:?}")))?;
         let _in_flight = self.upstream.downstream.call_begins(self.key, server, id);
         let arguments = params["arguments"].as_object().cloned().unwrap_or_default();
-        let client = self.upstream.servers.client(server).await;
-        let client = client.map_err(Refusal::from)?;
+        let client = self.upstream_client(server).await?;
         let (meta, logs) = self.call_meta(id, params).await?;
         let call = client.get_prompt(prompt, arguments).cancellation(token);
         let call = std::future::IntoFuture::into_future(call.meta(meta));
@@ -362,8 +365,7 @@ impl Session {
             .resource_server(uri)
             .ok_or_else(|| Refusal::params(format!("no resource {uri:?}")))?;
         let _in_flight = self.upstream.downstream.call_begins(self.key, server, id);
-        let client = self.upstream.servers.client(server).await;
-        let client = client.map_err(Refusal::from)?;
+        let client = self.upstream_client(server).await?;
         let (meta, logs) = self.call_meta(id, params).await?;
         let call = client.read_resource(uri).cancellation(token);
         let call = std::future::IntoFuture::into_future(call.meta(meta));
@@ -437,6 +439,14 @@ impl Session {
             let _ = task.await;
         }
     }
+}
+
+/// The server and its own name of the tool a `tools/call` names by its gateway name.
+fn routed_tool<'r>(routes: &'r Routes, params: &Value) -> Result<(&'r str, &'r str), Refusal> {
+    let name = params["name"].as_str();
+    let name = name.ok_or_else(|| Refusal::params("tools/call needs a name"))?;
+    let routed = routes.tools.route(name);
+    routed.ok_or_else(|| Refusal::params(format!("no tool named {name:?}")))
 }
 
 /// A result as JSON (a value that cannot be one is the gateway's error).

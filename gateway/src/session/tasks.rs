@@ -47,12 +47,7 @@ impl Session {
             }
         };
         let _in_flight = self.upstream.downstream.call_begins(self.key, server, id);
-        let client = self
-            .upstream
-            .servers
-            .client(server)
-            .await
-            .map_err(Refusal::from)?;
+        let client = self.upstream_client(server).await?;
         // The downstream's `_meta` (its era's envelope) is the gateway's to read; the upstream
         // request carries only its trace context.
         if let Some(params) = upstream_params.as_object_mut() {
@@ -74,19 +69,10 @@ impl Session {
         routes: &Routes,
         token: &actix_mcp::Cancellation,
     ) -> Result<Value, Refusal> {
-        let name = params["name"].as_str().unwrap_or_default();
-        let (server, tool) = routes
-            .tools
-            .route(name)
-            .ok_or_else(|| Refusal::params(format!("no tool named {name:?}")))?;
+        let (server, tool) = super::routed_tool(routes, params)?;
         let _in_flight = self.upstream.downstream.call_begins(self.key, server, id);
         let arguments = params.get("arguments").cloned().unwrap_or(json!({}));
-        let client = self
-            .upstream
-            .servers
-            .client(server)
-            .await
-            .map_err(Refusal::from)?;
+        let client = self.upstream_client(server).await?;
         let call = client.call_tool(tool, arguments).cancellation(token);
         let call = match params["task"]["ttl"].as_u64() {
             Some(ms) => call.task_ttl(std::time::Duration::from_millis(ms)),
