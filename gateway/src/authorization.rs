@@ -1,39 +1,39 @@
 //! Downstream authorization (`--authorization-server ISSUER`): the gateway is an OAuth protected
 //! resource (MCP authorization, RFC 9728). Every `/mcp` request needs a bearer JWT that the
-//! issuer signed (a key of its JWKS, found through its metadata), issued by it, for this gateway
-//! (`aud` = its resource URL, RFC 8707), not expired. Without one the answer is `401` with a
-//! `WWW-Authenticate` naming the protected resource metadata, which the gateway serves, so a
-//! client finds the authorization server itself. The downstream token stops here: upstream
-//! connections carry the gateway's own credentials (the spec forbids token passthrough).
+//! issuer signed (a key of its JWKS, found through its metadata, `keys.rs`), naming the issuer
+//! (`iss`), this gateway (`aud` = its resource URL, RFC 8707) and an expiry (`exp`), all three
+//! required, not expired, not before its `nbf` nor issued in the future (`iat`), both within a
+//! small leeway. Without a token the answer is `401` with a `WWW-Authenticate` naming the
+//! protected resource metadata, which the gateway serves, so a client finds the authorization
+//! server itself; a token that lacks a scope gets MCP's scope challenge (`403`,
+//! `insufficient_scope`), so the client steps up instead of signing in again. The token's
+//! issuer and subject are who the request is from (`Owner`). The downstream token stops here:
+//! upstream connections carry the gateway's own credentials (the spec forbids token
+//! passthrough).
 
 use std::{
     sync::{Mutex, PoisonError},
-    time::{Duration, Instant},
+    time::Duration,
 };
 
-use jsonwebtoken::{jwk::JwkSet, DecodingKey, Validation};
+use jsonwebtoken::Validation;
 use serde_json::{json, Value};
 
-use crate::dpop::ALGORITHMS;
+use crate::{dpop::ALGORITHMS, keys::Keys, owner::Owner};
 
-/// How often an unknown key id may send the gateway to fetch the JWKS again (key rotation).
-const REFETCH_AT_MOST_EVERY: Duration = Duration::from_secs(30);
+/// The claims a token must carry.
+const REQUIRED_CLAIMS: [&str; 3] = ["exp", "aud", "iss"];
 
 pub struct Authorization {
     issuer: String,
     resource: String,
     /// What a token must grant (its `scope` claim), told to clients in the metadata.
     scopes: Vec<String>,
-    jwks_uri: String,
-    http: reqwest::Client,
-    keys: Mutex<Keys>,
+    /// How far `exp`, `nbf` and `iat` may be off the gateway's clock.
+    leeway: Duration,
+    keys: Keys,
     /// The DPoP proofs taken lately (a replayed one is refused).
     proofs: Mutex<crate::dpop::SeenProofs>,
-}
-
-struct Keys {
-    set: JwkSet,
-    fetched: Instant,
 }
 
 /// What a request presents to be let in.
@@ -43,14 +43,31 @@ pub struct Presented<'a> {
     /// Its `DPoP` header.
     pub dpop: Option<&'a str>,
     pub method: &'a str,
-    /// The URL it was sent to, as the client named it.
-    pub url: &'a str,
+    /// The path it was sent to (the URL a DPoP proof must name is the gateway's own URL with
+    /// this path: never one made of headers a client chooses).
+    pub path: &'a str,
 }
 
-/// Why a request was refused: no token (`None`, the client should authorize), or what is
-/// wrong with the one it sent.
+/// Why a request was refused.
 #[derive(Debug)]
-pub struct Refused(pub Option<String>);
+pub enum Refused {
+    /// No token: the client should authorize (`401`).
+    NoToken,
+    /// What is wrong with the token it sent (`401 invalid_token`).
+    Invalid(String),
+    /// A valid token that does not grant this scope (`403 insufficient_scope`).
+    InsufficientScope(String),
+}
+
+impl Refused {
+    /// The HTTP status of the refusal.
+    pub fn status(&self) -> u16 {
+        match self {
+            Self::NoToken | Self::Invalid(_) => 401,
+            Self::InsufficientScope(_) => 403,
+        }
+    }
+}
 
 impl Authorization {
     /// Finds `issuer`'s JWKS through its metadata (RFC 8414, then OpenID discovery) and fetches
@@ -59,6 +76,7 @@ impl Authorization {
         issuer: &str,
         resource: String,
         scopes: Vec<String>,
+        leeway: Duration,
     ) -> Result<Self, String> {
         let http = reqwest::Client::builder()
             .timeout(Duration::from_secs(10))
@@ -82,74 +100,82 @@ impl Authorization {
             .as_str()
             .ok_or_else(|| format!("{issuer}: its metadata has no jwks_uri"))?
             .to_owned();
-        let set = fetch_keys(&http, &jwks_uri).await?;
+        let keys = Keys::fetch(http, jwks_uri).await?;
         Ok(Self {
             issuer,
             resource,
             scopes,
-            jwks_uri,
-            http,
-            keys: Mutex::new(Keys {
-                set,
-                fetched: Instant::now(),
-            }),
+            leeway,
+            keys,
             proofs: Mutex::default(),
         })
     }
 
-    /// Checks a request's `Authorization` header (`Bearer`, or `DPoP` with its `DPoP` proof).
-    pub async fn check(&self, request: Presented<'_>) -> Result<(), Refused> {
+    /// Checks a request's `Authorization` header (`Bearer`, or `DPoP` with its `DPoP` proof):
+    /// who it is from.
+    pub async fn check(&self, request: Presented<'_>) -> Result<Owner, Refused> {
         let header = request.authorization.unwrap_or_default();
         let (scheme, token) = header.split_once(' ').unwrap_or((header, ""));
         let scheme = scheme.to_ascii_lowercase();
         let token = token.trim();
         if token.is_empty() || !matches!(scheme.as_str(), "bearer" | "dpop") {
-            return Err(Refused(None));
+            return Err(Refused::NoToken);
         }
-        let refused = |why: &str| Refused(Some(why.to_owned()));
+        let refused = |why: &str| Refused::Invalid(why.to_owned());
         let head = jsonwebtoken::decode_header(token).map_err(|_| refused("not a JWT"))?;
         if !ALGORITHMS.contains(&head.alg) {
             return Err(refused("its algorithm is not taken"));
         }
         let kid = head.kid.ok_or_else(|| refused("its header names no key"))?;
-        let key = match self.key(&kid) {
-            Some(key) => key,
-            None => {
-                self.refetch().await;
-                self.key(&kid)
-                    .ok_or_else(|| refused("signed with a key the issuer does not have"))?
-            }
-        };
-        let mut validation = Validation::new(head.alg);
-        validation.set_issuer(&[&self.issuer]);
-        validation.set_audience(&[&self.resource]);
-        let claims = jsonwebtoken::decode::<Value>(token, &key, &validation)
-            .map_err(|e| Refused(Some(e.to_string())))?
+        let key = self.keys.find(&kid).await;
+        let key = key.ok_or_else(|| refused("signed with a key the issuer does not have"))?;
+        let claims = jsonwebtoken::decode::<Value>(token, &key, &self.validation(head.alg))
+            .map_err(|e| Refused::Invalid(e.to_string()))?
             .claims;
-        self.possession(&request, &scheme, token, &claims)?;
+        let now = now_secs();
+        let issued = claims["iat"].as_i64();
+        if issued.is_some_and(|iat| iat > now + self.leeway.as_secs() as i64) {
+            return Err(refused("issued in the future (iat)"));
+        }
+        self.possession(&request, &scheme, token, &claims, now)?;
         let granted: Vec<&str> = claims["scope"]
             .as_str()
             .unwrap_or_default()
             .split(' ')
             .collect();
-        match self.scopes.iter().find(|s| !granted.contains(&s.as_str())) {
-            Some(missing) => Err(Refused(Some(format!(
-                "the token does not grant {missing:?}"
-            )))),
-            None => Ok(()),
+        if let Some(missing) = self.scopes.iter().find(|s| !granted.contains(&s.as_str())) {
+            return Err(Refused::InsufficientScope(missing.clone()));
         }
+        // A token of the client itself (client credentials) names it in `client_id`.
+        let subject = claims["sub"].as_str().or(claims["client_id"].as_str());
+        let subject = subject.ok_or_else(|| refused("it names no subject (sub)"))?;
+        Ok(Owner::user(&self.issuer, subject))
+    }
+
+    /// What a token must be: of the issuer, for this gateway, with the claims that say so, and
+    /// within its time (`exp`, `nbf`) give or take the leeway.
+    fn validation(&self, algorithm: jsonwebtoken::Algorithm) -> Validation {
+        let mut validation = Validation::new(algorithm);
+        validation.set_issuer(&[&self.issuer]);
+        validation.set_audience(&[&self.resource]);
+        validation.set_required_spec_claims(&REQUIRED_CLAIMS);
+        validation.validate_nbf = true;
+        validation.leeway = self.leeway.as_secs();
+        validation
     }
 
     /// A token bound to a key (`cnf.jkt`) only with its proof (`DPoP`), and a proof only with
-    /// a bound token.
+    /// a bound token. The proof must name the gateway's own URL (`resource`'s origin and the
+    /// request's path).
     fn possession(
         &self,
         request: &Presented<'_>,
         scheme: &str,
         token: &str,
         claims: &Value,
+        now: i64,
     ) -> Result<(), Refused> {
-        let refused = |why: String| Refused(Some(why));
+        let refused = |why: String| Refused::Invalid(why);
         match (claims["cnf"]["jkt"].as_str(), scheme) {
             (None, "bearer") => Ok(()),
             (None, _) => Err(refused("a DPoP scheme for a token bound to no key".into())),
@@ -160,10 +186,8 @@ impl Authorization {
                 let proof = request
                     .dpop
                     .ok_or_else(|| refused("no DPoP proof".into()))?;
-                let now = std::time::SystemTime::now()
-                    .duration_since(std::time::UNIX_EPOCH)
-                    .map_or(0, |d| d.as_secs() as i64);
-                let proof = crate::dpop::check(proof, request.method, request.url, token, jkt, now)
+                let url = format!("{}{}", origin(&self.resource), request.path);
+                let proof = crate::dpop::check(proof, request.method, &url, token, jkt, now)
                     .map_err(refused)?;
                 let mut seen = self.proofs.lock().unwrap_or_else(PoisonError::into_inner);
                 if !seen.first_use(&proof.jti, proof.iat, now) {
@@ -171,30 +195,6 @@ impl Authorization {
                 }
                 Ok(())
             }
-        }
-    }
-
-    fn key(&self, kid: &str) -> Option<DecodingKey> {
-        let keys = self.keys.lock().unwrap_or_else(PoisonError::into_inner);
-        DecodingKey::from_jwk(keys.set.find(kid)?).ok()
-    }
-
-    /// Fetches the JWKS again (the issuer may have rotated its keys), at most once in a while.
-    async fn refetch(&self) {
-        {
-            let keys = self.keys.lock().unwrap_or_else(PoisonError::into_inner);
-            if keys.fetched.elapsed() < REFETCH_AT_MOST_EVERY {
-                return;
-            }
-        }
-        match fetch_keys(&self.http, &self.jwks_uri).await {
-            Ok(set) => {
-                *self.keys.lock().unwrap_or_else(PoisonError::into_inner) = Keys {
-                    set,
-                    fetched: Instant::now(),
-                }
-            }
-            Err(e) => tracing::warn!(%e, "the issuer's keys could not be fetched again"),
         }
     }
 
@@ -223,20 +223,39 @@ impl Authorization {
         metadata
     }
 
-    /// The `WWW-Authenticate` of a refusal.
+    /// The `WWW-Authenticate` of a refusal: where the metadata is, the scopes needed, and what
+    /// is wrong (MCP's scope challenge for a missing scope).
     pub fn challenge(&self, refused: &Refused) -> String {
         let mut challenge = format!("Bearer resource_metadata=\"{}\"", self.metadata_url());
         if !self.scopes.is_empty() {
             challenge.push_str(&format!(", scope=\"{}\"", self.scopes.join(" ")));
         }
-        if let Some(why) = &refused.0 {
-            let why = why.replace(['"', '\\'], "'");
-            challenge.push_str(&format!(
-                ", error=\"invalid_token\", error_description=\"{why}\""
-            ));
-        }
+        let (error, why) = match refused {
+            Refused::NoToken => return challenge,
+            Refused::Invalid(why) => ("invalid_token", why.clone()),
+            Refused::InsufficientScope(missing) => (
+                "insufficient_scope",
+                format!("the token does not grant {missing}"),
+            ),
+        };
+        let why = why.replace(['"', '\\'], "'");
+        challenge.push_str(&format!(", error=\"{error}\", error_description=\"{why}\""));
         challenge
     }
+}
+
+/// `scheme://authority` of `url`.
+fn origin(url: &str) -> &str {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return url;
+    };
+    let authority = rest.find('/').map_or(rest.len(), |at| at);
+    &url[..scheme.len() + 3 + authority]
+}
+
+fn now_secs() -> i64 {
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH);
+    now.map_or(0, |d| d.as_secs() as i64)
 }
 
 async fn get_json(http: &reqwest::Client, url: &str) -> Result<Value, String> {
@@ -245,11 +264,6 @@ async fn get_json(http: &reqwest::Client, url: &str) -> Result<Value, String> {
         return Err(format!("{url}: {}", response.status()));
     }
     response.json().await.map_err(|e| format!("{url}: {e}"))
-}
-
-async fn fetch_keys(http: &reqwest::Client, jwks_uri: &str) -> Result<JwkSet, String> {
-    let set = get_json(http, jwks_uri).await?;
-    serde_json::from_value(set).map_err(|e| format!("{jwks_uri}: not a JWKS: {e}"))
 }
 
 #[cfg(test)]
@@ -261,12 +275,12 @@ mod tests {
             issuer: "http://127.0.0.1:1".into(),
             resource: "http://127.0.0.1:8080/mcp".into(),
             scopes: vec!["mcp".into()],
-            jwks_uri: "http://127.0.0.1:1/jwks".into(),
-            http: reqwest::Client::new(),
-            keys: Mutex::new(Keys {
-                set: JwkSet { keys: Vec::new() },
-                fetched: Instant::now(),
-            }),
+            leeway: Duration::from_secs(60),
+            keys: Keys::with(
+                reqwest::Client::new(),
+                "http://127.0.0.1:1/jwks".into(),
+                jsonwebtoken::jwk::JwkSet { keys: Vec::new() },
+            ),
             proofs: Mutex::default(),
         }
     }
@@ -278,16 +292,16 @@ mod tests {
             authorization,
             dpop: None,
             method: "POST",
-            url: "http://127.0.0.1:8080/mcp",
+            path: "/mcp",
         };
         let none = authorization.check(presented(None)).await;
-        assert!(matches!(none, Err(Refused(None))));
+        assert!(matches!(none, Err(Refused::NoToken)));
         let basic = authorization.check(presented(Some("Basic x"))).await;
-        assert!(matches!(basic, Err(Refused(None))));
+        assert!(matches!(basic, Err(Refused::NoToken)));
         let garbage = authorization
             .check(presented(Some("Bearer not.a.jwt")))
             .await;
-        assert!(matches!(garbage, Err(Refused(Some(_)))), "{garbage:?}");
+        assert!(matches!(garbage, Err(Refused::Invalid(_))), "{garbage:?}");
         // A shared-secret token (HS256) is never taken, whatever it says.
         let hs256 = jsonwebtoken::encode(
             &jsonwebtoken::Header::new(jsonwebtoken::Algorithm::HS256),
@@ -297,7 +311,7 @@ mod tests {
         .unwrap();
         let header = format!("Bearer {hs256}");
         let refused = authorization.check(presented(Some(&header))).await;
-        assert!(matches!(refused, Err(Refused(Some(ref why))) if why.contains("algorithm")));
+        assert!(matches!(refused, Err(Refused::Invalid(ref why)) if why.contains("algorithm")));
     }
 
     #[test]
@@ -307,12 +321,31 @@ mod tests {
             authorization.metadata_url(),
             "http://127.0.0.1:8080/.well-known/oauth-protected-resource/mcp"
         );
-        let challenge = authorization.challenge(&Refused(Some("bad \"aud\"".into())));
+        let challenge = authorization.challenge(&Refused::Invalid("bad \"aud\"".into()));
         assert!(challenge.starts_with("Bearer resource_metadata=\"http://127.0.0.1:8080/"));
         assert!(challenge.contains("error=\"invalid_token\""), "{challenge}");
         assert!(
             !challenge.contains("\"aud\""),
             "quotes are not let through: {challenge}"
         );
+        // MCP's scope challenge: 403, the scope and where the metadata is.
+        let step_up = Refused::InsufficientScope("mcp".into());
+        assert_eq!(step_up.status(), 403);
+        let challenge = authorization.challenge(&step_up);
+        assert!(
+            challenge.contains("error=\"insufficient_scope\""),
+            "{challenge}"
+        );
+        assert!(challenge.contains("scope=\"mcp\""), "{challenge}");
+        assert!(challenge.contains("resource_metadata="), "{challenge}");
+    }
+
+    #[test]
+    fn a_proof_names_the_gateways_own_origin() {
+        assert_eq!(
+            origin("https://gw.example:8443/mcp"),
+            "https://gw.example:8443"
+        );
+        assert_eq!(origin("http://127.0.0.1:8080"), "http://127.0.0.1:8080");
     }
 }

@@ -35,6 +35,8 @@ pub fn watch(upstream: &Upstream, tell: broadcast::Sender<Event>) {
                     tokio::time::sleep(Duration::from_secs(1)).await;
                     continue;
                 };
+                // Its tools are in the catalogue now (a server that was down at the start too).
+                upstream.catalogue_changed();
                 if let Some(level) = upstream.log_floor() {
                     let _ = client.set_logging_level(level).await;
                 }
@@ -50,9 +52,18 @@ pub fn watch(upstream: &Upstream, tell: broadcast::Sender<Event>) {
                 let mut notifications = client.notifications();
                 while let Some(notification) = notifications.next().await {
                     let event = match notification {
-                        ServerNotification::ToolsListChanged => Event::ListChanged("tools"),
-                        ServerNotification::PromptsListChanged => Event::ListChanged("prompts"),
-                        ServerNotification::ResourcesListChanged => Event::ListChanged("resources"),
+                        ServerNotification::ToolsListChanged
+                        | ServerNotification::PromptsListChanged
+                        | ServerNotification::ResourcesListChanged => {
+                            upstream.catalogue_changed();
+                            match notification {
+                                ServerNotification::ToolsListChanged => Event::ListChanged("tools"),
+                                ServerNotification::PromptsListChanged => {
+                                    Event::ListChanged("prompts")
+                                }
+                                _ => Event::ListChanged("resources"),
+                            }
+                        }
                         ServerNotification::Log(message) => Event::Log {
                             server: server.name.clone(),
                             message,
@@ -65,7 +76,9 @@ pub fn watch(upstream: &Upstream, tell: broadcast::Sender<Event>) {
                     };
                     let _ = tell.send(event);
                 }
-                // The connection ended: the next one is followed once the server is back.
+                // The connection ended: its tools leave the catalogue, and the next connection
+                // is followed once the server is back.
+                upstream.catalogue_changed();
                 tokio::time::sleep(Duration::from_millis(100)).await;
             }
         });

@@ -18,8 +18,11 @@ mod changes;
 mod dpop;
 mod http;
 mod in_flight;
+mod keys;
+mod message;
 mod names;
 mod origin;
+mod owner;
 mod replies;
 mod routes;
 mod server_requests;
@@ -93,6 +96,53 @@ struct Args {
         requires = "listen"
     )]
     input_wait: u64,
+    /// How far a token's `exp`, `nbf` and `iat` may be off the gateway's clock.
+    #[arg(
+        long,
+        value_name = "SECONDS",
+        default_value_t = 60,
+        requires = "authorization_server"
+    )]
+    clock_leeway: u64,
+    /// A proxy in front of the gateway whose `X-Forwarded-For` is believed (one per flag);
+    /// from anyone else forwarded headers are ignored.
+    #[arg(long = "trusted-proxy", value_name = "ADDR", requires = "listen")]
+    trusted_proxies: Vec<std::net::IpAddr>,
+    /// A 2025-11-25 session with no request for this long is ended (its calls cancelled).
+    #[arg(
+        long,
+        value_name = "SECONDS",
+        default_value_t = 1800,
+        requires = "listen"
+    )]
+    session_idle: u64,
+    /// Sessions at once, in all (beyond: `503`).
+    #[arg(long, value_name = "N", default_value_t = 10_000, requires = "listen")]
+    max_sessions: usize,
+    /// Sessions at once of one user of the --authorization-server (beyond: `429`).
+    #[arg(long, value_name = "N", default_value_t = 100, requires = "listen")]
+    max_sessions_per_user: usize,
+    /// What may wait unread for one client's stream, in bytes: a reader that falls further
+    /// behind has its stream ended.
+    #[arg(long, value_name = "BYTES", default_value_t = 4 << 20, requires = "listen")]
+    stream_buffer: usize,
+    /// The largest POST body taken, in bytes (beyond: `413`).
+    #[arg(long, value_name = "BYTES", default_value_t = 16 << 20, requires = "listen")]
+    max_body: usize,
+    /// How long a POST's body may take to arrive (beyond: `408`).
+    #[arg(
+        long,
+        value_name = "SECONDS",
+        default_value_t = 30,
+        requires = "listen"
+    )]
+    body_timeout: u64,
+    /// Connections at once (default: what the file limit allows, two descriptors each).
+    #[arg(long, value_name = "N", requires = "listen")]
+    max_connections: Option<usize>,
+    /// HTTP workers (default: one per core).
+    #[arg(long, value_name = "N", requires = "listen")]
+    workers: Option<usize>,
 }
 
 fn main() -> ExitCode {
@@ -140,12 +190,27 @@ fn main() -> ExitCode {
         changes::watch(&upstream, changes.clone());
         let served = match args.listen {
             Some(listen) => {
+                let seconds = std::time::Duration::from_secs;
                 let options = http::Options {
                     inspector: args.inspector,
                     authorization_server: args.authorization_server,
                     resource: args.resource,
                     scopes: args.scopes,
-                    input_wait: std::time::Duration::from_secs(args.input_wait),
+                    clock_leeway: seconds(args.clock_leeway),
+                    trusted_proxies: args.trusted_proxies,
+                    input_wait: seconds(args.input_wait),
+                    sessions: http::Limits {
+                        idle: seconds(args.session_idle),
+                        sessions: args.max_sessions,
+                        per_owner: args.max_sessions_per_user,
+                    },
+                    body: http::BodyLimits {
+                        max: args.max_body,
+                        timeout: seconds(args.body_timeout),
+                    },
+                    stream_buffer: args.stream_buffer,
+                    max_connections: args.max_connections,
+                    workers: args.workers,
                 };
                 http::serve(upstream, listen, options, changes).await
             }

@@ -6,7 +6,16 @@ use std::collections::HashMap;
 use actix_mcp::Catalogue;
 use serde_json::Value;
 
-use crate::{names::Names, upstream::Upstream};
+use actix_mcp::config::Exposure;
+
+use crate::names::{Names, Naming};
+
+/// What the config lets each server offer, and how names are made: what routes are made with.
+pub trait Offers {
+    fn tools_of(&self, server: &str) -> &Exposure;
+    fn prompts_of(&self, server: &str) -> &Exposure;
+    fn naming(&self) -> Naming;
+}
 
 /// Where each listed name goes: tools and prompts by their gateway names, resources by URI
 /// (the first server listing a URI serves it).
@@ -44,7 +53,7 @@ impl Routes {
     }
 
     /// `catalogue`'s lists as the config offers them, under the gateway's names.
-    pub fn of(catalogue: &Catalogue, upstream: &Upstream) -> Self {
+    pub fn of(catalogue: &Catalogue, upstream: &impl Offers) -> Self {
         for (server, why) in &catalogue.unavailable {
             tracing::info!(%server, %why, "left out of the lists");
         }
@@ -64,14 +73,14 @@ impl Routes {
                 let shown = upstream.tools_of(&t.server).offered_name(&t.item.name);
                 (t.server.as_str(), t.item.name.as_str(), shown)
             }),
-            upstream.naming,
+            upstream.naming(),
         );
         let prompt_names = Names::offered(
             prompts.iter().map(|p| {
                 let shown = upstream.prompts_of(&p.server).offered_name(&p.item.name);
                 (p.server.as_str(), p.item.name.as_str(), shown)
             }),
-            upstream.naming,
+            upstream.naming(),
         );
         let renamed = |names: &Names, server: &str, name: &str, item: Value| {
             let mut item = item;

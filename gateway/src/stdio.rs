@@ -28,20 +28,26 @@ pub async fn serve(
             line.push(b'\n');
             let _ = out.send(line);
         });
-    let session = Session::start(upstream, answers, &changes);
+    let answers_out = answers.clone();
+    let session = Session::start(upstream, answers, &changes, crate::owner::Owner::Anonymous);
     let mut stdin = BufReader::new(tokio::io::stdin()).lines();
     while let Some(line) = stdin.next_line().await? {
         if line.trim().is_empty() {
             continue;
         }
-        let Ok(message) = serde_json::from_str::<Value>(&line) else {
-            tracing::warn!("a downstream line that is not JSON was skipped");
-            continue;
+        let message = match crate::message::parse(line.as_bytes()) {
+            Ok(message) => message,
+            Err(refusal) => {
+                tracing::warn!("a downstream line that is not a JSON-RPC message was refused");
+                (answers_out)(refusal, None);
+                continue;
+            }
         };
         session.message(message);
     }
     session.end("the downstream client went away").await;
-    drop(session);
+    // The writer ends once nothing can send it more.
+    drop((session, answers_out));
     let _ = writer.await;
     Ok(())
 }

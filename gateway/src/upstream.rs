@@ -9,7 +9,12 @@ use std::{
 
 use actix_mcp::{auth::CredentialStore, config::Exposure, Client, Config, LoggingLevel, Servers};
 
-use crate::{names::Naming, server_requests::Downstream, subscriptions::Subscribers};
+use crate::{
+    names::Naming,
+    routes::{Offers, Routes},
+    server_requests::Downstream,
+    subscriptions::Subscribers,
+};
 
 #[derive(Clone)]
 pub struct Upstream {
@@ -23,6 +28,16 @@ pub struct Upstream {
     subscribers: Arc<Mutex<Subscribers>>,
     /// How the tools and prompts are named (`--names`).
     pub naming: Naming,
+    /// The routes of the last catalogue, shared by every session and stateless call: made once
+    /// per catalogue change, not once per request.
+    routes: Arc<Mutex<Made>>,
+}
+
+/// The routes made, and which change of the catalogue they are of.
+#[derive(Default)]
+struct Made {
+    routes: Option<Arc<Routes>>,
+    changes: u64,
 }
 
 /// One server's `tools` and `prompts` of the config.
@@ -69,7 +84,39 @@ impl Upstream {
             log_floor: Arc::default(),
             subscribers: Arc::default(),
             naming,
+            routes: Arc::default(),
         }
+    }
+
+    fn made(&self) -> std::sync::MutexGuard<'_, Made> {
+        self.routes.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Every ready server's lists under the gateway's names, and where each name goes: those
+    /// made last, unless the catalogue changed since.
+    pub async fn routes(&self) -> Arc<Routes> {
+        let changes = {
+            let made = self.made();
+            if let Some(routes) = &made.routes {
+                return routes.clone();
+            }
+            made.changes
+        };
+        let catalogue = self.servers.catalogue().await;
+        let routes = Arc::new(Routes::of(&catalogue, self));
+        let mut made = self.made();
+        // Made of a catalogue that changed meanwhile: used once, not kept.
+        if made.changes == changes {
+            made.routes = Some(routes.clone());
+        }
+        routes
+    }
+
+    /// A server's lists changed, or it connected or went away: the routes are made anew.
+    pub fn catalogue_changed(&self) {
+        let mut made = self.made();
+        made.changes += 1;
+        made.routes = None;
     }
 
     /// The level the upstream servers are asked to log at, if any session asked.
@@ -111,14 +158,20 @@ impl Upstream {
             let _ = client.unsubscribe_resource(uri).await;
         }
     }
+}
 
+impl Offers for Upstream {
     /// What `server` offers of its tools, and as what.
-    pub fn tools_of(&self, server: &str) -> &Exposure {
+    fn tools_of(&self, server: &str) -> &Exposure {
         self.offered.get(server).map_or(&EVERYTHING, |o| &o.tools)
     }
 
     /// What `server` offers of its prompts, and as what.
-    pub fn prompts_of(&self, server: &str) -> &Exposure {
+    fn prompts_of(&self, server: &str) -> &Exposure {
         self.offered.get(server).map_or(&EVERYTHING, |o| &o.prompts)
+    }
+
+    fn naming(&self) -> Naming {
+        self.naming
     }
 }

@@ -7,39 +7,126 @@
 //! Every session shares the one upstream connection of each server. `GET /healthz` says where
 //! each upstream server is.
 //!
-//! One actix-web worker: the sessions live on its thread (the upstream connections run on the
-//! library's pool, spread over every core).
+//! One actix-web worker per core. The 2025-11-25 sessions are in one table shared by every
+//! worker (`table.rs`, a plain type): each session is its owner's only, idle ones expire, and
+//! there are at most so many. A session lives on the worker that opened it; the others reach it
+//! through its handle (`session.rs`). What waits for a client is bounded (`outbox.rs`), and so
+//! is what a POST may send and how long it may take (`body.rs`).
 
-use std::{cell::RefCell, collections::HashMap, net::SocketAddr, rc::Rc, sync::Arc};
+use std::{
+    net::{IpAddr, SocketAddr},
+    sync::{Arc, Mutex, PoisonError},
+    time::{Duration, Instant},
+};
 
-use actix_web::{web, App, HttpRequest, HttpResponse, HttpServer};
+use actix_web::{web, App, HttpMessage as _, HttpRequest, HttpResponse, HttpServer};
 use serde_json::Value;
 use tokio::sync::broadcast;
 
+mod body;
 mod envelope;
+mod outbox;
 mod parking;
+mod peer;
 mod session;
+mod shutdown;
+mod table;
 
 use crate::{
     authorization::Authorization,
     changes::Event,
+    owner::Owner,
     replies::{error, INVALID_PARAMS},
     upstream::Upstream,
 };
+use outbox::Inbox;
 use parking::{Parked, Parking};
-use session::{AbortIsCancel, HttpSession, Messages};
+use session::{AbortIsCancel, HttpSession, SessionHandle, Setup, Target};
+pub use {body::BodyLimits, table::Limits};
 
 /// The header naming a session.
 const SESSION: &str = "mcp-session-id";
+
+/// JSON-RPC (implementation-defined server error): the gateway holds as many sessions as it
+/// takes.
+const TOO_MANY_SESSIONS: i64 = -32000;
+
+/// What every worker shares.
+struct Gateway {
+    upstream: Upstream,
+    /// It listens on a loopback address (see `origin.rs`).
+    loopback: bool,
+    /// Tokens required, of this issuer.
+    authorization: Option<Arc<Authorization>>,
+    /// The proxies whose `X-Forwarded-For` is believed (for the client address in logs).
+    trusted_proxies: Vec<IpAddr>,
+    changes: broadcast::Sender<Event>,
+    sessions: Arc<Mutex<table::Table<SessionHandle>>>,
+    /// 2026-07-28 calls answered `input_required`, waiting for their retry.
+    parking: Parking,
+    body: BodyLimits,
+    stream_buffer: usize,
+}
+
+impl Gateway {
+    fn table(&self) -> std::sync::MutexGuard<'_, table::Table<SessionHandle>> {
+        self.sessions.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn setup(&self, owner: Owner) -> Setup {
+        Setup {
+            upstream: self.upstream.clone(),
+            owner,
+            stream_buffer: self.stream_buffer,
+        }
+    }
+}
+
+/// An exchange with a 2025-11-25 session under way (a request until its POST ends): the
+/// session is not idle meanwhile.
+struct Exchange {
+    sessions: Arc<Mutex<table::Table<SessionHandle>>>,
+    id: String,
+    handle: SessionHandle,
+}
+
+impl Exchange {
+    /// `owner`'s exchange with session `id`, if it is there and theirs.
+    fn begin(gateway: &Gateway, id: &str, owner: &Owner) -> Option<Self> {
+        let handle = gateway.table().begin(id, owner, Instant::now())?;
+        Some(Self {
+            sessions: gateway.sessions.clone(),
+            id: id.to_owned(),
+            handle,
+        })
+    }
+}
+
+impl Drop for Exchange {
+    fn drop(&mut self) {
+        let mut table = self.sessions.lock().unwrap_or_else(PoisonError::into_inner);
+        table.finish(&self.id, Instant::now());
+    }
+}
+
+/// Who the request is from: the token's owner (`require_token`), else the anonymous one.
+fn owner_of(request: &HttpRequest) -> Owner {
+    let extensions = request.extensions();
+    extensions
+        .get::<Owner>()
+        .cloned()
+        .unwrap_or(Owner::Anonymous)
+}
 
 /// What a request's POST answers: an event stream of its messages when the client takes one,
 /// else the answer as JSON (`202` if it was cancelled meanwhile). With `abort`, the POST's end
 /// before its answer cancels the request.
 async fn reply(
     request: &HttpRequest,
-    messages: Option<Messages>,
+    messages: Option<Inbox>,
     mut abort: Option<AbortIsCancel>,
     streams: bool,
+    exchange: Option<Exchange>,
 ) -> HttpResponse {
     let Some(mut messages) = messages else {
         return HttpResponse::Accepted().finish();
@@ -52,36 +139,27 @@ async fn reply(
     // A stateless request answers as JSON unless it asked for progress: while the handler
     // waits, the client going away drops it, which is the request's cancel.
     if accepts && (abort.is_none() || streams) {
-        return event_stream(messages, abort);
+        return event_stream(request, messages, abort, exchange);
     }
     while let Some(message) = messages.recv().await {
         // The answer (a request asked of the client has a method too).
-        if message.get("id").is_some() && message.get("method").is_none() {
-            if let Some(abort) = abort.as_mut() {
-                abort.answered = true;
-                // 2026-07-28: a missing client capability is a bad request.
-                if message["error"]["code"] == crate::replies::MISSING_CAPABILITY {
-                    return HttpResponse::BadRequest()
-                        .content_type("application/json")
-                        .body(message.to_string());
-                }
-            }
-            return json(&message);
+        if !message.answer {
+            continue;
         }
+        if let Some(abort) = abort.as_mut() {
+            abort.answered = true;
+            // 2026-07-28: a missing client capability is a bad request.
+            if message.missing_capability {
+                return HttpResponse::BadRequest()
+                    .content_type("application/json")
+                    .body(message.json);
+            }
+        }
+        return HttpResponse::Ok()
+            .content_type("application/json")
+            .body(message.json);
     }
     HttpResponse::Accepted().finish()
-}
-
-struct Gateway {
-    upstream: Upstream,
-    /// It listens on a loopback address (see `origin.rs`).
-    loopback: bool,
-    /// Tokens required, of this issuer.
-    authorization: Option<Arc<Authorization>>,
-    changes: broadcast::Sender<Event>,
-    sessions: RefCell<HashMap<String, Rc<HttpSession>>>,
-    /// 2026-07-28 calls answered `input_required`, waiting for their retry.
-    parking: Rc<Parking>,
 }
 
 fn json(answer: &Value) -> HttpResponse {
@@ -90,22 +168,20 @@ fn json(answer: &Value) -> HttpResponse {
         .body(answer.to_string())
 }
 
+fn not_found() -> HttpResponse {
+    HttpResponse::NotFound().body("no such session")
+}
+
 async fn post(
     request: HttpRequest,
-    body: web::Bytes,
-    gateway: web::Data<Rc<Gateway>>,
+    payload: web::Payload,
+    gateway: web::Data<Gateway>,
 ) -> HttpResponse {
-    let Ok(message) = serde_json::from_slice::<Value>(&body) else {
-        return HttpResponse::BadRequest().body("the body is not a JSON-RPC message");
+    let message = match body::read(&request, payload, gateway.body).await {
+        Ok(message) => message,
+        Err(refused) => return refused,
     };
-    if !message.is_object() {
-        return HttpResponse::BadRequest().body("one JSON-RPC message per POST");
-    }
-    let named = request
-        .headers()
-        .get(SESSION)
-        .and_then(|v| v.to_str().ok())
-        .map(str::to_owned);
+    let owner = owner_of(&request);
     let header = |name: &str| request.headers().get(name).and_then(|v| v.to_str().ok());
     let repeated = envelope::Headers {
         protocol_version: header("mcp-protocol-version"),
@@ -114,22 +190,9 @@ async fn post(
     };
     // A 2026-07-28 `initialize` is a method that era removed (refused below), not a session.
     if message["method"] == "initialize" && !envelope::is_modern(&repeated, &message) {
-        let id = uuid::Uuid::new_v4().simple().to_string();
-        let session = HttpSession::new(gateway.upstream.clone(), &gateway.changes, None);
-        gateway
-            .sessions
-            .borrow_mut()
-            .insert(id.clone(), session.clone());
-        let mut response = reply(&request, session.exchange(message), None, true).await;
-        if let Ok(value) = actix_web::http::header::HeaderValue::from_str(&id) {
-            response.headers_mut().insert(
-                actix_web::http::header::HeaderName::from_static(SESSION),
-                value,
-            );
-        }
-        return response;
+        return open_session(&request, message, owner, &gateway).await;
     }
-    let Some(named) = named else {
+    let Some(named) = header(SESSION) else {
         if let Err(refused) = envelope::check(&repeated, &message) {
             let status = actix_web::http::StatusCode::from_u16(refused.status)
                 .unwrap_or(actix_web::http::StatusCode::BAD_REQUEST);
@@ -137,17 +200,79 @@ async fn post(
                 .content_type("application/json")
                 .body(refused.answer.to_string());
         }
-        return stateless(&request, message, &gateway).await;
+        return stateless(&request, message, owner, &gateway).await;
     };
-    let Some(session) = gateway.sessions.borrow().get(&named).cloned() else {
-        return HttpResponse::NotFound().body("no such session");
+    let Some(exchange) = Exchange::begin(&gateway, named, &owner) else {
+        return not_found();
     };
-    reply(&request, session.exchange(message), None, true).await
+    match exchange.handle.exchange(message).await {
+        Ok(messages) => reply(&request, messages, None, true, Some(exchange)).await,
+        Err(session::Gone) => not_found(),
+    }
+}
+
+/// `initialize`: a new session of `owner`, if the table takes one more.
+async fn open_session(
+    request: &HttpRequest,
+    message: Value,
+    owner: Owner,
+    gateway: &Gateway,
+) -> HttpResponse {
+    let id = uuid::Uuid::new_v4().simple().to_string();
+    let session = HttpSession::new(&gateway.setup(owner.clone()), &gateway.changes, None);
+    let handle = session.handle();
+    let opened = gateway
+        .table()
+        .open(id.clone(), owner.clone(), handle, Instant::now());
+    if let Err(full) = opened {
+        // Its only handle went with the refusal: its driver ends it.
+        return too_many(&message, &full);
+    }
+    tracing::debug!(%owner, "a downstream session opened");
+    let exchange = Exchange::begin(gateway, &id, &owner);
+    let messages = session.exchange(message);
+    let mut response = reply(request, messages, None, true, exchange).await;
+    if let Ok(value) = actix_web::http::header::HeaderValue::from_str(&id) {
+        response.headers_mut().insert(
+            actix_web::http::header::HeaderName::from_static(SESSION),
+            value,
+        );
+    }
+    response
+}
+
+/// The refusal of a session the table has no room for: `503` (the gateway's limit) or `429`
+/// (the user's), with a JSON-RPC error that names the limit.
+fn too_many(message: &Value, full: &table::Full) -> HttpResponse {
+    let id = message.get("id").cloned().unwrap_or(Value::Null);
+    let (mut response, why) = match full {
+        table::Full::Table(n) => (
+            HttpResponse::ServiceUnavailable(),
+            format!("the gateway holds its limit of {n} sessions (--max-sessions)"),
+        ),
+        table::Full::Owner(n) => (
+            HttpResponse::TooManyRequests(),
+            format!("this user holds its limit of {n} sessions (--max-sessions-per-user)"),
+        ),
+        table::Full::Stopping => (
+            HttpResponse::ServiceUnavailable(),
+            "the gateway is stopping".to_owned(),
+        ),
+    };
+    response
+        .insert_header(("retry-after", "60"))
+        .content_type("application/json")
+        .body(error(&id, TOO_MANY_SESSIONS, why).to_string())
 }
 
 /// 2026-07-28: no session; each request on its own, its POST's abort its cancel. A retry
 /// after `input_required` (its `requestState`) takes over the call that waits for it.
-async fn stateless(request: &HttpRequest, message: Value, gateway: &Gateway) -> HttpResponse {
+async fn stateless(
+    request: &HttpRequest,
+    message: Value,
+    owner: Owner,
+    gateway: &Gateway,
+) -> HttpResponse {
     // What streams before its answer: progress or logs asked for, or a listen (no answer at
     // all).
     let meta = &message["params"]["_meta"];
@@ -155,45 +280,60 @@ async fn stateless(request: &HttpRequest, message: Value, gateway: &Gateway) -> 
         || !meta[actix_mcp::protocol::discover::META_LOG_LEVEL].is_null()
         || message["method"] == "subscriptions/listen";
     if let Some(state) = message["params"]["requestState"].as_str() {
-        let Some(Parked { session, id }) = gateway.parking.take(state) else {
-            let id = message.get("id").cloned().unwrap_or(Value::Null);
-            let why = "the requestState names no call waiting for input (answered or expired)";
-            return json(&error(&id, INVALID_PARAMS, why));
-        };
-        let abort = AbortIsCancel {
-            session: session.clone(),
-            id: id.clone(),
-            answered: false,
-        };
-        let messages = session.resume(&id, &message);
-        return reply(request, Some(messages), Some(abort), progress).await;
+        return retry(request, &message, state, &owner, gateway, progress).await;
     }
-    let session = HttpSession::new(
-        gateway.upstream.clone(),
-        &gateway.changes,
-        Some(gateway.parking.clone()),
-    );
+    let parking = Some(gateway.parking.clone());
+    let session = HttpSession::new(&gateway.setup(owner), &gateway.changes, parking);
     let capabilities = &message["params"]["_meta"]["io.modelcontextprotocol/clientCapabilities"];
     session.session.stateless(capabilities.clone());
     let abort = message.get("id").map(|id| AbortIsCancel {
-        session: session.clone(),
+        target: Target::Here(session.clone()),
         id: id.clone(),
         answered: false,
     });
-    reply(request, session.exchange(message), abort, progress).await
+    reply(request, session.exchange(message), abort, progress, None).await
 }
 
-async fn delete(request: HttpRequest, gateway: web::Data<Rc<Gateway>>) -> HttpResponse {
+/// A retry after `input_required`: the call it names takes its input, if it still waits and is
+/// `owner`'s.
+async fn retry(
+    request: &HttpRequest,
+    message: &Value,
+    state: &str,
+    owner: &Owner,
+    gateway: &Gateway,
+    progress: bool,
+) -> HttpResponse {
+    let Some(Parked { session, id }) = gateway.parking.take(state, owner) else {
+        let id = message.get("id").cloned().unwrap_or(Value::Null);
+        let why = "the requestState names no call waiting for input (answered or expired)";
+        return json(&error(&id, INVALID_PARAMS, why));
+    };
+    let abort = AbortIsCancel {
+        target: Target::Handle(session.clone()),
+        id: id.clone(),
+        answered: false,
+    };
+    match session.resume(id, message.clone()).await {
+        Ok(messages) => reply(request, Some(messages), Some(abort), progress, None).await,
+        Err(session::Gone) => {
+            let id = message.get("id").cloned().unwrap_or(Value::Null);
+            json(&error(
+                &id,
+                INVALID_PARAMS,
+                "the call waiting for input ended",
+            ))
+        }
+    }
+}
+
+async fn delete(request: HttpRequest, gateway: web::Data<Gateway>) -> HttpResponse {
+    let owner = owner_of(&request);
     let named = request.headers().get(SESSION).and_then(|v| v.to_str().ok());
-    let session = named.and_then(|id| gateway.sessions.borrow_mut().remove(id));
-    match session {
-        Some(session) => {
-            // Its POSTs still waiting end without an answer.
-            session.forget_posts();
-            session
-                .session
-                .end("the downstream session was closed")
-                .await;
+    let handle = named.and_then(|id| gateway.table().close(id, &owner));
+    match handle {
+        Some(handle) => {
+            handle.end("the downstream session was closed").await;
             HttpResponse::Ok().finish()
         }
         None => HttpResponse::NotFound().finish(),
@@ -201,35 +341,69 @@ async fn delete(request: HttpRequest, gateway: web::Data<Rc<Gateway>>) -> HttpRe
 }
 
 /// `GET /mcp`: the session's stream of what belongs to no request (a new one replaces the
-/// last).
-async fn get(request: HttpRequest, gateway: web::Data<Rc<Gateway>>) -> HttpResponse {
+/// last). An open stream does not keep a session from expiring: requests do.
+async fn get(request: HttpRequest, gateway: web::Data<Gateway>) -> HttpResponse {
+    let owner = owner_of(&request);
     let named = request.headers().get(SESSION).and_then(|v| v.to_str().ok());
     let Some(named) = named else {
         return HttpResponse::BadRequest().body("no Mcp-Session-Id");
     };
-    let Some(session) = gateway.sessions.borrow().get(named).cloned() else {
-        return HttpResponse::NotFound().body("no such session");
+    let Some(exchange) = Exchange::begin(&gateway, named, &owner) else {
+        return not_found();
     };
-    event_stream(session.open_stream(), None)
+    match exchange.handle.open_stream().await {
+        Ok(messages) => event_stream(&request, messages, None, None),
+        Err(session::Gone) => not_found(),
+    }
 }
 
-/// An event stream of `messages`, one event each, ending with them. With `abort`, the answer
-/// (a message with an id) marks the request answered: the stream dropped before it cancels it.
-fn event_stream(messages: Messages, abort: Option<AbortIsCancel>) -> HttpResponse {
-    let events =
-        futures::stream::unfold((messages, abort), |(mut messages, mut abort)| async move {
-            let message = messages.recv().await?;
-            let answer = message.get("id").is_some() && message.get("method").is_none();
-            if let (Some(abort), true) = (abort.as_mut(), answer) {
-                abort.answered = true;
-            }
-            let event = bytes::Bytes::from(format!("event: message\ndata: {message}\n\n"));
-            Some((Ok::<_, std::convert::Infallible>(event), (messages, abort)))
-        });
+/// An event stream of `messages`, one event each, ending with them, or when the client goes
+/// away. With `abort`, the answer marks the request answered: the stream dropped before it
+/// cancels it. `exchange` is held for as long as the stream lasts.
+fn event_stream(
+    request: &HttpRequest,
+    messages: Inbox,
+    abort: Option<AbortIsCancel>,
+    exchange: Option<Exchange>,
+) -> HttpResponse {
+    let gone = actix_mcp::web::disconnected(request).map(|gone| Box::pin(gone) as Gone);
+    let state = Streaming {
+        messages,
+        abort,
+        _exchange: exchange,
+        gone,
+    };
+    let events = futures::stream::unfold(state, |mut state| async move {
+        let message = match state.gone.as_mut() {
+            Some(gone) => tokio::select! {
+                message = state.messages.recv() => message?,
+                () = gone => return None,
+            },
+            None => state.messages.recv().await?,
+        };
+        if let (Some(abort), true) = (state.abort.as_mut(), message.answer) {
+            abort.answered = true;
+        }
+        let mut event = web::BytesMut::with_capacity(message.json.len() + 24);
+        event.extend_from_slice(b"event: message\ndata: ");
+        event.extend_from_slice(&message.json);
+        event.extend_from_slice(b"\n\n");
+        Some((Ok::<_, std::convert::Infallible>(event.freeze()), state))
+    });
     HttpResponse::Ok()
         .content_type("text/event-stream")
         .insert_header(("cache-control", "no-cache"))
         .streaming(events)
+}
+
+type Gone = std::pin::Pin<Box<dyn std::future::Future<Output = ()>>>;
+
+/// What an event stream holds while it lasts.
+struct Streaming {
+    messages: Inbox,
+    abort: Option<AbortIsCancel>,
+    _exchange: Option<Exchange>,
+    gone: Option<Gone>,
 }
 
 /// Refuses (`403`) what DNS rebinding would bring: see `origin.rs`.
@@ -249,7 +423,7 @@ async fn refuse_foreign(
         header(actix_web::http::header::ORIGIN),
     );
     let loopback = request
-        .app_data::<web::Data<Rc<Gateway>>>()
+        .app_data::<web::Data<Gateway>>()
         .is_some_and(|gateway| gateway.loopback);
     if crate::origin::is_foreign(host.as_deref(), origin.as_deref(), loopback) {
         let refused = HttpResponse::Forbidden().body("this Host or Origin is not served here");
@@ -259,7 +433,7 @@ async fn refuse_foreign(
 }
 
 /// `/healthz`: the gateway answers, and says where each upstream server is.
-async fn healthz(gateway: web::Data<Rc<Gateway>>) -> HttpResponse {
+async fn healthz(gateway: web::Data<Gateway>) -> HttpResponse {
     let servers: Vec<Value> = gateway
         .upstream
         .servers
@@ -280,13 +454,28 @@ pub struct Options {
     pub resource: Option<String>,
     /// The scopes they must grant.
     pub scopes: Vec<String>,
+    /// How far a token's times may be off the gateway's clock.
+    pub clock_leeway: Duration,
+    /// The proxies whose forwarded headers are believed.
+    pub trusted_proxies: Vec<IpAddr>,
     /// How long a 2026-07-28 call answered `input_required` waits for its retry.
-    pub input_wait: std::time::Duration,
+    pub input_wait: Duration,
+    /// The session table's limits.
+    pub sessions: Limits,
+    /// What a POST may carry, and how long it may take.
+    pub body: BodyLimits,
+    /// The bound of what waits unread for one stream, in bytes.
+    pub stream_buffer: usize,
+    /// Connections at once, in all (default: what the file limit allows).
+    pub max_connections: Option<usize>,
+    /// actix-web workers (default: one per core).
+    pub workers: Option<usize>,
 }
 
 /// Serves `/mcp` on `listen` (with the inspector at `/inspector/` if asked for) until the
-/// process is interrupted (SIGINT, SIGTERM). POSTs still waiting get 5 s; then the worker's
-/// tasks end with it: each routed call still in flight is dropped, which cancels it upstream.
+/// process is interrupted (SIGINT, SIGTERM): then every session ends (what it left in flight is
+/// cancelled upstream), every call waiting for its input too, and the server stops at once,
+/// which drops (and so cancels) the stateless calls still running.
 pub async fn serve(
     upstream: Upstream,
     listen: SocketAddr,
@@ -302,24 +491,34 @@ pub async fn serve(
                 .resource
                 .clone()
                 .unwrap_or_else(|| format!("http://{address}/mcp"));
-            let found = Authorization::discover(issuer, resource, options.scopes.clone()).await;
+            let (scopes, leeway) = (options.scopes.clone(), options.clock_leeway);
+            let found = Authorization::discover(issuer, resource, scopes, leeway).await;
             Some(Arc::new(found.map_err(std::io::Error::other)?))
         }
     };
-    let (inspector, input_wait) = (options.inspector, options.input_wait);
+    let gateway = web::Data::new(Gateway {
+        upstream: upstream.clone(),
+        loopback: listen.ip().is_loopback(),
+        authorization,
+        trusted_proxies: options.trusted_proxies.clone(),
+        changes,
+        sessions: Arc::new(Mutex::new(table::Table::new(options.sessions))),
+        parking: Parking::new(options.input_wait),
+        body: options.body,
+        stream_buffer: options.stream_buffer,
+    });
+    let workers = options.workers.unwrap_or_else(|| {
+        std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get)
+    });
+    let connections = options
+        .max_connections
+        .unwrap_or_else(shutdown::connections_allowed);
+    let inspector = options.inspector;
     let server = HttpServer::new({
-        let upstream = upstream.clone();
+        let (upstream, gateway) = (upstream.clone(), gateway.clone());
         move || {
-            let gateway = Rc::new(Gateway {
-                upstream: upstream.clone(),
-                loopback: listen.ip().is_loopback(),
-                authorization: authorization.clone(),
-                changes: changes.clone(),
-                sessions: RefCell::default(),
-                parking: Rc::new(Parking::new(input_wait)),
-            });
             App::new()
-                .app_data(web::Data::new(gateway))
+                .app_data(gateway.clone())
                 // A POST whose client goes away has its handler dropped (2026-07-28: a cancel).
                 .wrap(actix_web::middleware::from_fn(
                     actix_mcp::web::cancel_on_disconnect,
@@ -347,24 +546,31 @@ pub async fn serve(
         }
     })
     .on_connect(on_connect)
-    .workers(1)
-    .shutdown_timeout(5)
-    .listen(listener)?;
+    .workers(workers)
+    .max_connections(connections.div_ceil(workers).max(1))
+    .disable_signals()
+    .shutdown_timeout(1)
+    .listen(listener)?
+    .run();
     eprintln!("actix-mcp-gateway: listening on http://{address}/mcp");
-    server.run().await
+    let sessions = gateway.sessions.clone();
+    actix_rt::spawn(shutdown::sweep(sessions.clone()));
+    let stop = shutdown::on_signal(server.handle(), sessions, gateway.parking.clone());
+    actix_rt::spawn(stop);
+    server.await
 }
 
 /// With `--authorization-server`, `/mcp` (and the inspector) only with a valid token: `401`
-/// and the challenge otherwise (`authorization.rs`).
+/// and the challenge otherwise (`403` and MCP's scope challenge for a missing scope), both
+/// from `authorization.rs`. The token's owner goes with the request.
 async fn require_token(
     request: actix_web::dev::ServiceRequest,
     next: actix_web::middleware::Next<impl actix_web::body::MessageBody + 'static>,
 ) -> Result<actix_web::dev::ServiceResponse<actix_web::body::BoxBody>, actix_web::Error> {
-    let authorization = request
-        .app_data::<web::Data<Rc<Gateway>>>()
-        .and_then(|gateway| gateway.authorization.clone());
+    let gateway = request.app_data::<web::Data<Gateway>>().cloned();
+    let authorization = gateway.as_ref().and_then(|g| g.authorization.clone());
     let open = request.path() == "/healthz" || request.path().starts_with("/.well-known/");
-    let Some(authorization) = authorization.filter(|_| !open) else {
+    let (Some(gateway), Some(authorization)) = (gateway, authorization.filter(|_| !open)) else {
         return Ok(next.call(request).await?.map_into_boxed_body());
     };
     let header = |name: &str| {
@@ -375,29 +581,35 @@ async fn require_token(
             .map(str::to_owned)
     };
     let (authorization_header, dpop) = (header("authorization"), header("dpop"));
-    let info = request.connection_info().clone();
-    let url = format!("{}://{}{}", info.scheme(), info.host(), request.path());
     let method = request.method().as_str().to_owned();
     let presented = crate::authorization::Presented {
         authorization: authorization_header.as_deref(),
         dpop: dpop.as_deref(),
         method: &method,
-        url: &url,
+        path: request.path(),
     };
-    if let Err(refused) = authorization.check(presented).await {
-        if let Some(why) = &refused.0 {
-            tracing::info!(%why, "a token was refused");
+    match authorization.check(presented).await {
+        Ok(owner) => {
+            request.extensions_mut().insert(owner);
+            Ok(next.call(request).await?.map_into_boxed_body())
         }
-        let refusal = HttpResponse::Unauthorized()
-            .insert_header(("www-authenticate", authorization.challenge(&refused)))
-            .finish();
-        return Ok(request.into_response(refusal));
+        Err(refused) => {
+            let forwarded = header("x-forwarded-for");
+            let peer = request.peer_addr().map(|a| a.ip());
+            let client = peer::client_address(peer, forwarded.as_deref(), &gateway.trusted_proxies);
+            tracing::info!(?refused, ?client, "a token was refused");
+            let status = actix_web::http::StatusCode::from_u16(refused.status())
+                .unwrap_or(actix_web::http::StatusCode::UNAUTHORIZED);
+            let refusal = HttpResponse::build(status)
+                .insert_header(("www-authenticate", authorization.challenge(&refused)))
+                .finish();
+            Ok(request.into_response(refusal))
+        }
     }
-    Ok(next.call(request).await?.map_into_boxed_body())
 }
 
 /// The protected resource metadata (RFC 9728), when the gateway requires tokens.
-async fn resource_metadata(gateway: web::Data<Rc<Gateway>>) -> HttpResponse {
+async fn resource_metadata(gateway: web::Data<Gateway>) -> HttpResponse {
     match &gateway.authorization {
         Some(authorization) => json(&authorization.metadata()),
         None => HttpResponse::NotFound().finish(),

@@ -1,7 +1,12 @@
 //! A downstream session over HTTP: the POSTs waiting for what belongs to their requests, by
-//! request id, and the session's GET stream. A 2026-07-28 request is a session of its own; when
-//! it is answered `input_required` it waits in the `Parking` for its retry, which takes over
-//! its call (the answer goes out under the retry's id).
+//! request id, and the session's GET stream, each with its bounded outbox (`outbox.rs`). A
+//! 2026-07-28 request is a session of its own; when it is answered `input_required` it waits in
+//! the `Parking` for its retry, which takes over its call (the answer goes out under the retry's
+//! id).
+//!
+//! A session lives on the worker that opened it (its upstream calls' tasks run there). Requests
+//! that reach another worker talk to it through its [`SessionHandle`]: commands to a driver
+//! task on its home worker. The session ends when told to, or when every handle is gone.
 
 use std::{
     cell::RefCell,
@@ -10,44 +15,115 @@ use std::{
 };
 
 use serde_json::Value;
-use tokio::sync::{broadcast, mpsc};
+use tokio::sync::{broadcast, mpsc, oneshot};
 
-use super::parking::Parking;
+use super::{
+    outbox::{self, Inbox, Outbox, Outgoing},
+    parking::Parking,
+};
 use crate::{
     changes::Event,
+    owner::Owner,
     session::{Answers, Session},
     upstream::Upstream,
 };
 
-/// The messages for one request's POST: its progress, then its answer (the stream ends there).
-pub type Messages = mpsc::UnboundedReceiver<Value>;
-
 /// A POST waiting for what belongs to its request.
 struct Post {
-    messages: mpsc::UnboundedSender<Value>,
+    outbox: Outbox,
     /// The id the answer goes out under: the retry's, for a call resumed after
     /// `input_required` (the call keeps its first id inside the gateway).
     answer_as: Option<Value>,
 }
 
+/// What a session is made of, besides its upstream side.
+pub struct Setup {
+    pub upstream: Upstream,
+    pub owner: Owner,
+    /// The bound of each stream's outbox, in bytes.
+    pub stream_buffer: usize,
+}
+
 /// A downstream session and the POSTs waiting for their answers, by request id.
 pub struct HttpSession {
     pub session: Rc<Session>,
+    owner: Owner,
     waiting: RefCell<HashMap<String, Post>>,
     /// The session's GET stream, while one is open: what belongs to no request (`list_changed`).
-    stream: RefCell<Option<mpsc::UnboundedSender<Value>>>,
+    stream: RefCell<Option<Outbox>>,
+    stream_buffer: usize,
     /// 2026-07-28: where it waits for a retry after `input_required`; an answer that comes
     /// while no POST waits for it is kept for the retry.
-    parking: Option<Rc<Parking>>,
+    parking: Option<Parking>,
     unclaimed: RefCell<HashMap<String, Value>>,
+    /// Its driver's commands, while it has one.
+    driver: RefCell<Option<mpsc::WeakUnboundedSender<Command>>>,
+}
+
+/// What a request on another worker (or any request of a 2025-11-25 session) asks of it.
+enum Command {
+    Exchange(Value, oneshot::Sender<Option<Inbox>>),
+    Resume(Value, Value, oneshot::Sender<Inbox>),
+    OpenStream(oneshot::Sender<Inbox>),
+    Abandon(Value, &'static str),
+    End(String, oneshot::Sender<()>),
+}
+
+/// A session, from any worker. When the last handle is dropped, the session ends.
+#[derive(Clone)]
+pub struct SessionHandle(mpsc::UnboundedSender<Command>);
+
+/// The session has ended.
+#[derive(Debug)]
+pub struct Gone;
+
+impl SessionHandle {
+    /// One message; for a request, the messages its POST carries back.
+    pub async fn exchange(&self, message: Value) -> Result<Option<Inbox>, Gone> {
+        let (reply, answer) = oneshot::channel();
+        self.0
+            .send(Command::Exchange(message, reply))
+            .map_err(|_| Gone)?;
+        answer.await.map_err(|_| Gone)
+    }
+
+    /// The retry `retry` of call `id` (see [`HttpSession::resume`]).
+    pub async fn resume(&self, id: Value, retry: Value) -> Result<Inbox, Gone> {
+        let (reply, answer) = oneshot::channel();
+        self.0
+            .send(Command::Resume(id, retry, reply))
+            .map_err(|_| Gone)?;
+        answer.await.map_err(|_| Gone)
+    }
+
+    /// The session's stream of what belongs to no request (a new one replaces the last).
+    pub async fn open_stream(&self) -> Result<Inbox, Gone> {
+        let (reply, answer) = oneshot::channel();
+        self.0.send(Command::OpenStream(reply)).map_err(|_| Gone)?;
+        answer.await.map_err(|_| Gone)
+    }
+
+    /// The client gave up request `id` (its POST went away): cancelled upstream.
+    pub fn abandon(&self, id: Value, reason: &'static str) {
+        let _ = self.0.send(Command::Abandon(id, reason));
+    }
+
+    /// Ends the session: its POSTs and stream end, what it left in flight is cancelled
+    /// upstream (each cancel handed to its connection when this returns).
+    pub async fn end(&self, reason: &str) {
+        let (done, ended) = oneshot::channel();
+        if self.0.send(Command::End(reason.to_owned(), done)).is_ok() {
+            let _ = ended.await;
+        }
+    }
 }
 
 impl HttpSession {
     /// A 2025-11-25 session (`parking` none), or a 2026-07-28 request on its own.
     pub fn new(
-        upstream: Upstream,
+        setup: &Setup,
         changes: &broadcast::Sender<Event>,
-        parking: Option<Rc<Parking>>,
+        parking: Option<Parking>,
     ) -> Rc<Self> {
         Rc::new_cyclic(|this: &Weak<Self>| {
             let this = this.clone();
@@ -56,58 +132,142 @@ impl HttpSession {
                     this.deliver(message, related);
                 }
             });
+            let upstream = setup.upstream.clone();
             Self {
-                session: Session::start(upstream, answers, changes),
+                session: Session::start(upstream, answers, changes, setup.owner.clone()),
+                owner: setup.owner.clone(),
                 waiting: RefCell::default(),
                 stream: RefCell::default(),
+                stream_buffer: setup.stream_buffer,
                 parking,
                 unclaimed: RefCell::default(),
+                driver: RefCell::default(),
             }
         })
     }
 
+    /// A handle to this session, for other workers: its driver started if none runs. The
+    /// driver keeps the session alive while a handle exists.
+    pub fn handle(self: &Rc<Self>) -> SessionHandle {
+        let running = self
+            .driver
+            .borrow()
+            .as_ref()
+            .and_then(|weak| weak.upgrade());
+        if let Some(commands) = running {
+            return SessionHandle(commands);
+        }
+        let (commands, received) = mpsc::unbounded_channel();
+        *self.driver.borrow_mut() = Some(commands.downgrade());
+        actix_rt::spawn(self.clone().drive(received));
+        SessionHandle(commands)
+    }
+
+    /// Serves the commands of the session's handles until it is told to end, or every handle
+    /// is gone (then it ends too: nothing it left in flight runs on for no one).
+    async fn drive(self: Rc<Self>, mut commands: mpsc::UnboundedReceiver<Command>) {
+        let reason = loop {
+            let Some(command) = commands.recv().await else {
+                break "the downstream session was dropped".to_owned();
+            };
+            match command {
+                Command::Exchange(message, reply) => {
+                    let _ = reply.send(self.exchange(message));
+                }
+                Command::Resume(id, retry, reply) => {
+                    let _ = reply.send(self.resume(&id, &retry));
+                }
+                Command::OpenStream(reply) => {
+                    let _ = reply.send(self.open_stream());
+                }
+                Command::Abandon(id, reason) => self.session.abandoned(&id, reason),
+                Command::End(reason, done) => {
+                    self.end(&reason).await;
+                    let _ = done.send(());
+                    return;
+                }
+            }
+        };
+        self.end(&reason).await;
+    }
+
+    /// Ends the session: its POSTs and stream end without more, its calls are cancelled.
+    pub async fn end(&self, reason: &str) {
+        self.waiting.borrow_mut().clear();
+        self.stream.borrow_mut().take();
+        self.session.end(reason).await;
+    }
+
     /// Hands `message` to the POST it belongs to.
     fn deliver(self: &Rc<Self>, mut message: Value, related: Option<&Value>) {
-        let mut waiting = self.waiting.borrow_mut();
-        let post = match (related, message.get("id").cloned()) {
+        match (related, message.get("id").cloned()) {
             // A notification or a request of a request in flight: on that request's POST (if it
             // has gone, on the GET stream).
-            (Some(id), _) => match waiting.get(&id.to_string()) {
-                Some(post) => Some(post.messages.clone()),
-                None => self.stream.borrow().clone(),
-            },
+            (Some(id), _) => {
+                let key = id.to_string();
+                let outgoing = Outgoing::of(&message);
+                let on_post = self.waiting.borrow().get(&key).map(|post| {
+                    let sent = post.outbox.send_outgoing(outgoing);
+                    sent.map_err(|_| ())
+                });
+                match on_post {
+                    Some(Ok(())) => {}
+                    Some(Err(())) => self.fell_behind(id),
+                    None => self.to_stream(&message),
+                }
+            }
             // An answer: the last message of its POST.
             (None, Some(id)) => {
-                let Some(post) = waiting.remove(&id.to_string()) else {
+                let Some(post) = self.waiting.borrow_mut().remove(&id.to_string()) else {
                     if self.parking.is_some() {
                         self.unclaimed.borrow_mut().insert(id.to_string(), message);
                     }
                     return;
                 };
-                // 2026-07-28: a call answered `input_required` waits for its retry.
-                if let Some(parking) = &self.parking {
-                    let result = &message["result"];
-                    let state = result["requestState"].as_str();
-                    if let Some(state) = state.filter(|_| result["resultType"] == "input_required")
-                    {
-                        parking.park(state, self.clone(), id);
-                    }
-                }
+                self.park_if_waiting_for_input(&id, &message);
                 if let Some(answer_as) = post.answer_as {
                     message["id"] = answer_as;
                 }
-                Some(post.messages)
+                // An answer goes whatever was queued before it: it is the stream's last.
+                let _ = post.outbox.send_outgoing(Outgoing::of(&message));
             }
             // A notification of no request: on the GET stream, if one is open.
-            (None, None) => self.stream.borrow().clone(),
+            (None, None) => self.to_stream(&message),
+        }
+    }
+
+    /// 2026-07-28: a call answered `input_required` waits for its retry.
+    fn park_if_waiting_for_input(self: &Rc<Self>, id: &Value, answer: &Value) {
+        let Some(parking) = &self.parking else {
+            return;
         };
-        if let Some(post) = post {
-            let _ = post.send(message);
+        let result = &answer["result"];
+        let state = result["requestState"].as_str();
+        if let Some(state) = state.filter(|_| result["resultType"] == "input_required") {
+            parking.park(state, self.handle(), id.clone(), self.owner.clone());
+        }
+    }
+
+    /// The POST of request `id` is not read fast enough: its stream ends, and the request with
+    /// it (cancelled upstream), rather than the gateway holding what it cannot deliver.
+    fn fell_behind(&self, id: &Value) {
+        self.waiting.borrow_mut().remove(&id.to_string());
+        let reason = "the downstream client did not read its stream (over --stream-buffer)";
+        tracing::info!(%id, "{reason}");
+        self.session.abandoned(id, reason);
+    }
+
+    /// On the GET stream, if one is open; one whose reader fell behind is ended.
+    fn to_stream(&self, message: &Value) {
+        let mut stream = self.stream.borrow_mut();
+        if let Some(Err(outbox::Overflow)) = stream.as_ref().map(|s| s.send(message)) {
+            tracing::info!("a GET stream was ended: its reader fell behind (--stream-buffer)");
+            *stream = None;
         }
     }
 
     /// One message; for a request, the messages its POST carries back.
-    pub fn exchange(&self, message: Value) -> Option<Messages> {
+    pub fn exchange(&self, message: Value) -> Option<Inbox> {
         let is_request = message["method"].is_string() && message.get("id").is_some();
         if message["method"] == "notifications/cancelled" {
             // The cancelled request's POST ends without an answer.
@@ -125,7 +285,7 @@ impl HttpSession {
 
     /// The retry `retry` of call `id`, answered `input_required` before: its responses go to
     /// the upstream requests, and what belongs to the call now to the retry's POST.
-    pub fn resume(&self, id: &Value, retry: &Value) -> Messages {
+    pub fn resume(&self, id: &Value, retry: &Value) -> Inbox {
         let messages = self.wait_for(id, retry.get("id").cloned());
         let kept = self.unclaimed.borrow_mut().remove(&id.to_string());
         match kept {
@@ -141,47 +301,50 @@ impl HttpSession {
             if let Some(answer_as) = post.answer_as {
                 answer["id"] = answer_as;
             }
-            let _ = post.messages.send(answer);
+            let _ = post.outbox.send(&answer);
         }
     }
 
-    fn wait_for(&self, id: &Value, answer_as: Option<Value>) -> Messages {
-        let (messages, waiting) = mpsc::unbounded_channel();
-        let post = Post {
-            messages,
-            answer_as,
-        };
+    fn wait_for(&self, id: &Value, answer_as: Option<Value>) -> Inbox {
+        let (outbox, inbox) = outbox::channel(self.stream_buffer);
+        let post = Post { outbox, answer_as };
         self.waiting.borrow_mut().insert(id.to_string(), post);
-        waiting
-    }
-
-    /// The session's POSTs still waiting end without an answer.
-    pub fn forget_posts(&self) {
-        self.waiting.borrow_mut().clear();
+        inbox
     }
 
     /// Opens the session's stream of what belongs to no request (a new one replaces the last).
-    pub fn open_stream(&self) -> Messages {
-        let (tx, rx) = mpsc::unbounded_channel::<Value>();
-        *self.stream.borrow_mut() = Some(tx);
-        rx
+    pub fn open_stream(&self) -> Inbox {
+        let (outbox, inbox) = outbox::channel(self.stream_buffer);
+        *self.stream.borrow_mut() = Some(outbox);
+        inbox
     }
+}
+
+/// Whom a request's POST going away cancels it at: the session itself (on this worker) or its
+/// handle.
+pub enum Target {
+    Here(Rc<HttpSession>),
+    Handle(SessionHandle),
 }
 
 /// A stateless (2026-07-28) request in flight: its POST aborted (this dropped before the
 /// answer) is its cancel. It keeps the request's session alive for as long as its POST lasts
 /// (an event stream outlives the handler that made it).
 pub struct AbortIsCancel {
-    pub session: Rc<HttpSession>,
+    pub target: Target,
     pub id: Value,
     pub answered: bool,
 }
 
 impl Drop for AbortIsCancel {
     fn drop(&mut self) {
-        if !self.answered {
-            let reason = "the downstream client aborted the request";
-            self.session.session.abandoned(&self.id, reason);
+        if self.answered {
+            return;
+        }
+        let reason = "the downstream client aborted the request";
+        match &self.target {
+            Target::Here(session) => session.session.abandoned(&self.id, reason),
+            Target::Handle(handle) => handle.abandon(self.id.clone(), reason),
         }
     }
 }

@@ -64,9 +64,13 @@ impl Session {
         server: &str,
         message: &actix_mcp::protocol::notifications::LogMessage,
     ) {
-        // 2026-07-28: logs belong to the request that asked, on its stream (`logs.rs`).
+        // 2026-07-28: logs belong to the request that asked, on its stream (`logs.rs`). With
+        // users, so do 2025-11-25 ones: a message of no call is no user's, and goes to none.
         let wanted = self.state.borrow().log_level;
         if self.modern.get() || wanted.is_none_or(|level| message.level < level) {
+            return;
+        }
+        if self.owner != crate::owner::Owner::Anonymous {
             return;
         }
         let params = log_params(server, message);
@@ -77,13 +81,20 @@ impl Session {
     pub fn follow(
         self: &Rc<Self>,
         mut events: tokio::sync::broadcast::Receiver<crate::changes::Event>,
+        mut dropped: tokio::sync::oneshot::Receiver<()>,
     ) {
         use crate::changes::Event;
         use tokio::sync::broadcast::error::RecvError;
         let session = Rc::downgrade(self);
         actix_rt::spawn(async move {
             loop {
-                let event = match events.recv().await {
+                let received = tokio::select! {
+                    received = events.recv() => received,
+                    // The session is gone: nothing is left waiting for an event that may never
+                    // come (a stateless call's session lives as long as its POST).
+                    _ = &mut dropped => return,
+                };
+                let event = match received {
                     Ok(event) => event,
                     // Fell behind: every list may have changed (log messages are lost).
                     Err(RecvError::Lagged(_)) => Event::ListChanged("tools"),

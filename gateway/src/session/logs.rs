@@ -22,8 +22,10 @@ impl Session {
         params: &Value,
     ) -> Result<(Map<String, Value>, Option<LoggingLevel>), Refusal> {
         let mut meta = trace_context(params);
-        let asked = params["_meta"].get(META_LOG_LEVEL);
-        let (true, Some(asked)) = (self.modern.get(), asked) else {
+        if !self.modern.get() {
+            return Ok((meta, self.session_logs(id)));
+        }
+        let Some(asked) = params["_meta"].get(META_LOG_LEVEL) else {
             return Ok((meta, None));
         };
         let level = serde_json::from_value::<LoggingLevel>(asked.clone())
@@ -32,6 +34,17 @@ impl Session {
         self.ask_upstreams_for_logs(level).await;
         meta.insert(META_LOG_LEVEL.into(), Value::from(level.as_str()));
         Ok((meta, Some(level)))
+    }
+
+    /// 2025-11-25, with users: the level this session asked for (`logging/setLevel`), for call
+    /// `id`, whose log messages come on its own stream rather than on every session's.
+    fn session_logs(&self, id: &Value) -> Option<LoggingLevel> {
+        if self.owner == crate::owner::Owner::Anonymous {
+            return None;
+        }
+        let level = self.state.borrow().log_level?;
+        self.upstream.downstream.wants_logs(self.key, id, level);
+        Some(level)
     }
 
     /// Runs `call`, request `id`'s upstream call on `server`; if it asked for logs (`level`),

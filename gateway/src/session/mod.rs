@@ -13,7 +13,7 @@ mod logs;
 mod subscriptions;
 mod tasks;
 
-use std::{cell::RefCell, collections::HashMap, rc::Rc};
+use std::{cell::RefCell, collections::HashMap, rc::Rc, sync::Arc};
 
 use crate::{
     in_flight::InFlight,
@@ -66,15 +66,19 @@ pub struct Session {
     modern: std::cell::Cell<bool>,
     /// This session in the registry of who can be asked what upstream servers ask.
     key: SessionKey,
+    /// Whose session it is: with users, an upstream log message reaches only the call it is of.
+    owner: crate::owner::Owner,
     out: Answers,
     state: Rc<RefCell<State>>,
+    /// Dropped with the session: its task that follows the upstream events ends at once.
+    _alive: tokio::sync::oneshot::Sender<()>,
 }
 
 #[derive(Default)]
 struct State {
     in_flight: InFlight,
     /// The routes of the last lists (made on first use if no list was asked yet).
-    routes: Option<Rc<Routes>>,
+    routes: Option<Arc<Routes>>,
     /// The routed calls' tasks, to wait for at the end.
     tasks: Vec<tokio::task::JoinHandle<()>>,
     /// The upstream tasks this session's calls made, by the ids it knows them by.
@@ -98,16 +102,20 @@ impl Session {
         upstream: Upstream,
         out: Answers,
         changes: &tokio::sync::broadcast::Sender<crate::changes::Event>,
+        owner: crate::owner::Owner,
     ) -> Rc<Self> {
         let (key, carried) = upstream.downstream.join();
+        let (alive, dropped) = tokio::sync::oneshot::channel();
         let session = Rc::new(Self {
             upstream,
             modern: std::cell::Cell::new(false),
             key,
+            owner,
             out,
             state: Rc::default(),
+            _alive: alive,
         });
-        session.follow(changes.subscribe());
+        session.follow(changes.subscribe(), dropped);
         session.carry(carried);
         session
     }
@@ -175,11 +183,13 @@ impl Session {
                 self.modern.set(true);
                 let mut versions = vec![MODERN_VERSION];
                 versions.extend(VERSIONS);
-                let answer = json!({
+                // Its era requires the cache hints of every discover result: a client that
+                // checks them (fastmcp) takes the answer as 2025-11-25 without them.
+                let answer = uncacheable(json!({
                     "supportedVersions": versions,
                     "capabilities": CAPABILITIES.clone(),
                     "_meta": {"io.modelcontextprotocol/serverInfo": server_info()},
-                });
+                }));
                 result(&id, answer, true)
             }
             "ping" => result(&id, json!({}), self.modern.get()),
@@ -230,10 +240,10 @@ impl Session {
         tasks.push(task);
     }
 
-    /// Every ready server's lists under the gateway's names, kept for routing.
-    async fn catalogue(&self) -> Rc<Routes> {
-        let catalogue = self.upstream.servers.catalogue().await;
-        let routes = Rc::new(Routes::of(&catalogue, &self.upstream));
+    /// Every ready server's lists under the gateway's names, kept for routing (made once per
+    /// catalogue change for every session, `Upstream::routes`).
+    async fn catalogue(&self) -> Arc<Routes> {
+        let routes = self.upstream.routes().await;
         self.state.borrow_mut().routes = Some(routes.clone());
         routes
     }
@@ -412,7 +422,7 @@ impl Session {
     }
 
     /// The routes of the last lists, made now if none was asked for yet.
-    async fn routes(&self) -> Rc<Routes> {
+    async fn routes(&self) -> Arc<Routes> {
         if let Some(routes) = self.state.borrow().routes.clone() {
             return routes;
         }
