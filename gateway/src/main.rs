@@ -20,6 +20,7 @@ mod http;
 mod in_flight;
 mod keys;
 mod message;
+mod method;
 mod names;
 mod origin;
 mod owner;

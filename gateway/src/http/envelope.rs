@@ -6,32 +6,16 @@
 
 use serde_json::{json, Value};
 
-use crate::replies::{error, INVALID_PARAMS, METHOD_NOT_FOUND};
+use crate::{
+    method::Method,
+    replies::{error, INVALID_PARAMS, METHOD_NOT_FOUND},
+};
 
 /// The version of the stateless era.
 pub const MODERN: &str = "2026-07-28";
 
 const HEADER_MISMATCH: i64 = -32020;
 const UNSUPPORTED_VERSION: i64 = -32022;
-
-/// What the gateway serves of the 2026-07-28 era; the rest (its removed methods among them:
-/// `initialize`, `ping`, `logging/setLevel`, `resources/subscribe`) is `404`.
-const METHODS: [&str; 14] = [
-    "server/discover",
-    "subscriptions/listen",
-    "tools/list",
-    "tools/call",
-    "prompts/list",
-    "prompts/get",
-    "resources/list",
-    "resources/templates/list",
-    "resources/read",
-    "completion/complete",
-    "tasks/get",
-    "tasks/result",
-    "tasks/cancel",
-    "tasks/list",
-];
 
 /// The headers that repeat the body.
 #[derive(Default)]
@@ -76,11 +60,10 @@ pub fn check(headers: &Headers<'_>, message: &Value) -> Result<(), Refused> {
         let why = "_meta needs io.modelcontextprotocol/clientCapabilities";
         return refuse(400, INVALID_PARAMS, why.into(), None);
     }
-    let name = match method {
-        "tools/call" | "prompts/get" => message["params"]["name"].as_str(),
-        "resources/read" => message["params"]["uri"].as_str(),
-        _ => None,
-    };
+    let asked = Method::of(method);
+    let name = asked
+        .routed_by()
+        .and_then(|field| message["params"][field].as_str());
     // SEP-2243: `Mcp-Method` on every request, `Mcp-Name` with the name or URI it routes by.
     if headers.method.is_none() || (name.is_some() && headers.name.is_none()) {
         let why = "the Mcp-Method header (and Mcp-Name, for a named request) must be sent";
@@ -99,7 +82,9 @@ pub fn check(headers: &Headers<'_>, message: &Value) -> Result<(), Refused> {
         let why = format!("protocol version {version:?} is not served without a session");
         return refuse(400, UNSUPPORTED_VERSION, why, Some(data));
     }
-    if !METHODS.contains(&method) {
+    // What the gateway serves of the era: the rest (its removed methods among them:
+    // `initialize`, `ping`, `logging/setLevel`, `resources/subscribe`) is `404`.
+    if !asked.served(true) {
         let why = format!("the gateway does not serve {method} in the {MODERN} era");
         return refuse(404, METHOD_NOT_FOUND, why, None);
     }

@@ -17,6 +17,7 @@ use std::{cell::RefCell, collections::HashMap, rc::Rc, sync::Arc};
 
 use crate::{
     in_flight::InFlight,
+    method::{List, Method, Routed},
     replies::{
         error, result, uncacheable, Refusal, INTERNAL_ERROR, INVALID_PARAMS, METHOD_NOT_FOUND,
     },
@@ -160,77 +161,78 @@ impl Session {
         }
     }
 
-    fn request(self: &Rc<Self>, method: &str, id: Value, params: &Value) {
+    fn request(self: &Rc<Self>, name: &str, id: Value, params: &Value) {
+        let method = Method::of(name);
+        if !method.served(self.modern.get()) {
+            let why = format!("the gateway does not serve {name}");
+            return self.send(&error(&id, METHOD_NOT_FOUND, why));
+        }
         let answer = match method {
-            "initialize" => {
-                self.modern.set(false);
-                let capabilities = params["capabilities"].clone();
-                self.upstream.downstream.initialized(self.key, capabilities);
-                let asked = params["protocolVersion"].as_str().unwrap_or_default();
-                let version = VERSIONS
-                    .iter()
-                    .find(|v| **v == asked)
-                    .unwrap_or(&VERSIONS[0]);
-                let answer = json!({
-                    "protocolVersion": version,
-                    "capabilities": SESSION_CAPABILITIES.clone(),
-                    "serverInfo": server_info(),
-                });
-                result(&id, answer, false)
-            }
-            // 2026-07-28: what `initialize` says, without a session.
-            "server/discover" => {
-                self.modern.set(true);
-                let mut versions = vec![MODERN_VERSION];
-                versions.extend(VERSIONS);
-                // Its era requires the cache hints of every discover result: a client that
-                // checks them (fastmcp) takes the answer as 2025-11-25 without them.
-                let answer = uncacheable(json!({
-                    "supportedVersions": versions,
-                    "capabilities": CAPABILITIES.clone(),
-                    "_meta": {"io.modelcontextprotocol/serverInfo": server_info()},
-                }));
-                result(&id, answer, true)
-            }
-            "ping" => result(&id, json!({}), self.modern.get()),
-            "logging/setLevel" => return self.set_log_level(id, params),
-            "tools/list" | "prompts/list" | "resources/list" | "resources/templates/list" => {
-                let (session, method) = (self.clone(), method.to_owned());
-                self.spawn(async move {
-                    let routes = session.catalogue().await;
-                    let lists = &routes.lists;
-                    let (key, items) = match method.as_str() {
-                        "tools/list" => ("tools", &lists.tools),
-                        "prompts/list" => ("prompts", &lists.prompts),
-                        "resources/list" => ("resources", &lists.resources),
-                        _ => ("resourceTemplates", &lists.templates),
-                    };
-                    let modern = session.modern.get();
-                    let mut list = json!({ key: items });
-                    if modern {
-                        list = uncacheable(list);
-                    }
-                    session.send(&result(&id, list, modern));
-                });
-                return;
-            }
-            "resources/read" | "prompts/get" => return self.call(id, method, params),
-            "subscriptions/listen" if self.modern.get() => return self.listen(id, params),
-            "resources/subscribe" | "resources/unsubscribe" if !self.modern.get() => {
-                let subscribe = method == "resources/subscribe";
-                return self.subscription(id, params, subscribe);
-            }
-            "tasks/get" | "tasks/result" | "tasks/cancel" | "tasks/list" => {
-                return self.call(id, method, params)
-            }
-            "tools/call" | "completion/complete" => return self.call(id, method, params),
-            _ => error(
-                &id,
-                METHOD_NOT_FOUND,
-                format!("the gateway does not serve {method}"),
-            ),
+            Method::Initialize => self.initialize(&id, params),
+            Method::Discover => self.discover(&id),
+            Method::Ping => result(&id, json!({}), self.modern.get()),
+            Method::SetLogLevel => return self.set_log_level(id, params),
+            Method::List(list) => return self.list(id, list),
+            Method::Routed(routed) => return self.call(id, routed, name, params),
+            Method::Listen => return self.listen(id, params),
+            Method::Subscribe => return self.subscription(id, params, true),
+            Method::Unsubscribe => return self.subscription(id, params, false),
+            Method::Other => return,
         };
         self.send(&answer);
+    }
+
+    fn initialize(&self, id: &Value, params: &Value) -> Value {
+        self.modern.set(false);
+        let capabilities = params["capabilities"].clone();
+        self.upstream.downstream.initialized(self.key, capabilities);
+        let asked = params["protocolVersion"].as_str().unwrap_or_default();
+        let version = VERSIONS
+            .iter()
+            .find(|v| **v == asked)
+            .unwrap_or(&VERSIONS[0]);
+        let answer = json!({
+            "protocolVersion": version,
+            "capabilities": SESSION_CAPABILITIES.clone(),
+            "serverInfo": server_info(),
+        });
+        result(id, answer, false)
+    }
+
+    /// 2026-07-28: what `initialize` says, without a session.
+    fn discover(&self, id: &Value) -> Value {
+        self.modern.set(true);
+        let mut versions = vec![MODERN_VERSION];
+        versions.extend(VERSIONS);
+        // Its era requires the cache hints of every discover result: a client that checks them
+        // (fastmcp) takes the answer as 2025-11-25 without them.
+        let answer = uncacheable(json!({
+            "supportedVersions": versions,
+            "capabilities": CAPABILITIES.clone(),
+            "_meta": {"io.modelcontextprotocol/serverInfo": server_info()},
+        }));
+        result(id, answer, true)
+    }
+
+    /// A list of the catalogue, under the gateway's names.
+    fn list(self: &Rc<Self>, id: Value, list: List) {
+        let session = self.clone();
+        self.spawn(async move {
+            let routes = session.catalogue().await;
+            let lists = &routes.lists;
+            let items = match list {
+                List::Tools => &lists.tools,
+                List::Prompts => &lists.prompts,
+                List::Resources => &lists.resources,
+                List::Templates => &lists.templates,
+            };
+            let modern = session.modern.get();
+            let mut answer = json!({ list.field(): items });
+            if modern {
+                answer = uncacheable(answer);
+            }
+            session.send(&result(&id, answer, modern));
+        });
     }
 
     fn spawn(&self, work: impl std::future::Future<Output = ()> + 'static) {
@@ -251,7 +253,7 @@ impl Session {
     /// Routes a `tools/call`, `prompts/get` or `resources/read` to its server: in flight at
     /// once, answered when the upstream request ends, unless the downstream client cancelled it
     /// meanwhile.
-    fn call(self: &Rc<Self>, id: Value, method: &str, params: &Value) {
+    fn call(self: &Rc<Self>, id: Value, routed: Routed, method: &str, params: &Value) {
         let Some(token) = self.state.borrow_mut().in_flight.begin(&id) else {
             return self.send(&error(
                 &id,
@@ -261,10 +263,10 @@ impl Session {
         };
         use tracing::Instrument as _;
         let span = server_span(&id, method, params);
-        let (session, method, params) = (self.clone(), method.to_owned(), params.clone());
+        let (session, params) = (self.clone(), params.clone());
         self.spawn(
             async move {
-                let answer = match session.routed(&id, &method, &params, &token).await {
+                let answer = match session.routed(&id, routed, &params, &token).await {
                     Ok(value) => result(&id, value, session.modern.get()),
                     Err(answer) => answer.with_id(&id),
                 };
@@ -281,22 +283,20 @@ impl Session {
     async fn routed(
         &self,
         id: &Value,
-        method: &str,
+        routed: Routed,
         params: &Value,
         token: &actix_mcp::Cancellation,
     ) -> Result<Value, Refusal> {
         let routes = self.routes().await;
-        match method {
-            "tasks/get" | "tasks/result" | "tasks/cancel" | "tasks/list" => {
-                self.task(method, params, token).await
-            }
-            "tools/call" if params["task"].is_object() => {
+        match routed {
+            Routed::Task(asked) => self.task(asked, params, token).await,
+            Routed::CallTool if params["task"].is_object() => {
                 self.start_task(id, params, &routes, token).await
             }
-            "completion/complete" => self.complete(id, params, &routes, token).await,
-            "tools/call" => self.route_tool_call(id, params, &routes, token).await,
-            "prompts/get" => self.route_prompt(id, params, &routes, token).await,
-            _ => self.route_read(id, params, &routes, token).await,
+            Routed::Complete => self.complete(id, params, &routes, token).await,
+            Routed::CallTool => self.route_tool_call(id, params, &routes, token).await,
+            Routed::GetPrompt => self.route_prompt(id, params, &routes, token).await,
+            Routed::ReadResource => self.route_read(id, params, &routes, token).await,
         }
     }
 

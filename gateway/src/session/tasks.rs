@@ -4,6 +4,8 @@
 use actix_mcp::Error;
 use serde_json::{json, Value};
 
+use crate::method::Task;
+
 use super::Session;
 use crate::{
     replies::{Refusal, INTERNAL_ERROR},
@@ -89,12 +91,12 @@ impl Session {
     /// server; `tasks/list`: the session's tasks, each as its server has it now.
     pub(super) async fn task(
         &self,
-        method: &str,
+        asked: Task,
         params: &Value,
         token: &actix_mcp::Cancellation,
     ) -> Result<Value, Refusal> {
         let failed = |e: Error| Refusal::from_error(&e);
-        if method == "tasks/list" {
+        if asked == Task::List {
             let all = self.state.borrow().upstream_tasks.all();
             let mut tasks = Vec::with_capacity(all.len());
             for (known_as, handle) in all {
@@ -107,16 +109,16 @@ impl Session {
         let known_as = params["taskId"].as_str().unwrap_or_default();
         let handle = self.state.borrow().upstream_tasks.get(known_as);
         let handle = handle.ok_or_else(|| Refusal::params(format!("no task {known_as:?}")))?;
-        match method {
-            "tasks/get" => Ok(crate::tasks::shown(
+        match asked {
+            Task::Get => Ok(crate::tasks::shown(
                 &handle.get().await.map_err(failed)?,
                 known_as,
             )),
-            "tasks/cancel" => Ok(crate::tasks::shown(
+            Task::Cancel => Ok(crate::tasks::shown(
                 &handle.cancel().await.map_err(failed)?,
                 known_as,
             )),
-            _ => {
+            Task::Result | Task::List => {
                 // Waits for the task's end; the downstream client may give up the wait (its
                 // cancel ends the wait, not the task).
                 let result = tokio::select! {
