@@ -25,9 +25,10 @@
 //! connection holds two descriptors in all, whatever its requests). The first request that needs
 //! it starts one watcher for the connection, which waits for the socket to become readable and
 //! peeks: end of stream or a reset means the client is gone, and every request of the connection
-//! waiting on it is told. If the client already sent more bytes (a pipelined request), it cannot
-//! tell and stops watching. A client that half-closes its side while waiting for the answer is
-//! taken as gone. The watcher ends with the connection.
+//! waiting on it is told. Bytes of the client's (a body that comes after its headers, the next
+//! request) cannot be told from the end while they wait unread: it looks again a little later,
+//! once the connection has read them. A client that half-closes its side while waiting for the
+//! answer is taken as gone. The watcher ends with the connection.
 //!
 //! A handler whose response outlives it (an event stream that waits for what to send) asks
 //! [`disconnected`] for the same signal, so its stream ends when the client goes away even while
@@ -43,7 +44,7 @@ use actix_web::{
 };
 use tokio_util::sync::CancellationToken;
 
-/// One connection's watch: its socket's duplicate while no watcher holds it, and the signal the
+/// One connection's watch: its socket's duplicate until its watcher takes it, and the signal the
 /// watcher fires when the client is gone. Dropped with the connection, it stops the watcher.
 #[cfg(unix)]
 struct ConnectionWatch(std::rc::Rc<Watch>);
@@ -58,22 +59,15 @@ struct Watch {
 
 #[cfg(unix)]
 impl ConnectionWatch {
-    /// Resolves when the client of this connection is gone. Starts the watcher unless one runs;
-    /// a watcher that sees the client's next request (it cannot tell) hands the socket back, for
-    /// the next request to watch again.
+    /// Resolves when the client of this connection is gone; the connection's one watcher is
+    /// started by the first request that asks.
     fn gone(&self) -> impl std::future::Future<Output = ()> + 'static {
         let taken = self.0.socket.borrow_mut().take();
         if let Some(socket) = taken {
-            let watch = std::rc::Rc::downgrade(&self.0);
+            let gone = self.0.gone.clone();
             let watcher = actix_web::rt::spawn(async move {
-                let returned = client_gone(socket).await;
-                let Some(watch) = watch.upgrade() else {
-                    return;
-                };
-                match returned {
-                    None => watch.gone.cancel(),
-                    Some(socket) => *watch.socket.borrow_mut() = Some(socket),
-                }
+                client_gone(socket).await;
+                gone.cancel();
             });
             *self.0.watcher.borrow_mut() = Some(watcher);
         }
@@ -152,11 +146,12 @@ pub async fn cancel_on_disconnect<B: MessageBody>(
     }
 }
 
-/// Resolves when the peer closed or reset the connection (`None`), or with the socket given back
-/// when the client sent more bytes (its next request: it cannot tell); never, if the socket
-/// cannot be watched.
+/// Resolves when the peer closed or reset the connection; never, if the socket cannot be
+/// watched. While the client's bytes wait unread (a body still coming after its headers, the next
+/// request), the end cannot be told from them: it looks again once the connection has had time to
+/// read them, less often the longer they stay.
 #[cfg(unix)]
-async fn client_gone(socket: std::net::TcpStream) -> Option<std::net::TcpStream> {
+async fn client_gone(socket: std::net::TcpStream) {
     use std::io::ErrorKind;
     // The duplicate shares the connection's open file description, already non-blocking; setting
     // it again is harmless and makes `from_std`'s requirement explicit.
@@ -168,12 +163,29 @@ async fn client_gone(socket: std::net::TcpStream) -> Option<std::net::TcpStream>
         return std::future::pending().await;
     };
     let mut byte = [0u8; 1];
+    let mut unread_for = UNREAD_FIRST_LOOK;
     loop {
+        let asked = std::time::Instant::now();
         match socket.peek(&mut byte).await {
-            Ok(0) => return None,                   // orderly shutdown by the client
-            Ok(_) => return socket.into_std().ok(), // its next request: cannot tell
+            Ok(0) => return, // orderly shutdown by the client
+            Ok(_) => {
+                // Bytes that came after a wait are new ones (the next request): looked at again
+                // soon; bytes that stay unread, less and less often.
+                if asked.elapsed() > std::time::Duration::from_millis(1) {
+                    unread_for = UNREAD_FIRST_LOOK;
+                }
+                actix_web::rt::time::sleep(unread_for).await;
+                unread_for = (unread_for * 2).min(UNREAD_LOOK_AT_MOST);
+            }
             Err(e) if e.kind() == ErrorKind::Interrupted => {}
-            Err(_) => return None, // reset, or the socket is gone
+            Err(_) => return, // reset, or the socket is gone
         }
     }
 }
+
+/// How soon the watch looks again at a connection whose client's bytes wait unread, at first and
+/// at most.
+#[cfg(unix)]
+const UNREAD_FIRST_LOOK: std::time::Duration = std::time::Duration::from_millis(20);
+#[cfg(unix)]
+const UNREAD_LOOK_AT_MOST: std::time::Duration = std::time::Duration::from_secs(1);

@@ -4,7 +4,14 @@
 local era = os.getenv("ERA") or "modern"
 local tool = os.getenv("TOOL") or "echo"
 local session = os.getenv("SESSION")
-local id = 0
+id = 0
+local threads = 0
+
+-- Each thread's ids are its own (ids in flight in one session are unique).
+setup = function(thread)
+  threads = threads + 1
+  thread:set("id", threads * 1000000000)
+end
 
 wrk.method = "POST"
 wrk.headers["Content-Type"] = "application/json"

@@ -37,7 +37,7 @@ session() {
 # LABEL ERA TOOL URL CONNECTIONS SESSION: one wrk run, its requests/s and p50/p99.
 load() {
   local out
-  out=$(ERA=$2 TOOL=$3 SESSION=${6:-} wrk -t2 -c"$5" -d"${seconds}s" --latency -s "$here/call.lua" "$4" 2>&1)
+  out=$(ERA=$2 TOOL=$3 SESSION=${6:-} wrk -t"$(( $5 < 2 ? $5 : 2 ))" -c"$5" -d"${seconds}s" --latency -s "$here/call.lua" "$4" 2>&1)
   local rate p50 p99
   rate=$(awk '/Requests\/sec/ {print $2}' <<<"$out")
   p50=$(awk '$1 == "50%" {print $2}' <<<"$out")

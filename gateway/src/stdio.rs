@@ -29,7 +29,12 @@ pub async fn serve(
             let _ = out.send(line);
         });
     let answers_out = answers.clone();
-    let session = Session::start(upstream, answers, &changes, crate::owner::Owner::Anonymous);
+    let session = Session::start(
+        upstream,
+        answers,
+        Some(&changes),
+        crate::owner::Owner::Anonymous,
+    );
     let mut stdin = BufReader::new(tokio::io::stdin()).lines();
     while let Some(line) = stdin.next_line().await? {
         if line.trim().is_empty() {

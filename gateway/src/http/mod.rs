@@ -219,7 +219,8 @@ async fn open_session(
     gateway: &Gateway,
 ) -> HttpResponse {
     let id = uuid::Uuid::new_v4().simple().to_string();
-    let session = HttpSession::new(&gateway.setup(owner.clone()), &gateway.changes, None);
+    let setup = gateway.setup(owner.clone());
+    let session = HttpSession::new(&setup, Some(&gateway.changes), None);
     let handle = session.handle();
     let opened = gateway
         .table()
@@ -283,7 +284,9 @@ async fn stateless(
         return retry(request, &message, state, &owner, gateway, progress).await;
     }
     let parking = Some(gateway.parking.clone());
-    let session = HttpSession::new(&gateway.setup(owner), &gateway.changes, parking);
+    let listens = message["method"] == "subscriptions/listen";
+    let changes = listens.then_some(&gateway.changes);
+    let session = HttpSession::new(&gateway.setup(owner), changes, parking);
     let capabilities = &message["params"]["_meta"]["io.modelcontextprotocol/clientCapabilities"];
     session.session.stateless(capabilities.clone());
     let abort = message.get("id").map(|id| AbortIsCancel {

@@ -24,6 +24,7 @@ use super::{
 use crate::{
     changes::Event,
     owner::Owner,
+    replies::{error, INVALID_PARAMS},
     session::{Answers, Session},
     upstream::Upstream,
 };
@@ -119,10 +120,11 @@ impl SessionHandle {
 }
 
 impl HttpSession {
-    /// A 2025-11-25 session (`parking` none), or a 2026-07-28 request on its own.
+    /// A 2025-11-25 session (`parking` none), or a 2026-07-28 request on its own (which follows
+    /// the upstream `changes` only if it is a listen).
     pub fn new(
         setup: &Setup,
-        changes: &broadcast::Sender<Event>,
+        changes: Option<&broadcast::Sender<Event>>,
         parking: Option<Parking>,
     ) -> Rc<Self> {
         Rc::new_cyclic(|this: &Weak<Self>| {
@@ -277,6 +279,19 @@ impl HttpSession {
         if !is_request {
             self.session.message(message);
             return None;
+        }
+        if self
+            .waiting
+            .borrow()
+            .contains_key(&message["id"].to_string())
+        {
+            // The client reused the id of a request still in flight: refused on its own POST,
+            // leaving the first's alone.
+            let why = "a request with this id is in flight";
+            let refusal = error(&message["id"], INVALID_PARAMS, why);
+            let (outbox, inbox) = outbox::channel(self.stream_buffer);
+            let _ = outbox.send(&refusal);
+            return Some(inbox);
         }
         let messages = self.wait_for(&message["id"], None);
         self.session.message(message);

@@ -97,12 +97,13 @@ struct State {
 }
 
 impl Session {
-    /// A session whose messages go to `out`: told of every upstream list change, and asked
-    /// what upstream servers ask of it.
+    /// A session whose messages go to `out`: told of every upstream list change (when it
+    /// follows the `changes`: a 2026-07-28 request only if it listens), and asked what upstream
+    /// servers ask of it.
     pub fn start(
         upstream: Upstream,
         out: Answers,
-        changes: &tokio::sync::broadcast::Sender<crate::changes::Event>,
+        changes: Option<&tokio::sync::broadcast::Sender<crate::changes::Event>>,
         owner: crate::owner::Owner,
     ) -> Rc<Self> {
         let (key, carried) = upstream.downstream.join();
@@ -116,7 +117,9 @@ impl Session {
             state: Rc::default(),
             _alive: alive,
         });
-        session.follow(changes.subscribe(), dropped);
+        if let Some(changes) = changes {
+            session.follow(changes.subscribe(), dropped);
+        }
         session.carry(carried);
         session
     }
