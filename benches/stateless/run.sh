@@ -61,3 +61,10 @@ load "gateway 2025-11-25 c=$connections" legacy demo__echo "$through" "$connecti
 load "direct 2025-11-25 c=1" legacy echo "$direct" 1 "$direct_session"
 load "gateway 2025-11-25 c=1" legacy demo__echo "$through" 1 "$gateway_session"
 echo "gateway RSS: $before KiB at the start, $(rss) KiB after these runs"
+# The leak check: RSS after a short stateless run, then after a long one (LONG_SECONDS, ~1M calls).
+if [ -n "${LONG_SECONDS:-}" ]; then
+  fresh_pid=$gateway_pid
+  out=$(ERA=modern TOOL=demo__echo wrk -t2 -c64 -d"${LONG_SECONDS}s" -s "$here/call.lua" "$through" 2>&1)
+  calls=$(awk '/requests in/ {print $1}' <<<"$out")
+  echo "after $calls more stateless calls: $(rss) KiB"
+fi

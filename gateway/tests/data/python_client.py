@@ -1,27 +1,75 @@
-"""A downstream client on the official Python SDK, for gateway/tests/http.rs.
+"""A downstream client on the official Python SDK (v1, `mcp` 1.x, or v2, `mcp` 2.x), for
+gateway/tests/clients.rs.
 
-    python python_client.py URL
+    python python_client.py URL ERA
 
-Prints one JSON line per step: the tool names the gateway lists, a routed call's answer, then
-a call to `a__sleep` abandoned after 2 s (the SDK then sends `notifications/cancelled`).
+ERA is the protocol era to speak: `2025-11-25` (the `initialize` handshake and a session) or
+`2026-07-28` (v2 only: `server/discover`, then a self-describing POST per request). Prints one
+JSON line per step: the protocol version the SDK agreed, the tool names the gateway lists, a
+routed call's answer, `calling` once a call to `a__sleep` is started; a line on stdin then
+cancels that call in the SDK's own way (an anyio cancel scope), and the script prints
+`abandoned`; a second line on stdin ends the session.
 """
 
 import json
 import sys
+from contextlib import asynccontextmanager
 
 import anyio
-from mcp import Client
+
+LEGACY, MODERN = "2025-11-25", "2026-07-28"
 
 
-async def main(url: str) -> None:
-    async with Client(url) as client:
+def step(**fields) -> None:
+    print(json.dumps(fields), flush=True)
+
+
+async def next_line() -> None:
+    await anyio.to_thread.run_sync(sys.stdin.readline)
+
+
+@asynccontextmanager
+async def connect(url: str, era: str):
+    """The SDK's client in `era`, and the protocol version it agreed."""
+    try:
+        from mcp import Client
+    except ImportError:  # v1: a session over the transport's streams; the 2025 era only.
+        from mcp import ClientSession
+        from mcp.client.streamable_http import streamable_http_client
+
+        if era != LEGACY:
+            raise SystemExit(f"the v1 SDK speaks no {era}")
+        async with streamable_http_client(url) as (read, write, _):
+            async with ClientSession(read, write) as session:
+                initialized = await session.initialize()
+                yield session, initialized.protocolVersion
+        return
+    # v2: `auto` asks `server/discover` and falls back to `initialize` when the server has no
+    # 2026-07-28; `legacy` goes straight to `initialize`.
+    async with Client(url, mode="auto" if era == MODERN else "legacy") as client:
+        yield client, client.protocol_version
+
+
+async def main(url: str, era: str) -> None:
+    async with connect(url, era) as (client, version):
+        step(version=version)
         tools = await client.list_tools()
-        print(json.dumps({"tools": [tool.name for tool in tools.tools]}), flush=True)
-        answer = await client.call_tool("b__echo", {"text": "from python"})
-        print(json.dumps({"echo": answer.content[0].text}), flush=True)
-        with anyio.move_on_after(2):
-            await client.call_tool("a__sleep", {"ms": 60000})
-        print(json.dumps({"abandoned": True}), flush=True)
+        step(tools=[tool.name for tool in tools.tools])
+        answer = await client.call_tool("b__echo", {"text": f"from python at {era}"})
+        step(echo=answer.content[0].text)
+        scope = anyio.CancelScope()
+
+        async def sleep() -> None:
+            with scope:
+                await client.call_tool("a__sleep", {"ms": 60000})
+
+        async with anyio.create_task_group() as calls:
+            calls.start_soon(sleep)
+            step(calling=True)
+            await next_line()
+            scope.cancel()
+        step(abandoned=scope.cancelled_caught)
+        await next_line()
 
 
-anyio.run(main, sys.argv[1])
+anyio.run(main, *sys.argv[1:3])

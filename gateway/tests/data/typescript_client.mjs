@@ -1,37 +1,60 @@
-// A downstream client on the official TypeScript SDK (v2, `@modelcontextprotocol/client`), for
-// gateway/tests/http.rs.
+// A downstream client on the official TypeScript SDK, v1 (`@modelcontextprotocol/sdk` 1.x) or
+// v2 (`@modelcontextprotocol/client` 2.x), for gateway/tests/clients.rs.
 //
-//   node typescript_client.mjs URL
+//   TS_SDK=<the SDK package's directory> node typescript_client.mjs URL ERA
 //
-// Prints one JSON line per step: the tool names the gateway lists, a routed call's answer, then
-// a call to `a__sleep` abandoned after 2 s through an AbortSignal.
+// ERA is the protocol era to speak: `2025-11-25` (the `initialize` handshake and a session) or
+// `2026-07-28` (v2 only: `server/discover`, then a self-describing POST per request). Prints one
+// JSON line per step: the protocol version the SDK agreed, the tool names the gateway lists, a
+// routed call's answer, `calling` once a call to `a__sleep` is started; a line on stdin then
+// cancels that call in the SDK's own way (an AbortSignal), and the script prints `abandoned`; a
+// second line on stdin closes the client.
 //
-// The SDK is imported from the path in TS_CLIENT_ENTRY, as this script lives outside its
-// node_modules.
+// The SDK is imported from TS_SDK, as this script lives outside its node_modules.
 
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { createInterface } from 'node:readline';
 import { pathToFileURL } from 'node:url';
 
-const { Client, StreamableHTTPClientTransport } = await import(
-  pathToFileURL(process.env.TS_CLIENT_ENTRY).href
+const [url, era] = process.argv.slice(2);
+const sdk = process.env.TS_SDK;
+const v1 = JSON.parse(readFileSync(join(sdk, 'package.json'), 'utf8')).version.startsWith('1.');
+const load = (file) => import(pathToFileURL(join(sdk, file)).href);
+const { Client } = await load(v1 ? 'dist/esm/client/index.js' : 'dist/index.mjs');
+const { StreamableHTTPClientTransport } = await load(
+  v1 ? 'dist/esm/client/streamableHttp.js' : 'dist/index.mjs',
 );
+const lines = createInterface({ input: process.stdin })[Symbol.asyncIterator]();
+const step = (fields) => console.log(JSON.stringify(fields));
 
-const client = new Client({ name: 'typescript-downstream', version: '1.0.0' });
-await client.connect(new StreamableHTTPClientTransport(new URL(process.argv[2])));
+// v2 speaks 2026-07-28 when asked to negotiate (`auto`: `server/discover`, falling back to
+// `initialize` when the server has no 2026-07-28); by default it goes straight to `initialize`.
+const options = era === '2026-07-28' ? { versionNegotiation: { mode: 'auto' } } : {};
+if (v1 && era !== '2025-11-25') throw new Error(`the v1 SDK speaks no ${era}`);
+const client = new Client({ name: 'typescript-downstream', version: '1.0.0' }, options);
+const transport = new StreamableHTTPClientTransport(new URL(url));
+await client.connect(transport);
+step({ version: client.getNegotiatedProtocolVersion?.() ?? transport.protocolVersion });
+// v1's callTool takes a result schema before its options.
+const callTool = (params, options) =>
+  v1 ? client.callTool(params, undefined, options) : client.callTool(params, options);
 const tools = await client.listTools();
-console.log(JSON.stringify({ tools: tools.tools.map((tool) => tool.name) }));
-const echo = await client.callTool({ name: 'b__echo', arguments: { text: 'from typescript' } });
-console.log(JSON.stringify({ echo: echo.content[0].text }));
+step({ tools: tools.tools.map((tool) => tool.name) });
+const echo = await callTool({ name: 'b__echo', arguments: { text: `from typescript at ${era}` } });
+step({ echo: echo.content[0].text });
 const abandon = new AbortController();
-setTimeout(() => abandon.abort('the user left'), 2000);
-try {
-  await client.callTool(
-    { name: 'a__sleep', arguments: { ms: 60000 } },
-    { signal: abandon.signal },
-  );
-  console.log(JSON.stringify({ abandoned: false }));
-} catch (error) {
-  console.log(JSON.stringify({ abandoned: true }));
-}
-// The SDK sends its cancel on its own time: let it go out before closing.
-await new Promise((resolve) => setTimeout(resolve, 500));
+const sleeping = callTool(
+  { name: 'a__sleep', arguments: { ms: 60000 } },
+  { signal: abandon.signal },
+).then(
+  () => false,
+  () => abandon.signal.aborted,
+);
+step({ calling: true });
+await lines.next();
+abandon.abort('the user left');
+step({ abandoned: await sleeping });
+await lines.next();
 await client.close();
+process.exit(0);

