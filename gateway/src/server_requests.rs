@@ -73,7 +73,8 @@ struct Link {
     /// 2026-07-28: its calls answered `input_required` and not retried yet. Such a call's
     /// server waits for the answers it asked for: what it asks next is not of this call.
     awaiting_input: Vec<Value>,
-    to_session: mpsc::UnboundedSender<ToSession>,
+    /// Boxed: an idle session's channel holds a block of slots, each the size of one.
+    to_session: mpsc::UnboundedSender<Box<ToSession>>,
 }
 
 /// Whether a session can be asked, and what.
@@ -118,7 +119,7 @@ impl Downstream {
     }
 
     /// A new session: its key, and what will be carried to it.
-    pub fn join(&self) -> (SessionKey, mpsc::UnboundedReceiver<ToSession>) {
+    pub fn join(&self) -> (SessionKey, mpsc::UnboundedReceiver<Box<ToSession>>) {
         let (to_session, carried) = mpsc::unbounded_channel();
         let mut registry = self.lock();
         registry.next_session += 1;
@@ -239,7 +240,7 @@ impl Downstream {
             }),
             () = token.cancelled() => {
                 let reason = token.reason().unwrap_or("cancelled by the server").to_owned();
-                let _ = to_session.send(ToSession::Withdraw { id, reason });
+                let _ = to_session.send(Box::new(ToSession::Withdraw { id, reason }));
                 Err(HandlerError::internal("cancelled"))
             }
         }
@@ -252,7 +253,7 @@ impl Downstream {
         method: &str,
         params: Value,
         reply: oneshot::Sender<Result<Value, HandlerError>>,
-    ) -> Result<(String, mpsc::UnboundedSender<ToSession>), HandlerError> {
+    ) -> Result<(String, mpsc::UnboundedSender<Box<ToSession>>), HandlerError> {
         let mut registry = self.lock();
         let mut callers = registry.sessions.values().filter_map(|link| {
             let call = link
@@ -300,7 +301,7 @@ impl Downstream {
             reply,
             required,
         };
-        if to_session.send(ask).is_err() {
+        if to_session.send(Box::new(ask)).is_err() {
             return Err(HandlerError::new(
                 INTERNAL_ERROR,
                 "the downstream session ended",
@@ -387,7 +388,7 @@ mod tests {
         let _on_x = downstream.call_begins(a, "x", &json!(7));
         let _on_y = downstream.call_begins(b, "y", &json!(1));
         asked(&downstream, "x").expect("carried to a");
-        match to_a.try_recv() {
+        match to_a.try_recv().map(|next| *next) {
             Ok(ToSession::Ask { related, .. }) => assert_eq!(related, json!(7)),
             _ => panic!("a was not asked"),
         }
@@ -442,7 +443,7 @@ mod tests {
         // itself, as what else is asked of the same call decides.
         downstream.stateless(a, json!({}));
         asked(&downstream, "x").expect("handed over");
-        match to_a.try_recv() {
+        match to_a.try_recv().map(|next| *next) {
             Ok(ToSession::Ask { required, .. }) => {
                 assert_eq!(required, Some(json!({"sampling": {}})))
             }
@@ -450,7 +451,7 @@ mod tests {
         }
         downstream.stateless(a, json!({"sampling": {}}));
         asked(&downstream, "x").expect("a 2026-07-28 request that declared it");
-        match to_a.try_recv() {
+        match to_a.try_recv().map(|next| *next) {
             Ok(ToSession::Ask { required, .. }) => assert_eq!(required, None),
             _ => panic!("a was not asked"),
         }

@@ -58,7 +58,7 @@ pub struct HttpSession {
     parking: Option<Parking>,
     unclaimed: RefCell<HashMap<String, Value>>,
     /// Its driver's commands, while it has one.
-    driver: RefCell<Option<mpsc::WeakUnboundedSender<Command>>>,
+    driver: RefCell<Option<mpsc::WeakUnboundedSender<Box<Command>>>>,
 }
 
 /// What a request on another worker (or any request of a 2025-11-25 session) asks of it.
@@ -70,9 +70,10 @@ enum Command {
     End(String, oneshot::Sender<()>),
 }
 
-/// A session, from any worker. When the last handle is dropped, the session ends.
+/// A session, from any worker. When the last handle is dropped, the session ends. Commands are
+/// boxed: an idle session's channel holds a block of slots, each the size of one.
 #[derive(Clone)]
-pub struct SessionHandle(mpsc::UnboundedSender<Command>);
+pub struct SessionHandle(mpsc::UnboundedSender<Box<Command>>);
 
 /// The session has ended.
 #[derive(Debug)]
@@ -83,7 +84,7 @@ impl SessionHandle {
     pub async fn exchange(&self, message: Value) -> Result<Option<Inbox>, Gone> {
         let (reply, answer) = oneshot::channel();
         self.0
-            .send(Command::Exchange(message, reply))
+            .send(Box::new(Command::Exchange(message, reply)))
             .map_err(|_| Gone)?;
         answer.await.map_err(|_| Gone)
     }
@@ -92,7 +93,7 @@ impl SessionHandle {
     pub async fn resume(&self, id: Value, retry: Value) -> Result<Inbox, Gone> {
         let (reply, answer) = oneshot::channel();
         self.0
-            .send(Command::Resume(id, retry, reply))
+            .send(Box::new(Command::Resume(id, retry, reply)))
             .map_err(|_| Gone)?;
         answer.await.map_err(|_| Gone)
     }
@@ -100,20 +101,26 @@ impl SessionHandle {
     /// The session's stream of what belongs to no request (a new one replaces the last).
     pub async fn open_stream(&self) -> Result<Inbox, Gone> {
         let (reply, answer) = oneshot::channel();
-        self.0.send(Command::OpenStream(reply)).map_err(|_| Gone)?;
+        self.0
+            .send(Box::new(Command::OpenStream(reply)))
+            .map_err(|_| Gone)?;
         answer.await.map_err(|_| Gone)
     }
 
     /// The client gave up request `id` (its POST went away): cancelled upstream.
     pub fn abandon(&self, id: Value, reason: &'static str) {
-        let _ = self.0.send(Command::Abandon(id, reason));
+        let _ = self.0.send(Box::new(Command::Abandon(id, reason)));
     }
 
     /// Ends the session: its POSTs and stream end, what it left in flight is cancelled
     /// upstream (each cancel handed to its connection when this returns).
     pub async fn end(&self, reason: &str) {
         let (done, ended) = oneshot::channel();
-        if self.0.send(Command::End(reason.to_owned(), done)).is_ok() {
+        if self
+            .0
+            .send(Box::new(Command::End(reason.to_owned(), done)))
+            .is_ok()
+        {
             let _ = ended.await;
         }
     }
@@ -167,12 +174,12 @@ impl HttpSession {
 
     /// Serves the commands of the session's handles until it is told to end, or every handle
     /// is gone (then it ends too: nothing it left in flight runs on for no one).
-    async fn drive(self: Rc<Self>, mut commands: mpsc::UnboundedReceiver<Command>) {
+    async fn drive(self: Rc<Self>, mut commands: mpsc::UnboundedReceiver<Box<Command>>) {
         let reason = loop {
             let Some(command) = commands.recv().await else {
                 break "the downstream session was dropped".to_owned();
             };
-            match command {
+            match *command {
                 Command::Exchange(message, reply) => {
                     let _ = reply.send(self.exchange(message));
                 }
@@ -184,13 +191,14 @@ impl HttpSession {
                 }
                 Command::Abandon(id, reason) => self.session.abandoned(&id, reason),
                 Command::End(reason, done) => {
-                    self.end(&reason).await;
+                    // Boxed: the end is rare, and an idle driver stays small.
+                    Box::pin(self.end(&reason)).await;
                     let _ = done.send(());
                     return;
                 }
             }
         };
-        self.end(&reason).await;
+        Box::pin(self.end(&reason)).await;
     }
 
     /// Ends the session: its POSTs and stream end without more, its calls are cancelled.

@@ -25,7 +25,7 @@ impl Session {
     /// Asks the downstream client what upstream servers ask of it, for as long as it lives.
     pub(super) fn carry(
         self: &Rc<Self>,
-        mut carried: tokio::sync::mpsc::UnboundedReceiver<ToSession>,
+        mut carried: tokio::sync::mpsc::UnboundedReceiver<Box<ToSession>>,
     ) {
         let session = Rc::downgrade(self);
         actix_rt::spawn(async move {
@@ -33,7 +33,7 @@ impl Session {
                 let Some(session) = session.upgrade() else {
                     return;
                 };
-                session.carried(next);
+                session.carried(*next);
             }
         });
     }
