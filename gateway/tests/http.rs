@@ -425,3 +425,55 @@ async fn stateless_client(url: &str) -> Client {
         .await
         .expect("discovered")
 }
+
+/// A client that reuses the id of its request still in flight in the same session gets an
+/// error on the second POST; the first call goes on (and the second never reaches upstream).
+#[actix_rt::test]
+async fn a_reused_id_in_flight_is_refused_and_leaves_the_first_call_alone() {
+    let upstreams = Upstreams::new("http-reused-id");
+    let gateway = listen(&upstreams);
+    let url = gateway.1.clone();
+    let initialize = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {},
+        "clientInfo": {"name": "raw", "version": "1"}}});
+    let (head, _) = http(&url, "POST", None, &initialize.to_string());
+    let session = head
+        .lines()
+        .find_map(|line| {
+            line.to_ascii_lowercase()
+                .strip_prefix("mcp-session-id: ")
+                .map(str::to_owned)
+        })
+        .expect("a session id");
+    let call = |id: u64, tool: &str, arguments: serde_json::Value| {
+        json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+               "params": {"name": tool, "arguments": arguments}})
+        .to_string()
+    };
+    let first = {
+        let body = call(7, "a__sleep", json!({"ms": 60_000}));
+        let (url, session) = (url.clone(), session.clone());
+        std::thread::spawn(move || {
+            let answer = http(&url, "POST", Some(&session), &body);
+            (answer, std::time::Instant::now())
+        })
+    };
+    let upstream_id = upstream_call(&upstreams, "a", "sleep").await;
+    let twice = call(7, "a__echo", json!({"text": "twice"}));
+    let (_, second) = http(&url, "POST", Some(&session), &twice);
+    assert!(second.contains("in flight"), "{second}");
+    // The first POST is still open: only the session's end (which cancels its call upstream)
+    // ends it.
+    let closing = std::time::Instant::now();
+    http(&url, "DELETE", Some(&session), "");
+    let ((_, first), ended) = first.join().expect("the first POST");
+    assert!(
+        ended > closing,
+        "the first POST ended when its id was reused"
+    );
+    assert!(!first.contains("in flight"), "{first}");
+    cancel_after_request(&upstreams, "a", &upstream_id).await;
+    let echoed = upstreams.read_by("a").into_iter();
+    let echoed = echoed.filter(|m| m["params"]["name"] == "echo").count();
+    assert_eq!(echoed, 0, "the refused call reached upstream");
+}
