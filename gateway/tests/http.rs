@@ -74,6 +74,21 @@ fn http(url: &str, method: &str, session: Option<&str>, body: &str) -> (String, 
     (head.to_owned(), body.to_owned())
 }
 
+/// A 2025-11-25 session opened with a raw `initialize`: its id.
+fn raw_session(url: &str) -> String {
+    let initialize = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {},
+        "clientInfo": {"name": "raw", "version": "1"}}});
+    let (head, _) = http(url, "POST", None, &initialize.to_string());
+    head.lines()
+        .find_map(|l| {
+            let (name, value) = l.split_once(':')?;
+            name.eq_ignore_ascii_case("mcp-session-id")
+                .then(|| value.trim().to_owned())
+        })
+        .expect("a session id")
+}
+
 /// A downstream session closed (`DELETE`) while its call runs: the call is cancelled upstream,
 /// after its request, and its POST's event stream ends without an answer.
 #[actix_rt::test]
@@ -81,18 +96,7 @@ async fn a_session_closed_mid_call_cancels_it_upstream() {
     let upstreams = Upstreams::new("http-delete");
     let gateway = listen(&upstreams);
     let url = gateway.1.clone();
-    let initialize = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-        "protocolVersion": "2025-11-25", "capabilities": {},
-        "clientInfo": {"name": "raw", "version": "1"}}});
-    let (head, _) = http(&url, "POST", None, &initialize.to_string());
-    let session = head
-        .lines()
-        .find_map(|l| {
-            let (name, value) = l.split_once(':')?;
-            name.eq_ignore_ascii_case("mcp-session-id")
-                .then(|| value.trim().to_owned())
-        })
-        .expect("a session id");
+    let session = raw_session(&url);
     let call = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
         "params": {"name": "a__sleep", "arguments": {"ms": 60_000}}});
     let post = std::thread::spawn({
@@ -433,18 +437,7 @@ async fn a_reused_id_in_flight_is_refused_and_leaves_the_first_call_alone() {
     let upstreams = Upstreams::new("http-reused-id");
     let gateway = listen(&upstreams);
     let url = gateway.1.clone();
-    let initialize = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-        "protocolVersion": "2025-11-25", "capabilities": {},
-        "clientInfo": {"name": "raw", "version": "1"}}});
-    let (head, _) = http(&url, "POST", None, &initialize.to_string());
-    let session = head
-        .lines()
-        .find_map(|line| {
-            line.to_ascii_lowercase()
-                .strip_prefix("mcp-session-id: ")
-                .map(str::to_owned)
-        })
-        .expect("a session id");
+    let session = raw_session(&url);
     let call = |id: u64, tool: &str, arguments: serde_json::Value| {
         json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
                "params": {"name": tool, "arguments": arguments}})
