@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The stateless path under load (issue 33): `wrk` POSTs of `tools/call echo` from many
-# connections, to the demo server directly and through the gateway (stdio upstream), in the
-# 2026-07-28 era (no session) and inside one 2025-11-25 session; sequential calls for the
-# latency; the gateway's RSS after a long stateless run.
+# connections, to the demo server directly and through the gateway (its own demo server over
+# stdio, or UPSTREAM=http: the same one over HTTP), in the 2026-07-28 era (no session) and inside
+# one 2025-11-25 session; sequential calls for the latency; with LONG_SECONDS, the gateway's RSS
+# after a long stateless run.
 #
 #   benches/stateless/run.sh GATEWAY DEMO [SECONDS] [CONNECTIONS]
 #
@@ -18,7 +19,12 @@ trap 'kill $(jobs -p) 2>/dev/null; rm -rf "$dir"' EXIT
 until grep -q LISTENING "$dir/demo.err"; do sleep 0.1; done
 direct="http://127.0.0.1:$(awk '/LISTENING/ {print $2}' "$dir/demo.err")/mcp"
 
-printf '{"mcpServers": {"demo": {"command": "%s", "args": ["--era", "dual"]}}}' "$demo" >"$dir/mcp.json"
+# UPSTREAM=http: the gateway reaches the same demo server over HTTP instead of its own over stdio.
+if [ "${UPSTREAM:-stdio}" = http ]; then
+  printf '{"mcpServers": {"demo": {"url": "%s"}}}' "$direct" >"$dir/mcp.json"
+else
+  printf '{"mcpServers": {"demo": {"command": "%s", "args": ["--era", "dual"]}}}' "$demo" >"$dir/mcp.json"
+fi
 "$gateway" --config "$dir/mcp.json" --listen 127.0.0.1:0 ${GATEWAY_ARGS:-} 2>"$dir/gateway.err" &
 gateway_pid=$!
 until grep -q "listening on" "$dir/gateway.err"; do sleep 0.1; done
