@@ -75,4 +75,43 @@ mod tests {
         let notification = r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
         assert!(parse(notification.as_bytes()).is_ok());
     }
+
+    proptest::proptest! {
+        /// Whatever a client sends, the gateway answers it or takes it: it never panics, and
+        /// what it takes has an id it can name.
+        #[test]
+        fn any_body_is_refused_or_taken_with_a_nameable_id(body in proptest::collection::vec(proptest::num::u8::ANY, 0..256)) {
+            if let Ok(message) = parse(&body) {
+                let id = message.get("id");
+                proptest::prop_assert!(id.is_none_or(|id| id.is_string() || id.is_number()));
+            }
+        }
+
+        #[test]
+        fn any_json_value_as_an_id_is_taken_only_if_a_string_or_a_number(id in json_value()) {
+            let message = json!({"jsonrpc": "2.0", "id": id.clone(), "method": "tools/call"});
+            let taken = parse(message.to_string().as_bytes()).is_ok();
+            proptest::prop_assert_eq!(taken, id.is_string() || id.is_number());
+        }
+    }
+
+    fn json_value() -> impl proptest::strategy::Strategy<Value = Value> {
+        use proptest::prelude::*;
+        let leaf = prop_oneof![
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::from),
+            any::<i64>().prop_map(Value::from),
+            any::<f64>()
+                .prop_filter("finite", |f| f.is_finite())
+                .prop_map(Value::from),
+            "[a-z]{0,8}".prop_map(Value::from),
+        ];
+        leaf.prop_recursive(3, 16, 4, |inner| {
+            prop_oneof![
+                proptest::collection::vec(inner.clone(), 0..4).prop_map(Value::from),
+                proptest::collection::btree_map("[a-z]{1,4}", inner, 0..4)
+                    .prop_map(|map| Value::Object(map.into_iter().collect())),
+            ]
+        })
+    }
 }
