@@ -23,6 +23,7 @@ mod message;
 mod method;
 mod names;
 mod origin;
+mod outbox;
 mod owner;
 mod replies;
 mod routes;

@@ -386,3 +386,44 @@ async fn until_answered(client: &Client, tool: &str) -> String {
         tokio::time::sleep(std::time::Duration::from_millis(100)).await;
     }
 }
+
+/// A client that stops reading its stdout while the gateway has more for it (here a flood of
+/// upstream logs) is taken as gone: its call is cancelled upstream and the gateway ends, rather
+/// than holding all it cannot deliver.
+#[actix_rt::test]
+async fn a_client_that_stops_reading_its_stdout_is_taken_as_gone() {
+    let upstreams = Upstreams::new("stdio-unread");
+    let mut gateway = upstreams
+        .gateway()
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("the gateway starts");
+    let mut stdin = gateway.stdin.take().unwrap();
+    // Never read: the pipe fills, then what waits behind it.
+    let _stdout = gateway.stdout.take().unwrap();
+    let mut send = |message: Value| writeln!(&mut stdin, "{message}").expect("written");
+    send(
+        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {},
+        "clientInfo": {"name": "raw", "version": "1"}}}),
+    );
+    send(
+        json!({"jsonrpc": "2.0", "id": 2, "method": "logging/setLevel",
+        "params": {"level": "debug"}}),
+    );
+    send(json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call",
+        "params": {"name": "a__sleep", "arguments": {"ms": 60_000}}}));
+    let id = upstream_call(&upstreams, "a", "sleep").await;
+    for n in 0..8 {
+        send(
+            json!({"jsonrpc": "2.0", "id": 10 + n, "method": "tools/call",
+            "params": {"name": "b__flood", "arguments": {"count": 1000, "size": 65_536}}}),
+        );
+    }
+    let status = until("the gateway exits", || gateway.try_wait().expect("status")).await;
+    assert!(status.success(), "{status}");
+    let cancelled = cancel_after_request(&upstreams, "a", &id).await;
+    let reason = cancelled["params"]["reason"].as_str().unwrap_or_default();
+    assert!(reason.contains("did not read its stdout"), "{cancelled}");
+}

@@ -25,13 +25,14 @@ use tokio::sync::broadcast;
 
 mod body;
 mod envelope;
-mod outbox;
+
 mod parking;
 mod peer;
 mod session;
 mod shutdown;
 mod table;
 
+use crate::outbox::Inbox;
 use crate::{
     authorization::Authorization,
     changes::Event,
@@ -39,7 +40,6 @@ use crate::{
     replies::{error, INVALID_PARAMS},
     upstream::Upstream,
 };
-use outbox::Inbox;
 use parking::{Parked, Parking};
 use session::{AbortIsCancel, HttpSession, SessionHandle, Setup, Target};
 pub use {body::BodyLimits, table::Limits};

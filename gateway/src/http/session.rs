@@ -17,12 +17,10 @@ use std::{
 use serde_json::Value;
 use tokio::sync::{broadcast, mpsc, oneshot};
 
-use super::{
-    outbox::{self, Inbox, Outbox, Outgoing},
-    parking::Parking,
-};
+use super::parking::Parking;
 use crate::{
     changes::Event,
+    outbox::{self, Inbox, Outbox, Outgoing},
     owner::Owner,
     replies::{error, INVALID_PARAMS},
     session::{Answers, Session},

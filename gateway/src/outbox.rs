@@ -1,4 +1,5 @@
-//! What waits for one downstream client's stream (a POST's event stream, a GET stream), bounded
+//! What waits for one downstream client's stream (a POST's event stream, a GET stream, stdout
+//! over stdio), bounded
 //! in bytes: a reader that falls behind has its stream ended, never grown. Each message is
 //! serialized once, when it is queued. A message always goes into an empty queue whatever its
 //! size (an answer of many megabytes still reaches a client that reads).
