@@ -86,8 +86,8 @@ impl Method {
 
     /// Whether the gateway serves it in the 2026-07-28 era (which removed `initialize`,
     /// `ping`, `logging/setLevel` and the resource subscriptions) or, `modern` false, in a
-    /// 2025-11-25 session (which has no `server/discover`... served anyway, harmless, and no
-    /// listen).
+    /// 2025-11-25 session (which has no listen; `server/discover` is answered in both, as a
+    /// client probing for the era sends it before it knows).
     pub fn served(self, modern: bool) -> bool {
         match self {
             Self::Initialize | Self::Ping | Self::SetLogLevel => !modern,
