@@ -205,7 +205,12 @@ async fn post(
     let Some(exchange) = Exchange::begin(&gateway, named, &owner) else {
         return not_found();
     };
-    match exchange.handle.exchange(message).await {
+    // On the session's own worker, directly; from another, through its handle.
+    let messages = match session::here(named) {
+        Some(session) => Ok(session.exchange(message)),
+        None => exchange.handle.exchange(message).await,
+    };
+    match messages {
         Ok(messages) => reply(&request, messages, None, true, Some(exchange)).await,
         Err(session::Gone) => not_found(),
     }
@@ -230,6 +235,7 @@ async fn open_session(
         return too_many(&message, &full);
     }
     tracing::debug!(%owner, "a downstream session opened");
+    session.live_here_as(&id);
     let exchange = Exchange::begin(gateway, &id, &owner);
     let messages = session.exchange(message);
     let mut response = reply(request, messages, None, true, exchange).await;
@@ -354,7 +360,11 @@ async fn get(request: HttpRequest, gateway: web::Data<Gateway>) -> HttpResponse 
     let Some(exchange) = Exchange::begin(&gateway, named, &owner) else {
         return not_found();
     };
-    match exchange.handle.open_stream().await {
+    let stream = match session::here(named) {
+        Some(session) => Ok(session.open_stream()),
+        None => exchange.handle.open_stream().await,
+    };
+    match stream {
         Ok(messages) => event_stream(&request, messages, None, None),
         Err(session::Gone) => not_found(),
     }

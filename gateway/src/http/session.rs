@@ -57,6 +57,19 @@ pub struct HttpSession {
     unclaimed: RefCell<HashMap<String, Value>>,
     /// Its driver's commands, while it has one.
     driver: RefCell<Option<mpsc::WeakUnboundedSender<Box<Command>>>>,
+    /// Its id among this worker's sessions (`here`), while it is one of them.
+    known_here_as: RefCell<Option<String>>,
+}
+
+thread_local! {
+    /// The sessions that live on this worker, by id: a request that lands on its session's own
+    /// worker talks to it directly, without the hop through its driver.
+    static HERE: RefCell<HashMap<String, Weak<HttpSession>>> = RefCell::default();
+}
+
+/// The session `id` if it lives on this worker (ask the table first: this knows no owners).
+pub fn here(id: &str) -> Option<Rc<HttpSession>> {
+    HERE.with(|here| here.borrow().get(id).and_then(Weak::upgrade))
 }
 
 /// What a request on another worker (or any request of a 2025-11-25 session) asks of it.
@@ -149,8 +162,15 @@ impl HttpSession {
                 parking,
                 unclaimed: RefCell::default(),
                 driver: RefCell::default(),
+                known_here_as: RefCell::default(),
             }
         })
+    }
+
+    /// Known on this worker as `id` until it ends.
+    pub fn live_here_as(self: &Rc<Self>, id: &str) {
+        HERE.with(|here| here.borrow_mut().insert(id.to_owned(), Rc::downgrade(self)));
+        *self.known_here_as.borrow_mut() = Some(id.to_owned());
     }
 
     /// A handle to this session, for other workers: its driver started if none runs. The
@@ -201,6 +221,9 @@ impl HttpSession {
 
     /// Ends the session: its POSTs and stream end without more, its calls are cancelled.
     pub async fn end(&self, reason: &str) {
+        if let Some(id) = self.known_here_as.borrow_mut().take() {
+            HERE.with(|here| here.borrow_mut().remove(&id));
+        }
         self.waiting.borrow_mut().clear();
         self.stream.borrow_mut().take();
         self.session.end(reason).await;
