@@ -130,6 +130,12 @@ impl Front {
             .arg("--config")
             .arg(&config)
             .args(["--listen", "127.0.0.1:0"])
+            // GATEWAY_ARGS: more of the gateway's options (e.g. `--workers 1`).
+            .args(
+                std::env::var("GATEWAY_ARGS")
+                    .unwrap_or_default()
+                    .split_whitespace(),
+            )
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
