@@ -208,7 +208,7 @@ async fn post(
     // On the session's own worker, directly; from another, through its handle.
     let messages = match session::here(named) {
         Some(session) => Ok(session.exchange(message)),
-        None => exchange.handle.exchange(message).await,
+        None => exchange.handle.exchange(message),
     };
     match messages {
         Ok(messages) => reply(&request, messages, None, true, Some(exchange)).await,

@@ -74,7 +74,8 @@ pub fn here(id: &str) -> Option<Rc<HttpSession>> {
 
 /// What a request on another worker (or any request of a 2025-11-25 session) asks of it.
 enum Command {
-    Exchange(Value, oneshot::Sender<Option<Inbox>>),
+    /// A message, and for a request the outbox of its POST.
+    Exchange(Value, Option<Outbox>),
     Resume(Value, Value, oneshot::Sender<Inbox>),
     OpenStream(oneshot::Sender<Inbox>),
     Abandon(Value, &'static str),
@@ -84,26 +85,37 @@ enum Command {
 /// A session, from any worker. When the last handle is dropped, the session ends. Commands are
 /// boxed: an idle session's channel holds a block of slots, each the size of one.
 #[derive(Clone)]
-pub struct SessionHandle(mpsc::UnboundedSender<Box<Command>>);
+pub struct SessionHandle {
+    commands: mpsc::UnboundedSender<Box<Command>>,
+    /// The bound of the outboxes it makes for its POSTs.
+    stream_buffer: usize,
+}
 
 /// The session has ended.
 #[derive(Debug)]
 pub struct Gone;
 
 impl SessionHandle {
-    /// One message; for a request, the messages its POST carries back.
-    pub async fn exchange(&self, message: Value) -> Result<Option<Inbox>, Gone> {
-        let (reply, answer) = oneshot::channel();
-        self.0
-            .send(Box::new(Command::Exchange(message, reply)))
-            .map_err(|_| Gone)?;
-        answer.await.map_err(|_| Gone)
+    /// One message; for a request, the messages its POST carries back. The POST's outbox is
+    /// made here and sent with it: the POST waits on its own side at once, with no round trip
+    /// to the session's worker first.
+    pub fn exchange(&self, message: Value) -> Result<Option<Inbox>, Gone> {
+        let (outbox, inbox) = match is_request(&message) {
+            true => {
+                let (outbox, inbox) = outbox::channel(self.stream_buffer);
+                (Some(outbox), Some(inbox))
+            }
+            false => (None, None),
+        };
+        let command = Box::new(Command::Exchange(message, outbox));
+        self.commands.send(command).map_err(|_| Gone)?;
+        Ok(inbox)
     }
 
     /// The retry `retry` of call `id` (see [`HttpSession::resume`]).
     pub async fn resume(&self, id: Value, retry: Value) -> Result<Inbox, Gone> {
         let (reply, answer) = oneshot::channel();
-        self.0
+        self.commands
             .send(Box::new(Command::Resume(id, retry, reply)))
             .map_err(|_| Gone)?;
         answer.await.map_err(|_| Gone)
@@ -112,7 +124,7 @@ impl SessionHandle {
     /// The session's stream of what belongs to no request (a new one replaces the last).
     pub async fn open_stream(&self) -> Result<Inbox, Gone> {
         let (reply, answer) = oneshot::channel();
-        self.0
+        self.commands
             .send(Box::new(Command::OpenStream(reply)))
             .map_err(|_| Gone)?;
         answer.await.map_err(|_| Gone)
@@ -120,7 +132,7 @@ impl SessionHandle {
 
     /// The client gave up request `id` (its POST went away): cancelled upstream.
     pub fn abandon(&self, id: Value, reason: &'static str) {
-        let _ = self.0.send(Box::new(Command::Abandon(id, reason)));
+        let _ = self.commands.send(Box::new(Command::Abandon(id, reason)));
     }
 
     /// Ends the session: its POSTs and stream end, what it left in flight is cancelled
@@ -128,7 +140,7 @@ impl SessionHandle {
     pub async fn end(&self, reason: &str) {
         let (done, ended) = oneshot::channel();
         if self
-            .0
+            .commands
             .send(Box::new(Command::End(reason.to_owned(), done)))
             .is_ok()
         {
@@ -181,13 +193,20 @@ impl HttpSession {
             .borrow()
             .as_ref()
             .and_then(|weak| weak.upgrade());
+        let stream_buffer = self.stream_buffer;
         if let Some(commands) = running {
-            return SessionHandle(commands);
+            return SessionHandle {
+                commands,
+                stream_buffer,
+            };
         }
         let (commands, received) = mpsc::unbounded_channel();
         *self.driver.borrow_mut() = Some(commands.downgrade());
         actix_rt::spawn(self.clone().drive(received));
-        SessionHandle(commands)
+        SessionHandle {
+            commands,
+            stream_buffer,
+        }
     }
 
     /// Serves the commands of the session's handles until it is told to end, or every handle
@@ -198,9 +217,7 @@ impl HttpSession {
                 break "the downstream session was dropped".to_owned();
             };
             match *command {
-                Command::Exchange(message, reply) => {
-                    let _ = reply.send(self.exchange(message));
-                }
+                Command::Exchange(message, outbox) => self.exchange_into(message, outbox),
                 Command::Resume(id, retry, reply) => {
                     let _ = reply.send(self.resume(&id, &retry));
                 }
@@ -299,32 +316,39 @@ impl HttpSession {
 
     /// One message; for a request, the messages its POST carries back.
     pub fn exchange(&self, message: Value) -> Option<Inbox> {
-        let is_request = message["method"].is_string() && message.get("id").is_some();
+        if !is_request(&message) {
+            self.exchange_into(message, None);
+            return None;
+        }
+        let (outbox, inbox) = outbox::channel(self.stream_buffer);
+        self.exchange_into(message, Some(outbox));
+        Some(inbox)
+    }
+
+    /// One message; for a request, what belongs to it goes to `outbox` (its POST's).
+    fn exchange_into(&self, message: Value, outbox: Option<Outbox>) {
         if message["method"] == "notifications/cancelled" {
             // The cancelled request's POST ends without an answer.
             let id = message["params"]["requestId"].to_string();
             self.waiting.borrow_mut().remove(&id);
         }
-        if !is_request {
-            self.session.message(message);
-            return None;
-        }
-        if self
-            .waiting
-            .borrow()
-            .contains_key(&message["id"].to_string())
-        {
+        let Some(outbox) = outbox.filter(|_| is_request(&message)) else {
+            return self.session.message(message);
+        };
+        let key = message["id"].to_string();
+        if self.waiting.borrow().contains_key(&key) {
             // The client reused the id of a request still in flight: refused on its own POST,
             // leaving the first's alone.
             let why = "a request with this id is in flight";
-            let refusal = error(&message["id"], INVALID_PARAMS, why);
-            let (outbox, inbox) = outbox::channel(self.stream_buffer);
-            let _ = outbox.send(&refusal);
-            return Some(inbox);
+            let _ = outbox.send(&error(&message["id"], INVALID_PARAMS, why));
+            return;
         }
-        let messages = self.wait_for(&message["id"], None);
+        let post = Post {
+            outbox,
+            answer_as: None,
+        };
+        self.waiting.borrow_mut().insert(key, post);
         self.session.message(message);
-        Some(messages)
     }
 
     /// The retry `retry` of call `id`, answered `input_required` before: its responses go to
@@ -362,6 +386,12 @@ impl HttpSession {
         *self.stream.borrow_mut() = Some(outbox);
         inbox
     }
+}
+
+/// Whether `message` is a request (its POST waits for its answer), not a notification or an
+/// answer.
+fn is_request(message: &Value) -> bool {
+    message["method"].is_string() && message.get("id").is_some()
 }
 
 /// Whom a request's POST going away cancels it at: the session itself (on this worker) or its
