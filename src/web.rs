@@ -47,11 +47,7 @@ use tokio_util::sync::CancellationToken;
 /// One connection's watch: its socket's duplicate until its watcher takes it, and the signal the
 /// watcher fires when the client is gone. Dropped with the connection, it stops the watcher.
 #[cfg(unix)]
-struct ConnectionWatch(std::rc::Rc<Watch>);
-
-#[cfg(unix)]
-#[derive(Default)]
-struct Watch {
+struct ConnectionWatch {
     socket: std::cell::RefCell<Option<std::net::TcpStream>>,
     gone: CancellationToken,
     watcher: std::cell::RefCell<Option<actix_web::rt::task::JoinHandle<()>>>,
@@ -62,23 +58,23 @@ impl ConnectionWatch {
     /// Resolves when the client of this connection is gone; the connection's one watcher is
     /// started by the first request that asks.
     fn gone(&self) -> impl std::future::Future<Output = ()> + 'static {
-        let taken = self.0.socket.borrow_mut().take();
+        let taken = self.socket.borrow_mut().take();
         if let Some(socket) = taken {
-            let gone = self.0.gone.clone();
+            let gone = self.gone.clone();
             let watcher = actix_web::rt::spawn(async move {
                 client_gone(socket).await;
                 gone.cancel();
             });
-            *self.0.watcher.borrow_mut() = Some(watcher);
+            *self.watcher.borrow_mut() = Some(watcher);
         }
-        self.0.gone.clone().cancelled_owned()
+        self.gone.clone().cancelled_owned()
     }
 }
 
 #[cfg(unix)]
 impl Drop for ConnectionWatch {
     fn drop(&mut self) {
-        if let Some(watcher) = self.0.watcher.borrow_mut().take() {
+        if let Some(watcher) = self.watcher.get_mut().take() {
             watcher.abort();
         }
     }
@@ -92,9 +88,11 @@ pub fn watch_connection(connection: &dyn Any, data: &mut Extensions) {
     if let Some(tcp) = connection.downcast_ref::<actix_web::rt::net::TcpStream>() {
         use std::os::fd::AsFd;
         if let Ok(fd) = tcp.as_fd().try_clone_to_owned() {
-            let watch = Watch::default();
-            *watch.socket.borrow_mut() = Some(std::net::TcpStream::from(fd));
-            data.insert(ConnectionWatch(std::rc::Rc::new(watch)));
+            data.insert(ConnectionWatch {
+                socket: std::cell::RefCell::new(Some(std::net::TcpStream::from(fd))),
+                gone: CancellationToken::new(),
+                watcher: std::cell::RefCell::default(),
+            });
         }
     }
     #[cfg(not(unix))]

@@ -282,20 +282,9 @@ async fn a_downstream_cancel_reaches_the_upstream_server_after_its_request() {
 #[actix_rt::test]
 async fn a_downstream_client_that_goes_away_cancels_its_calls_upstream() {
     let upstreams = Upstreams::new("gone");
-    let mut gateway = upstreams
-        .gateway()
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .expect("the gateway starts");
-    let mut stdin = gateway.stdin.take().unwrap();
-    let mut stdout = BufReader::new(gateway.stdout.take().unwrap());
+    let (mut gateway, mut stdin, stdout) = initialized_raw(&upstreams);
+    let mut stdout = BufReader::new(stdout);
     let mut send = |message: Value| writeln!(&mut stdin, "{message}").expect("written");
-    send(
-        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-        "protocolVersion": "2025-11-25", "capabilities": {},
-        "clientInfo": {"name": "raw", "version": "1"}}}),
-    );
     let mut line = String::new();
     stdout.read_line(&mut line).expect("the initialize answer");
     assert!(line.contains("actix-mcp-gateway"), "{line}");
@@ -393,21 +382,9 @@ async fn until_answered(client: &Client, tool: &str) -> String {
 #[actix_rt::test]
 async fn a_client_that_stops_reading_its_stdout_is_taken_as_gone() {
     let upstreams = Upstreams::new("stdio-unread");
-    let mut gateway = upstreams
-        .gateway()
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .expect("the gateway starts");
-    let mut stdin = gateway.stdin.take().unwrap();
-    // Never read: the pipe fills, then what waits behind it.
-    let _stdout = gateway.stdout.take().unwrap();
+    // Its stdout never read: the pipe fills, then what waits behind it.
+    let (mut gateway, mut stdin, _stdout) = initialized_raw(&upstreams);
     let mut send = |message: Value| writeln!(&mut stdin, "{message}").expect("written");
-    send(
-        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-        "protocolVersion": "2025-11-25", "capabilities": {},
-        "clientInfo": {"name": "raw", "version": "1"}}}),
-    );
     send(
         json!({"jsonrpc": "2.0", "id": 2, "method": "logging/setLevel",
         "params": {"level": "debug"}}),
@@ -426,4 +403,28 @@ async fn a_client_that_stops_reading_its_stdout_is_taken_as_gone() {
     let cancelled = cancel_after_request(&upstreams, "a", &id).await;
     let reason = cancelled["params"]["reason"].as_str().unwrap_or_default();
     assert!(reason.contains("did not read its stdout"), "{cancelled}");
+}
+
+/// The gateway over stdio as a raw client drives it, `initialize` sent: the process and its
+/// pipes.
+fn initialized_raw(
+    upstreams: &Upstreams,
+) -> (
+    std::process::Child,
+    std::process::ChildStdin,
+    std::process::ChildStdout,
+) {
+    let mut gateway = upstreams
+        .gateway()
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("the gateway starts");
+    let mut stdin = gateway.stdin.take().unwrap();
+    let stdout = gateway.stdout.take().unwrap();
+    let initialize = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {},
+        "clientInfo": {"name": "raw", "version": "1"}}});
+    writeln!(&mut stdin, "{initialize}").expect("written");
+    (gateway, stdin, stdout)
 }

@@ -225,7 +225,7 @@ async fn open_session(
 ) -> HttpResponse {
     let id = uuid::Uuid::new_v4().simple().to_string();
     let setup = gateway.setup(owner.clone());
-    let session = HttpSession::new(&setup, Some(&gateway.changes), None);
+    let session = HttpSession::new(setup, Some(&gateway.changes), None);
     let handle = session.handle();
     let opened = gateway
         .table()
@@ -286,13 +286,16 @@ async fn stateless(
     let progress = !meta["progressToken"].is_null()
         || !meta[actix_mcp::protocol::discover::META_LOG_LEVEL].is_null()
         || message["method"] == "subscriptions/listen";
-    if let Some(state) = message["params"]["requestState"].as_str() {
-        return retry(request, &message, state, &owner, gateway, progress).await;
+    if let Some(state) = message["params"]["requestState"]
+        .as_str()
+        .map(str::to_owned)
+    {
+        return retry(request, message, &state, &owner, gateway, progress).await;
     }
     let parking = Some(gateway.parking.clone());
     let listens = message["method"] == "subscriptions/listen";
     let changes = listens.then_some(&gateway.changes);
-    let session = HttpSession::new(&gateway.setup(owner), changes, parking);
+    let session = HttpSession::new(gateway.setup(owner), changes, parking);
     let capabilities = &message["params"]["_meta"]["io.modelcontextprotocol/clientCapabilities"];
     session.session.stateless(capabilities.clone());
     let abort = message.get("id").map(|id| AbortIsCancel {
@@ -307,31 +310,27 @@ async fn stateless(
 /// `owner`'s.
 async fn retry(
     request: &HttpRequest,
-    message: &Value,
+    message: Value,
     state: &str,
     owner: &Owner,
     gateway: &Gateway,
     progress: bool,
 ) -> HttpResponse {
+    let retry_id = message.get("id").cloned().unwrap_or(Value::Null);
     let Some(Parked { session, id }) = gateway.parking.take(state, owner) else {
-        let id = message.get("id").cloned().unwrap_or(Value::Null);
         let why = "the requestState names no call waiting for input (answered or expired)";
-        return json(&error(&id, INVALID_PARAMS, why));
+        return json(&error(&retry_id, INVALID_PARAMS, why));
     };
     let abort = AbortIsCancel {
         target: Target::Handle(session.clone()),
         id: id.clone(),
         answered: false,
     };
-    match session.resume(id, message.clone()).await {
+    match session.resume(id, message).await {
         Ok(messages) => reply(request, Some(messages), Some(abort), progress, None).await,
         Err(session::Gone) => {
-            let id = message.get("id").cloned().unwrap_or(Value::Null);
-            json(&error(
-                &id,
-                INVALID_PARAMS,
-                "the call waiting for input ended",
-            ))
+            let why = "the call waiting for input ended";
+            json(&error(&retry_id, INVALID_PARAMS, why))
         }
     }
 }
@@ -580,10 +579,10 @@ async fn require_token(
     request: actix_web::dev::ServiceRequest,
     next: actix_web::middleware::Next<impl actix_web::body::MessageBody + 'static>,
 ) -> Result<actix_web::dev::ServiceResponse<actix_web::body::BoxBody>, actix_web::Error> {
-    let gateway = request.app_data::<web::Data<Gateway>>().cloned();
-    let authorization = gateway.as_ref().and_then(|g| g.authorization.clone());
+    let gateway = request.app_data::<web::Data<Gateway>>();
     let open = request.path() == "/healthz" || request.path().starts_with("/.well-known/");
-    let (Some(gateway), Some(authorization)) = (gateway, authorization.filter(|_| !open)) else {
+    let authorization = gateway.and_then(|g| g.authorization.clone().filter(|_| !open));
+    let Some(authorization) = authorization else {
         return Ok(next.call(request).await?.map_into_boxed_body());
     };
     let header = |name: &str| {
@@ -609,7 +608,9 @@ async fn require_token(
         Err(refused) => {
             let forwarded = header("x-forwarded-for");
             let peer = request.peer_addr().map(|a| a.ip());
-            let client = peer::client_address(peer, forwarded.as_deref(), &gateway.trusted_proxies);
+            let gateway = request.app_data::<web::Data<Gateway>>();
+            let trusted = gateway.map_or(&[][..], |g| g.trusted_proxies.as_slice());
+            let client = peer::client_address(peer, forwarded.as_deref(), trusted);
             tracing::info!(?refused, ?client, "a token was refused");
             let status = actix_web::http::StatusCode::from_u16(refused.status())
                 .unwrap_or(actix_web::http::StatusCode::UNAUTHORIZED);

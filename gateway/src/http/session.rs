@@ -153,7 +153,7 @@ impl HttpSession {
     /// A 2025-11-25 session (`parking` none), or a 2026-07-28 request on its own (which follows
     /// the upstream `changes` only if it is a listen).
     pub fn new(
-        setup: &Setup,
+        setup: Setup,
         changes: Option<&broadcast::Sender<Event>>,
         parking: Option<Parking>,
     ) -> Rc<Self> {
@@ -164,10 +164,10 @@ impl HttpSession {
                     this.deliver(message, related);
                 }
             });
-            let upstream = setup.upstream.clone();
+            let owner = setup.owner.clone();
             Self {
-                session: Session::start(upstream, answers, changes, setup.owner.clone()),
-                owner: setup.owner.clone(),
+                session: Session::start(setup.upstream, answers, changes, setup.owner),
+                owner,
                 waiting: RefCell::default(),
                 stream: RefCell::default(),
                 stream_buffer: setup.stream_buffer,
@@ -252,15 +252,14 @@ impl HttpSession {
             // A notification or a request of a request in flight: on that request's POST (if it
             // has gone, on the GET stream).
             (Some(id), _) => {
-                let key = id.to_string();
-                let outgoing = Outgoing::of(&message);
-                let on_post = self.waiting.borrow().get(&key).map(|post| {
-                    let sent = post.outbox.send_outgoing(outgoing);
-                    sent.map_err(|_| ())
-                });
+                let waiting = self.waiting.borrow();
+                let on_post = waiting
+                    .get(&id.to_string())
+                    .map(|p| p.outbox.send(&message));
+                drop(waiting);
                 match on_post {
                     Some(Ok(())) => {}
-                    Some(Err(())) => self.fell_behind(id),
+                    Some(Err(outbox::Overflow)) => self.fell_behind(id),
                     None => self.to_stream(&message),
                 }
             }
