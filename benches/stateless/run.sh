@@ -16,6 +16,7 @@ dir=$(mktemp -d)
 trap 'kill $(jobs -p) 2>/dev/null; rm -rf "$dir"' EXIT
 
 "$demo" --http 127.0.0.1:0 --era dual 2>"$dir/demo.err" &
+demo_pid=$!
 until grep -q LISTENING "$dir/demo.err"; do sleep 0.1; done
 direct="http://127.0.0.1:$(awk '/LISTENING/ {print $2}' "$dir/demo.err")/mcp"
 
@@ -31,6 +32,9 @@ until grep -q "listening on" "$dir/gateway.err"; do sleep 0.1; done
 through=$(sed -n 's/.*listening on //p' "$dir/gateway.err")
 
 rss() { awk '/VmRSS/ {print $2}' "/proc/$gateway_pid/status"; }
+# PID's CPU time so far, in clock ticks (user and system).
+ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+tick_ns=$(( 1000000000 / $(getconf CLK_TCK) ))
 
 # A 2025-11-25 session at URL: its id.
 session() {
@@ -58,6 +62,15 @@ for round in 1 2; do
   load "direct 2026-07-28 c=$connections" modern echo "$direct" "$connections"
   load "gateway 2026-07-28 c=$connections" modern demo__echo "$through" "$connections"
 done
+# CPU per call: what a call costs the gateway, beside what it costs the server that does the
+# work (the one figure that does not depend on how many cores wrk takes from them).
+cpu() {
+  local before_pid=$(ticks "$1") out calls
+  out=$(ERA=modern TOOL=$2 wrk -t2 -c"$connections" -d"${seconds}s" -s "$here/call.lua" "$3" 2>&1)
+  calls=$(awk '/requests in/ {print $1}' <<<"$out")
+  echo $(( ($(ticks "$1") - before_pid) * tick_ns / calls / 1000 ))
+}
+echo "CPU per call: demo server $(cpu "$demo_pid" echo "$direct") us, gateway $(cpu "$gateway_pid" demo__echo "$through") us"
 load "direct 2026-07-28 c=1" modern echo "$direct" 1
 load "gateway 2026-07-28 c=1" modern demo__echo "$through" 1
 direct_session=$(session "$direct")

@@ -34,6 +34,10 @@ mod subscriptions;
 mod tasks;
 mod upstream;
 
+/// Small blocks come and go with every call: mimalloc keeps them per thread.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 use std::{path::PathBuf, process::ExitCode};
 
 use actix_mcp::Config;
