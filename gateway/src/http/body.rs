@@ -4,11 +4,9 @@
 
 use std::time::Duration;
 
+use crate::message::{parse, Incoming};
 use actix_web::{http::StatusCode, web, HttpMessage as _, HttpRequest, HttpResponse};
 use futures::StreamExt as _;
-use serde_json::Value;
-
-use crate::message::parse;
 
 /// How much a POST may carry and how long it may take.
 #[derive(Clone, Copy, Debug)]
@@ -22,7 +20,7 @@ pub async fn read(
     request: &HttpRequest,
     mut payload: web::Payload,
     limits: BodyLimits,
-) -> Result<Value, HttpResponse> {
+) -> Result<Incoming, HttpResponse> {
     let json = request.mime_type().ok().flatten().is_some_and(|mime| {
         mime.type_() == "application" && mime.subtype() == "json" && mime.suffix().is_none()
     });

@@ -7,7 +7,7 @@
 use serde_json::{json, Value};
 
 use crate::{
-    method::Method,
+    message::Request,
     replies::{error, INVALID_PARAMS, METHOD_NOT_FOUND},
 };
 
@@ -32,17 +32,15 @@ pub struct Refused {
     pub answer: Value,
 }
 
-/// Whether `message` is a 2026-07-28 request (its headers or its `_meta` say so).
-pub fn is_modern(headers: &Headers<'_>, message: &Value) -> bool {
+/// Whether `request` is of the 2026-07-28 era (its headers or its `_meta` say so).
+pub fn is_modern(headers: &Headers<'_>, request: &Request) -> bool {
     headers.protocol_version == Some(MODERN)
-        || message["params"]["_meta"]["io.modelcontextprotocol/protocolVersion"].is_string()
+        || request.meta()["io.modelcontextprotocol/protocolVersion"].is_string()
 }
 
-/// Checks a 2026-07-28 request (a notification or an answer is not checked).
-pub fn check(headers: &Headers<'_>, message: &Value) -> Result<(), Refused> {
-    let (Some(method), Some(id)) = (message["method"].as_str(), message.get("id")) else {
-        return Ok(());
-    };
+/// Checks a 2026-07-28 request.
+pub fn check(headers: &Headers<'_>, request: &Request) -> Result<(), Refused> {
+    let (method, id) = (request.name.as_str(), &request.id);
     let refuse = |status, code, text: String, data: Option<Value>| {
         let mut answer = error(id, code, text);
         if let Some(data) = data {
@@ -50,7 +48,7 @@ pub fn check(headers: &Headers<'_>, message: &Value) -> Result<(), Refused> {
         }
         Err(Refused { status, answer })
     };
-    let meta = &message["params"]["_meta"];
+    let meta = request.meta();
     let version = meta["io.modelcontextprotocol/protocolVersion"].as_str();
     let Some(version) = version else {
         let why = "_meta needs io.modelcontextprotocol/protocolVersion";
@@ -60,10 +58,10 @@ pub fn check(headers: &Headers<'_>, message: &Value) -> Result<(), Refused> {
         let why = "_meta needs io.modelcontextprotocol/clientCapabilities";
         return refuse(400, INVALID_PARAMS, why.into(), None);
     }
-    let asked = Method::of(method);
+    let asked = request.method;
     let name = asked
         .routed_by()
-        .and_then(|field| message["params"][field].as_str());
+        .and_then(|field| request.params[field].as_str());
     // SEP-2243: `Mcp-Method` on every request, `Mcp-Name` with the name or URI it routes by.
     if headers.method.is_none() || (name.is_some() && headers.name.is_none()) {
         let why = "the Mcp-Method header (and Mcp-Name, for a named request) must be sent";
@@ -94,10 +92,15 @@ pub fn check(headers: &Headers<'_>, message: &Value) -> Result<(), Refused> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::method::Method;
 
-    fn request(method: &str, meta: Value) -> Value {
-        json!({"jsonrpc": "2.0", "id": 1, "method": method,
-               "params": {"name": "echo", "_meta": meta}})
+    fn request(method: &str, meta: Value) -> Request {
+        Request {
+            id: json!(1),
+            method: Method::of(method),
+            name: method.to_owned(),
+            params: json!({"name": "echo", "_meta": meta}),
+        }
     }
 
     fn envelope(version: &str) -> Value {
@@ -105,17 +108,17 @@ mod tests {
                "io.modelcontextprotocol/clientCapabilities": {}})
     }
 
-    fn sent<'a>(message: &'a Value) -> Headers<'a> {
+    fn sent(message: &Request) -> Headers<'_> {
         Headers {
             protocol_version: None,
-            method: message["method"].as_str(),
-            name: message["params"]["name"]
+            method: Some(&message.name),
+            name: message.params["name"]
                 .as_str()
-                .filter(|_| message["method"] == "tools/call"),
+                .filter(|_| message.name == "tools/call"),
         }
     }
 
-    fn refused(headers: &Headers<'_>, message: &Value) -> (u16, i64) {
+    fn refused(headers: &Headers<'_>, message: &Request) -> (u16, i64) {
         let refused = check(headers, message).expect_err("refused");
         let code = refused.answer["error"]["code"].as_i64().unwrap_or_default();
         (refused.status, code)

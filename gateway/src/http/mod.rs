@@ -36,6 +36,8 @@ use crate::outbox::Inbox;
 use crate::{
     authorization::Authorization,
     changes::Event,
+    message::{Incoming, Request},
+    method::Method,
     owner::Owner,
     replies::{error, INVALID_PARAMS},
     upstream::Upstream,
@@ -189,18 +191,27 @@ async fn post(
         name: header("mcp-name"),
     };
     // A 2026-07-28 `initialize` is a method that era removed (refused below), not a session.
-    if message["method"] == "initialize" && !envelope::is_modern(&repeated, &message) {
-        return open_session(&request, message, owner, &gateway).await;
-    }
+    let message = match message {
+        Incoming::Request(asked)
+            if asked.method == Method::Initialize && !envelope::is_modern(&repeated, &asked) =>
+        {
+            return open_session(&request, asked, owner, &gateway).await;
+        }
+        other => other,
+    };
     let Some(named) = header(SESSION) else {
-        if let Err(refused) = envelope::check(&repeated, &message) {
+        // Without a session, a notification or an answer belongs to nothing.
+        let Incoming::Request(asked) = message else {
+            return HttpResponse::Accepted().finish();
+        };
+        if let Err(refused) = envelope::check(&repeated, &asked) {
             let status = actix_web::http::StatusCode::from_u16(refused.status)
                 .unwrap_or(actix_web::http::StatusCode::BAD_REQUEST);
             return HttpResponse::build(status)
                 .content_type("application/json")
                 .body(refused.answer.to_string());
         }
-        return stateless(&request, message, owner, &gateway).await;
+        return stateless(&request, asked, owner, &gateway).await;
     };
     let Some(exchange) = Exchange::begin(&gateway, named, &owner) else {
         return not_found();
@@ -219,7 +230,7 @@ async fn post(
 /// `initialize`: a new session of `owner`, if the table takes one more.
 async fn open_session(
     request: &HttpRequest,
-    message: Value,
+    initialize: Request,
     owner: Owner,
     gateway: &Gateway,
 ) -> HttpResponse {
@@ -232,12 +243,12 @@ async fn open_session(
         .open(id.clone(), owner.clone(), handle, Instant::now());
     if let Err(full) = opened {
         // Its only handle went with the refusal: its driver ends it.
-        return too_many(&message, &full);
+        return too_many(&initialize.id, &full);
     }
     tracing::debug!(%owner, "a downstream session opened");
     session.live_here_as(&id);
     let exchange = Exchange::begin(gateway, &id, &owner);
-    let messages = session.exchange(message);
+    let messages = session.exchange(Incoming::Request(initialize));
     let mut response = reply(request, messages, None, true, exchange).await;
     if let Ok(value) = actix_web::http::header::HeaderValue::from_str(&id) {
         response.headers_mut().insert(
@@ -250,8 +261,7 @@ async fn open_session(
 
 /// The refusal of a session the table has no room for: `503` (the gateway's limit) or `429`
 /// (the user's), with a JSON-RPC error that names the limit.
-fn too_many(message: &Value, full: &table::Full) -> HttpResponse {
-    let id = message.get("id").cloned().unwrap_or(Value::Null);
+fn too_many(id: &Value, full: &table::Full) -> HttpResponse {
     let (mut response, why) = match full {
         table::Full::Table(n) => (
             HttpResponse::ServiceUnavailable(),
@@ -269,54 +279,52 @@ fn too_many(message: &Value, full: &table::Full) -> HttpResponse {
     response
         .insert_header(("retry-after", "60"))
         .content_type("application/json")
-        .body(error(&id, TOO_MANY_SESSIONS, why).to_string())
+        .body(error(id, TOO_MANY_SESSIONS, why).to_string())
 }
 
 /// 2026-07-28: no session; each request on its own, its POST's abort its cancel. A retry
 /// after `input_required` (its `requestState`) takes over the call that waits for it.
 async fn stateless(
     request: &HttpRequest,
-    message: Value,
+    asked: Request,
     owner: Owner,
     gateway: &Gateway,
 ) -> HttpResponse {
     // What streams before its answer: progress or logs asked for, or a listen (no answer at
     // all).
-    let meta = &message["params"]["_meta"];
+    let meta = asked.meta();
+    let listens = asked.method == Method::Listen;
     let progress = !meta["progressToken"].is_null()
         || !meta[actix_mcp::protocol::discover::META_LOG_LEVEL].is_null()
-        || message["method"] == "subscriptions/listen";
-    if let Some(state) = message["params"]["requestState"]
-        .as_str()
-        .map(str::to_owned)
-    {
-        return retry(request, message, &state, &owner, gateway, progress).await;
+        || listens;
+    if let Some(state) = asked.params["requestState"].as_str().map(str::to_owned) {
+        return retry(request, asked, &state, &owner, gateway, progress).await;
     }
     let parking = Some(gateway.parking.clone());
-    let listens = message["method"] == "subscriptions/listen";
     let changes = listens.then_some(&gateway.changes);
     let session = HttpSession::new(gateway.setup(owner), changes, parking);
-    let capabilities = &message["params"]["_meta"]["io.modelcontextprotocol/clientCapabilities"];
+    let capabilities = &meta["io.modelcontextprotocol/clientCapabilities"];
     session.session.stateless(capabilities.clone());
-    let abort = message.get("id").map(|id| AbortIsCancel {
+    let abort = AbortIsCancel {
         target: Target::Here(session.clone()),
-        id: id.clone(),
+        id: asked.id.clone(),
         answered: false,
-    });
-    reply(request, session.exchange(message), abort, progress, None).await
+    };
+    let messages = session.exchange(Incoming::Request(asked));
+    reply(request, messages, Some(abort), progress, None).await
 }
 
 /// A retry after `input_required`: the call it names takes its input, if it still waits and is
 /// `owner`'s.
 async fn retry(
     request: &HttpRequest,
-    message: Value,
+    asked: Request,
     state: &str,
     owner: &Owner,
     gateway: &Gateway,
     progress: bool,
 ) -> HttpResponse {
-    let retry_id = message.get("id").cloned().unwrap_or(Value::Null);
+    let retry_id = asked.id.clone();
     let Some(Parked { session, id }) = gateway.parking.take(state, owner) else {
         let why = "the requestState names no call waiting for input (answered or expired)";
         return json(&error(&retry_id, INVALID_PARAMS, why));
@@ -326,7 +334,7 @@ async fn retry(
         id: id.clone(),
         answered: false,
     };
-    match session.resume(id, message).await {
+    match session.resume(id, asked).await {
         Ok(messages) => reply(request, Some(messages), Some(abort), progress, None).await,
         Err(session::Gone) => {
             let why = "the call waiting for input ended";

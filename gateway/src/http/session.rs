@@ -20,6 +20,7 @@ use tokio::sync::{broadcast, mpsc, oneshot};
 use super::parking::Parking;
 use crate::{
     changes::Event,
+    message::{Incoming, Request},
     outbox::{self, Inbox, Outbox, Outgoing},
     owner::Owner,
     replies::{error, INVALID_PARAMS},
@@ -75,8 +76,8 @@ pub fn here(id: &str) -> Option<Rc<HttpSession>> {
 /// What a request on another worker (or any request of a 2025-11-25 session) asks of it.
 enum Command {
     /// A message, and for a request the outbox of its POST.
-    Exchange(Value, Option<Outbox>),
-    Resume(Value, Value, oneshot::Sender<Inbox>),
+    Exchange(Incoming, Option<Outbox>),
+    Resume(Value, Request, oneshot::Sender<Inbox>),
     OpenStream(oneshot::Sender<Inbox>),
     Abandon(Value, &'static str),
     End(String, oneshot::Sender<()>),
@@ -99,8 +100,8 @@ impl SessionHandle {
     /// One message; for a request, the messages its POST carries back. The POST's outbox is
     /// made here and sent with it: the POST waits on its own side at once, with no round trip
     /// to the session's worker first.
-    pub fn exchange(&self, message: Value) -> Result<Option<Inbox>, Gone> {
-        let (outbox, inbox) = match is_request(&message) {
+    pub fn exchange(&self, message: Incoming) -> Result<Option<Inbox>, Gone> {
+        let (outbox, inbox) = match message.is_request() {
             true => {
                 let (outbox, inbox) = outbox::channel(self.stream_buffer);
                 (Some(outbox), Some(inbox))
@@ -113,7 +114,7 @@ impl SessionHandle {
     }
 
     /// The retry `retry` of call `id` (see [`HttpSession::resume`]).
-    pub async fn resume(&self, id: Value, retry: Value) -> Result<Inbox, Gone> {
+    pub async fn resume(&self, id: Value, retry: Request) -> Result<Inbox, Gone> {
         let (reply, answer) = oneshot::channel();
         self.commands
             .send(Box::new(Command::Resume(id, retry, reply)))
@@ -314,8 +315,8 @@ impl HttpSession {
     }
 
     /// One message; for a request, the messages its POST carries back.
-    pub fn exchange(&self, message: Value) -> Option<Inbox> {
-        if !is_request(&message) {
+    pub fn exchange(&self, message: Incoming) -> Option<Inbox> {
+        if !message.is_request() {
             self.exchange_into(message, None);
             return None;
         }
@@ -325,21 +326,20 @@ impl HttpSession {
     }
 
     /// One message; for a request, what belongs to it goes to `outbox` (its POST's).
-    fn exchange_into(&self, message: Value, outbox: Option<Outbox>) {
-        if message["method"] == "notifications/cancelled" {
+    fn exchange_into(&self, message: Incoming, outbox: Option<Outbox>) {
+        if let Some(cancelled) = message.cancels() {
             // The cancelled request's POST ends without an answer.
-            let id = message["params"]["requestId"].to_string();
-            self.waiting.borrow_mut().remove(&id);
+            self.waiting.borrow_mut().remove(&cancelled.to_string());
         }
-        let Some(outbox) = outbox.filter(|_| is_request(&message)) else {
+        let (Some(outbox), Some(request)) = (outbox, message.request()) else {
             return self.session.message(message);
         };
-        let key = message["id"].to_string();
+        let key = request.id.to_string();
         if self.waiting.borrow().contains_key(&key) {
             // The client reused the id of a request still in flight: refused on its own POST,
             // leaving the first's alone.
             let why = "a request with this id is in flight";
-            let _ = outbox.send(&error(&message["id"], INVALID_PARAMS, why));
+            let _ = outbox.send(&error(&request.id, INVALID_PARAMS, why));
             return;
         }
         let post = Post {
@@ -352,13 +352,13 @@ impl HttpSession {
 
     /// The retry `retry` of call `id`, answered `input_required` before: its responses go to
     /// the upstream requests, and what belongs to the call now to the retry's POST.
-    pub fn resume(&self, id: &Value, retry: &Value) -> Inbox {
-        let messages = self.wait_for(id, retry.get("id").cloned());
+    pub fn resume(&self, id: &Value, retry: &Request) -> Inbox {
+        let messages = self.wait_for(id, Some(retry.id.clone()));
         let kept = self.unclaimed.borrow_mut().remove(&id.to_string());
         match kept {
             // The call ended while it waited for its retry.
             Some(answer) => self.deliver_kept(id, answer),
-            None => self.session.resume(id, &retry["params"]["inputResponses"]),
+            None => self.session.resume(id, &retry.params["inputResponses"]),
         }
         messages
     }
@@ -385,12 +385,6 @@ impl HttpSession {
         *self.stream.borrow_mut() = Some(outbox);
         inbox
     }
-}
-
-/// Whether `message` is a request (its POST waits for its answer), not a notification or an
-/// answer.
-fn is_request(message: &Value) -> bool {
-    message["method"].is_string() && message.get("id").is_some()
 }
 
 /// Whom a request's POST going away cancels it at: the session itself (on this worker) or its

@@ -17,6 +17,7 @@ use std::{cell::RefCell, collections::HashMap, rc::Rc, sync::Arc};
 
 use crate::{
     in_flight::InFlight,
+    message::{Incoming, Request},
     method::{List, Method, Routed},
     replies::{
         error, result, uncacheable, Refusal, INTERNAL_ERROR, INVALID_PARAMS, METHOD_NOT_FOUND,
@@ -138,13 +139,10 @@ impl Session {
     /// One message from the downstream client, taken in the order they come: a call is in
     /// flight (and a cancel that follows finds it) before anything is awaited; the work that
     /// waits (a list, an upstream call) runs as a task of its own.
-    pub fn message(self: &Rc<Self>, message: Value) {
-        let method = message["method"].as_str().map(str::to_owned);
-        let id = message.get("id").cloned();
-        match (method.as_deref(), id) {
-            (Some(method), Some(id)) => self.request(method, id, &message["params"]),
-            (Some("notifications/cancelled"), None) => {
-                let params = &message["params"];
+    pub fn message(self: &Rc<Self>, message: Incoming) {
+        match message {
+            Incoming::Request(request) => self.request(request),
+            Incoming::Notification { method, params } if method == "notifications/cancelled" => {
                 let reason = params["reason"].as_str();
                 let reason = reason.map_or_else(
                     || "cancelled by the downstream client".to_owned(),
@@ -158,14 +156,20 @@ impl Session {
                 tracing::debug!(cancelled, "downstream cancel");
             }
             // The answer to an upstream server's request asked of the client.
-            (None, Some(id)) => self.answered(&id, &message),
+            Incoming::Answer { id, message } => self.answered(&id, &message),
             // Other notifications (initialized, roots): nothing to do.
-            _ => {}
+            Incoming::Notification { .. } => {}
         }
     }
 
-    fn request(self: &Rc<Self>, name: &str, id: Value, params: &Value) {
-        let method = Method::of(name);
+    fn request(self: &Rc<Self>, request: Request) {
+        let Request {
+            id,
+            method,
+            name,
+            params,
+        } = request;
+        let params = &params;
         if !method.served(self.modern.get()) {
             let why = format!("the gateway does not serve {name}");
             return self.send(&error(&id, METHOD_NOT_FOUND, why));
@@ -176,7 +180,7 @@ impl Session {
             Method::Ping => result(&id, json!({}), self.modern.get()),
             Method::SetLogLevel => return self.set_log_level(id, params),
             Method::List(list) => return self.list(id, list),
-            Method::Routed(routed) => return self.call(id, routed, name, params),
+            Method::Routed(routed) => return self.call(id, routed, &name, params),
             Method::Listen => return self.listen(id, params),
             Method::Subscribe => return self.subscription(id, params, true),
             Method::Unsubscribe => return self.subscription(id, params, false),
