@@ -1,8 +1,12 @@
 //! The session table against a model: random interleavings of several owners' opens, requests,
-//! streams, deletes and idle time, sweeps and a stop. After every step: nothing one owner does
-//! reaches or changes another's session; no idle session outlives its limit past a sweep; the
-//! caps hold; and at the end every session opened has left exactly once (so what it left in
-//! flight upstream was cancelled). `SESSION_MODEL_CASES` sets the number of cases (CI: 10,000).
+//! streams, deletes and idle time, sweeps and a stop, and inside the sessions their calls:
+//! begun, cancelled by the client, answered upstream. Each session's calls are the gateway's own
+//! plain `InFlight`, ended the way the gateway ends a session that leaves the table. After every
+//! step: nothing one owner does reaches or changes another's session; no idle session outlives
+//! its limit past a sweep; the caps hold. At the end every session opened has left exactly once,
+//! and every call begun was either answered or cancelled upstream, never both, whichever way its
+//! session left (a `DELETE`, idle expiry, the gateway's stop). `SESSION_MODEL_CASES` sets the
+//! number of cases (CI: 10,000).
 
 use std::{
     collections::{BTreeMap, BTreeSet},
@@ -11,8 +15,11 @@ use std::{
 
 use proptest::{prelude::*, test_runner::TestRunner};
 
+use actix_mcp::Cancellation;
+use serde_json::json;
+
 use super::{Full, Limits, Table};
-use crate::owner::Owner;
+use crate::{in_flight::InFlight, owner::Owner};
 
 const LIMITS: Limits = Limits {
     idle: Duration::from_secs(10),
@@ -41,6 +48,23 @@ enum Step {
         seconds: u64,
     },
     Sweep,
+    /// Owner `by` calls (request id `call`) in the `nth` session.
+    Call {
+        by: usize,
+        nth: usize,
+        call: u8,
+    },
+    /// Owner `by` cancels call `call` of the `nth` session.
+    Cancel {
+        by: usize,
+        nth: usize,
+        call: u8,
+    },
+    /// The upstream server answers call `call` of the `nth` session.
+    Answer {
+        nth: usize,
+        call: u8,
+    },
 }
 
 fn owner(by: usize) -> Owner {
@@ -57,10 +81,65 @@ fn step() -> impl Strategy<Value = Step> {
         3 => by.clone().prop_map(|by| Step::Open { by }),
         4 => (by.clone(), nth.clone()).prop_map(|(by, nth)| Step::Begin { by, nth }),
         3 => nth.clone().prop_map(|nth| Step::Finish { nth }),
-        2 => (by, nth).prop_map(|(by, nth)| Step::Close { by, nth }),
+        2 => (by.clone(), nth.clone()).prop_map(|(by, nth)| Step::Close { by, nth }),
         2 => (1..15u64).prop_map(|seconds| Step::Wait { seconds }),
         2 => Just(Step::Sweep),
+        4 => (by.clone(), nth.clone(), 0..4u8).prop_map(|(by, nth, call)| Step::Call { by, nth, call }),
+        2 => (by, nth.clone(), 0..4u8).prop_map(|(by, nth, call)| Step::Cancel { by, nth, call }),
+        3 => (nth, 0..4u8).prop_map(|(nth, call)| Step::Answer { nth, call }),
     ]
+}
+
+/// A call the gateway began upstream, and what became of it.
+struct Begun {
+    nth: usize,
+    call: u8,
+    token: Cancellation,
+    answered: bool,
+}
+
+/// The sessions' calls, as the gateway keeps them (one `InFlight` a session), and every call
+/// ever begun.
+#[derive(Default)]
+struct Calls {
+    of: BTreeMap<usize, InFlight>,
+    begun: Vec<Begun>,
+    /// A deliberate bug: a session that leaves drops its calls without cancelling them.
+    forget_on_leave: bool,
+}
+
+impl Calls {
+    fn begin(&mut self, nth: usize, call: u8) {
+        let token = self.of.entry(nth).or_default().begin(&json!(call));
+        if let Some(token) = token {
+            let answered = false;
+            self.begun.push(Begun {
+                nth,
+                call,
+                token,
+                answered,
+            });
+        }
+    }
+
+    fn answer(&mut self, nth: usize, call: u8) {
+        let owed = self.of.get_mut(&nth).is_some_and(|c| c.end(&json!(call)));
+        let last = self
+            .begun
+            .iter_mut()
+            .rev()
+            .find(|b| b.nth == nth && b.call == call);
+        if let (true, Some(begun)) = (owed, last) {
+            begun.answered = true;
+        }
+    }
+
+    /// Session `nth` left the table: what it left in flight is cancelled (`Session::end`).
+    fn leave(&mut self, nth: usize) {
+        if let Some(mut calls) = self.of.remove(&nth).filter(|_| !self.forget_on_leave) {
+            calls.cancel_all("the downstream session ended");
+        }
+    }
 }
 
 /// What the model knows of a session still in the table.
@@ -72,15 +151,28 @@ struct Known {
     busy: u32,
 }
 
-/// Runs `steps` on the table (with `ignore_owner`, a deliberate isolation bug) and the model.
-fn run(steps: &[Step], ignore_owner: bool) -> Result<(), TestCaseError> {
+/// The deliberate bugs the model must catch.
+#[derive(Clone, Copy, Default)]
+struct Bugs {
+    /// The table serves a session to anyone who names it.
+    ignore_owner: bool,
+    /// A session that leaves forgets its calls (nothing cancelled upstream).
+    forget_calls: bool,
+}
+
+/// Runs `steps` on the table (with `bugs`) and the model.
+fn run(steps: &[Step], bugs: Bugs) -> Result<(), TestCaseError> {
     let start = Instant::now();
     let mut now = start;
     let mut table = Table::<usize>::new(LIMITS);
-    table.ignore_owner = ignore_owner;
+    table.ignore_owner = bugs.ignore_owner;
     let mut opened: Vec<String> = Vec::new();
     let mut known: BTreeMap<usize, Known> = BTreeMap::new();
     let mut left: Vec<usize> = Vec::new();
+    let mut calls = Calls {
+        forget_on_leave: bugs.forget_calls,
+        ..Calls::default()
+    };
     for step in steps {
         match *step {
             Step::Open { by } => {
@@ -117,6 +209,30 @@ fn run(steps: &[Step], ignore_owner: bool) -> Result<(), TestCaseError> {
                     _ => prop_assert_eq!(found, None, "owner {} reached session {}", by, nth),
                 }
             }
+            // A request's POST: the session it reaches (if its owner's) takes it, then the
+            // exchange ends (its answer comes later, on the session's stream).
+            Step::Call { by, nth, call } | Step::Cancel { by, nth, call } => {
+                let Some(id) = opened.get(nth) else { continue };
+                let found = table.begin(id, &owner(by), now);
+                match known.get_mut(&nth) {
+                    Some(k) if k.owner == by => {
+                        prop_assert_eq!(found, Some(nth));
+                        k.last_seen = now;
+                    }
+                    _ => prop_assert_eq!(found, None, "owner {} reached session {}", by, nth),
+                }
+                if let Some(session) = found {
+                    match step {
+                        Step::Call { .. } => calls.begin(session, call),
+                        _ => {
+                            let cancel = calls.of.get_mut(&session);
+                            cancel.map(|c| c.cancel(&json!(call), Some("the client cancelled")));
+                        }
+                    }
+                    table.finish(id, now);
+                }
+            }
+            Step::Answer { nth, call } => calls.answer(nth, call),
             Step::Finish { nth } => {
                 let Some(k) = known.get_mut(&nth).filter(|k| k.busy > 0) else {
                     continue;
@@ -133,6 +249,7 @@ fn run(steps: &[Step], ignore_owner: bool) -> Result<(), TestCaseError> {
                         prop_assert_eq!(closed, Some(nth));
                         known.remove(&nth);
                         left.push(nth);
+                        calls.leave(nth);
                     }
                     _ => prop_assert_eq!(closed, None, "owner {} closed session {}", by, nth),
                 }
@@ -145,6 +262,7 @@ fn run(steps: &[Step], ignore_owner: bool) -> Result<(), TestCaseError> {
                     let k = k.ok_or_else(|| TestCaseError::fail("expired twice"))?;
                     prop_assert!(k.busy == 0, "a busy session expired");
                     prop_assert!(now - k.last_seen >= LIMITS.idle, "expired early");
+                    calls.leave(*nth);
                 }
                 left.extend(expired);
                 // No idle session outlives its limit past a sweep.
@@ -156,12 +274,28 @@ fn run(steps: &[Step], ignore_owner: bool) -> Result<(), TestCaseError> {
         prop_assert_eq!(table.len(), known.len());
     }
     // The stop: every session left, exactly once, and nothing opens any more.
-    left.extend(table.stop());
+    let stopped = table.stop();
+    for nth in &stopped {
+        calls.leave(*nth);
+    }
+    left.extend(stopped);
     let unique: BTreeSet<usize> = left.iter().copied().collect();
     prop_assert_eq!(unique.len(), left.len(), "a session left twice");
     prop_assert_eq!(unique, (0..opened.len()).collect::<BTreeSet<_>>());
     let refused = table.open("late".into(), owner(0), usize::MAX, now);
     prop_assert_eq!(refused, Err(Full::Stopping));
+    // Every call begun was answered or cancelled upstream: never both, never neither.
+    for b in &calls.begun {
+        let cancelled = b.token.is_cancelled();
+        prop_assert!(
+            b.answered != cancelled,
+            "call {} of session {}: answered {}, cancelled {}",
+            b.call,
+            b.nth,
+            b.answered,
+            cancelled
+        );
+    }
     Ok(())
 }
 
@@ -179,9 +313,9 @@ fn runner(cases: u32) -> TestRunner {
 }
 
 #[test]
-fn owners_stay_apart_idle_sessions_expire_and_every_session_leaves_once() {
+fn owners_stay_apart_sessions_expire_and_every_call_is_answered_or_cancelled() {
     let steps = proptest::collection::vec(step(), 1..80);
-    let outcome = runner(cases()).run(&steps, |steps| run(&steps, false));
+    let outcome = runner(cases()).run(&steps, |steps| run(&steps, Bugs::default()));
     if let Err(failure) = outcome {
         panic!("{failure}");
     }
@@ -190,11 +324,27 @@ fn owners_stay_apart_idle_sessions_expire_and_every_session_leaves_once() {
 #[test]
 fn the_model_catches_a_table_that_serves_another_owners_session() {
     let steps = proptest::collection::vec(step(), 1..80);
-    let outcome = runner(512).run(&steps, |steps| run(&steps, true));
+    let bugs = Bugs {
+        ignore_owner: true,
+        ..Bugs::default()
+    };
+    let outcome = runner(512).run(&steps, |steps| run(&steps, bugs));
     let failure = outcome.expect_err("the isolation bug went unseen");
     let why = failure.to_string();
     assert!(
         why.contains("reached session") || why.contains("closed session"),
         "{why}"
     );
+}
+
+#[test]
+fn the_model_catches_a_session_that_leaves_without_cancelling_its_calls() {
+    let steps = proptest::collection::vec(step(), 1..80);
+    let bugs = Bugs {
+        forget_calls: true,
+        ..Bugs::default()
+    };
+    let outcome = runner(512).run(&steps, |steps| run(&steps, bugs));
+    let failure = outcome.expect_err("the forgotten calls went unseen");
+    assert!(failure.to_string().contains("cancelled false"), "{failure}");
 }
