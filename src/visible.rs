@@ -1,7 +1,7 @@
 //! Server-supplied text made safe to show a person: every control character and every
 //! direction override written out as an escape (`\u{1b}`), so that a server cannot erase a line,
-//! move the cursor, recolour the terminal or reorder what is shown. `Display` of [`Error`]
-//! (crate::Error) uses it for every server-supplied part; `Debug` keeps the text exact.
+//! move the cursor, recolour the terminal or reorder what is shown. `Display` of
+//! [`Error`](crate::Error) uses it for every server-supplied part; `Debug` keeps the text exact.
 //!
 //! ```
 //! use actix_mcp::visible::Visible;
