@@ -810,6 +810,8 @@ struct Expiring {
     /// Answer a later `initialize` with this status instead of a new session.
     reinit_status: Option<u16>,
     hold_reinit: bool,
+    /// Forget a renewed session at its first call (answered `404`).
+    forget_renewed: bool,
     /// Set when a later `initialize` arrived (and, with `hold_reinit`, waits).
     reinit_arrived: std::sync::atomic::AtomicBool,
     release_reinit: tokio::sync::Notify,
@@ -890,6 +892,10 @@ async fn expiring_handle(
     }
     if id.is_null() {
         return HttpResponse::Accepted().finish(); // a notification
+    }
+    if script.forget_renewed && given.as_deref() == Some("session-2") {
+        *script.session.lock().unwrap() = None;
+        return HttpResponse::NotFound().body("session expired");
     }
     if given.as_deref() == Some("session-1") {
         let calls = script.calls_on_first.fetch_add(1, SeqCst) + 1;
@@ -972,12 +978,13 @@ async fn in_flight(client: &Client, n: usize) {
     }
 }
 
-/// The session expires with requests at it: the one answered 404 and the one whose stream was
-/// still open both fail with `SessionLost` and are never posted again. The transport re-runs the
+/// The session expires with requests at it: the one answered 404 (never processed) goes again,
+/// once, on the renewed session and succeeds; the one whose stream was still open (the server
+/// took it) fails with `SessionLost` and is never posted again. The transport re-runs the
 /// handshake by itself (the same `initialize` without session id, then `initialized` with the
 /// new id, then the GET stream again) and later calls use the new session.
 #[actix::test]
-async fn an_expired_session_is_renewed_and_the_requests_at_it_fail_without_replay() {
+async fn an_expired_session_is_renewed_the_404_request_sent_again_and_the_taken_one_lost() {
     let (client, script) = connected_renewing(Expiring {
         forget_after: 2,
         ..Expiring::default()
@@ -998,11 +1005,10 @@ async fn an_expired_session_is_renewed_and_the_requests_at_it_fail_without_repla
         "json on session-1"
     );
 
-    // The third call on session-1: the server forgot the session.
-    let lost = client.call_tool("json", json!({}));
-    let lost_id = lost.id().as_u64();
-    let outcome = lost.await;
-    assert!(matches!(outcome, Err(Error::SessionLost)), "{outcome:?}");
+    // The third call on session-1: the server forgot the session; it goes again on session-2.
+    let refused = client.call_tool("json", json!({}));
+    let refused_id = refused.id().as_u64();
+    assert_eq!(refused.await.unwrap().text(), "json on session-2");
     let outcome = slow.await.unwrap();
     assert!(matches!(outcome, Err(Error::SessionLost)), "{outcome:?}");
 
@@ -1046,12 +1052,16 @@ async fn an_expired_session_is_renewed_and_the_requests_at_it_fail_without_repla
         .unwrap();
     assert!(reinit < reinitialized && reinitialized < later_call);
 
-    // Never replayed: each lost request went out once, on session-1.
-    for id in [lost_id, slow_id] {
-        let posts = script.calls_with_id(id);
-        assert_eq!(posts.len(), 1, "request {id}: {posts:?}");
-        assert_eq!(posts[0].headers["mcp-session-id"], "session-1");
-    }
+    // The lost request went out once, on session-1; the refused one once on each session.
+    let posts = script.calls_with_id(slow_id);
+    assert_eq!(posts.len(), 1, "request {slow_id}: {posts:?}");
+    assert_eq!(posts[0].headers["mcp-session-id"], "session-1");
+    let sessions: Vec<String> = script
+        .calls_with_id(refused_id)
+        .iter()
+        .map(|s| s.headers["mcp-session-id"].clone())
+        .collect();
+    assert_eq!(sessions, ["session-1", "session-2"]);
     assert!(script.posts_of("notifications/cancelled").is_empty());
     // The GET stream is asked for again, on the new session.
     eventually("a GET on session-2", || {
@@ -1082,8 +1092,8 @@ async fn a_call_made_during_the_renewal_waits_for_the_new_session() {
         ..Expiring::default()
     })
     .await;
-    let expired = client.call_tool("json", json!({})).await;
-    assert!(matches!(expired, Err(Error::SessionLost)), "{expired:?}");
+    let expired = client.call_tool("json", json!({}));
+    let expired = actix_rt::spawn(async move { expired.await });
     eventually("the renewal's initialize reached the server", || {
         script
             .reinit_arrived
@@ -1098,10 +1108,10 @@ async fn a_call_made_during_the_renewal_waits_for_the_new_session() {
     let dropped = client.call_tool("json", json!({})).cancellation(&token);
     let dropped_id = dropped.id().as_u64();
     let dropped = actix_rt::spawn(async move { dropped.await });
-    in_flight(&client, 2).await;
+    in_flight(&client, 3).await;
     token.cancel();
     assert!(dropped.await.unwrap().unwrap_err().is_cancelled());
-    in_flight(&client, 1).await;
+    in_flight(&client, 2).await;
     assert!(
         script.calls_with_id(waiting_id).is_empty(),
         "held meanwhile"
@@ -1110,6 +1120,12 @@ async fn a_call_made_during_the_renewal_waits_for_the_new_session() {
     script.release_reinit.notify_one();
     let answered = waiting.await.unwrap().unwrap();
     assert_eq!(answered.text(), "json on session-2");
+    let again = expired.await.unwrap().unwrap();
+    assert_eq!(
+        again.text(),
+        "json on session-2",
+        "the 404'd call, sent again"
+    );
 
     let seen = script.seen();
     let methods: Vec<(String, Option<String>)> = seen
@@ -1132,6 +1148,7 @@ async fn a_call_made_during_the_renewal_waits_for_the_new_session() {
             ("initialize".into(), None),
             ("notifications/initialized".into(), session("2")),
             ("tools/call".into(), session("2")),
+            ("tools/call".into(), session("2")),
         ]
     );
     assert_eq!(script.calls_with_id(waiting_id).len(), 1);
@@ -1153,8 +1170,8 @@ async fn a_failed_renewal_ends_the_connection(status: u16) {
         ..Expiring::default()
     })
     .await;
-    let expired = client.call_tool("json", json!({})).await;
-    assert!(matches!(expired, Err(Error::SessionLost)), "{expired:?}");
+    let expired = client.call_tool("json", json!({}));
+    let expired = actix_rt::spawn(async move { expired.await });
     eventually("the renewal's initialize reached the server", || {
         script
             .reinit_arrived
@@ -1164,11 +1181,13 @@ async fn a_failed_renewal_ends_the_connection(status: u16) {
     let waiting = client.call_tool("json", json!({}));
     let waiting_id = waiting.id().as_u64();
     let waiting = actix_rt::spawn(async move { waiting.await });
-    in_flight(&client, 1).await;
+    in_flight(&client, 2).await;
 
     script.release_reinit.notify_one();
     let outcome = waiting.await.unwrap();
     assert!(is_session_expired(&outcome), "{outcome:?}");
+    let outcome = expired.await.unwrap();
+    assert!(is_session_expired(&outcome), "the 404'd call: {outcome:?}");
     eventually("the connection is closed", || client.is_closed()).await;
     let after = client.call_tool("json", json!({})).await;
     assert!(is_session_expired(&after), "{after:?}");
@@ -1204,27 +1223,50 @@ async fn with_renewal_turned_off_an_expired_session_ends_the_connection() {
     assert_eq!(script.posts_of("initialize").len(), 1);
 }
 
-/// A renewed session that expires before it answered anything is not renewed again: the
-/// connection ends (no loop of renewals).
+/// Issue 34: a server that forgets the session right after the handshake. A client that makes
+/// one call and closes (an agent's single call) gets its answer: the transport starts a new
+/// session at the `404` by itself (one `initialize`, without a session id) and the call goes
+/// out once on it.
 #[actix::test]
-async fn a_renewed_session_that_expires_at_once_ends_the_connection() {
+async fn a_single_call_answered_404_succeeds_on_the_new_session() {
     let (client, script) = connected_renewing(Expiring {
         forget_after: 0,
         ..Expiring::default()
     })
     .await;
-    let expired = client.call_tool("json", json!({})).await;
-    assert!(matches!(expired, Err(Error::SessionLost)), "{expired:?}");
-    eventually("the renewal's initialized", || {
-        script.posts_of("notifications/initialized").len() == 2
+    let call = client.call_tool("json", json!({}));
+    let id = call.id().as_u64();
+    assert_eq!(call.await.unwrap().text(), "json on session-2");
+    client.close().await;
+    let initializes = script.posts_of("initialize");
+    assert_eq!(initializes.len(), 2, "{initializes:?}");
+    assert!(!initializes[1].headers.contains_key("mcp-session-id"));
+    let sessions: Vec<String> = script
+        .calls_with_id(id)
+        .iter()
+        .map(|s| s.headers["mcp-session-id"].clone())
+        .collect();
+    assert_eq!(sessions, ["session-1", "session-2"], "once on each");
+    assert!(script.posts_of("notifications/cancelled").is_empty());
+}
+
+/// A renewed session that expires before it answered anything is not renewed again: the
+/// connection ends (no loop of renewals), and the call sent again on it fails.
+#[actix::test]
+async fn a_renewed_session_that_expires_at_once_ends_the_connection() {
+    let (client, script) = connected_renewing(Expiring {
+        forget_after: 0,
+        forget_renewed: true,
+        ..Expiring::default()
     })
     .await;
-    // The server forgets the new session too before answering anything on it.
-    *script.session.lock().unwrap() = None;
-    let again = client.call_tool("json", json!({})).await;
-    assert!(is_session_expired(&again), "{again:?}");
+    let expired = client.call_tool("json", json!({}));
+    let expired_id = expired.id().as_u64();
+    let expired = expired.await;
+    assert!(is_session_expired(&expired), "{expired:?}");
     eventually("the connection is closed", || client.is_closed()).await;
     assert_eq!(script.posts_of("initialize").len(), 2, "no second renewal");
+    assert_eq!(script.calls_with_id(expired_id).len(), 2, "sent again once");
 }
 
 // Redirects (issue 20).

@@ -590,7 +590,8 @@ impl Handler<Event> for Connection {
             TransportEvent::RequestWritten(id) => {
                 self.requests.get().written(id, Instant::now());
             }
-            TransportEvent::RequestHeld(id) => self.requests.get().held(id),
+            TransportEvent::RequestHeld(id) => self.requests.get().held(id, true),
+            TransportEvent::RequestHeldForSession(id) => self.requests.get().held(id, false),
             TransportEvent::Received(frames) => {
                 for frame in &frames {
                     self.on_frame(frame);

@@ -388,7 +388,8 @@ impl Requests {
             Phase::Writing => entry.set_phase(Phase::Written),
             Phase::Held => {
                 entry.set_phase(Phase::Written);
-                if let Some(timeout) = entry.timeout() {
+                // A paused timeout starts again in full; one that kept running runs on.
+                if let Some(timeout) = entry.timeout().filter(|_| entry.expires == 0) {
                     entry.expires = self.deadlines.add(timeout.duration(), now());
                 }
             }
@@ -406,8 +407,9 @@ impl Requests {
     /// waiting for authorization); it will be written again. A cancel waiting for its write is
     /// done now: the request is abandoned where it waits, and nothing is written. Its timeout
     /// is paused meanwhile: a sign-in has a bound of its own, and a person in a browser may
-    /// take minutes.
-    pub fn held(&mut self, id: RequestId) {
+    /// take minutes. With `pause_timeout` false (a request held for a renewed session, whose
+    /// wait is the transport's and short), its timeout keeps running instead.
+    pub fn held(&mut self, id: RequestId, pause_timeout: bool) {
         let Some(entry) = self.table.get_mut(&id) else {
             // Cancelled once written, then refused: it must not be sent again, and a cancel not
             // yet written is for a request the server never read (it goes again if the
@@ -425,9 +427,11 @@ impl Requests {
         match entry.phase() {
             Phase::Writing | Phase::Written => {
                 entry.set_phase(Phase::Held);
-                let expires = std::mem::take(&mut entry.expires);
-                if expires != 0 {
-                    self.deadlines.remove(expires);
+                if pause_timeout {
+                    let expires = std::mem::take(&mut entry.expires);
+                    if expires != 0 {
+                        self.deadlines.remove(expires);
+                    }
                 }
             }
             Phase::CancelAfterWrite => {
@@ -650,7 +654,7 @@ mod tests {
         let (id, rx) = submit(requests, None, now);
         let batch = requests.next_batch().unwrap();
         requests.recycle(batch);
-        requests.held(id);
+        requests.held(id, true);
         (id, rx)
     }
 
@@ -874,6 +878,41 @@ mod tests {
         let cancel = requests.next_batch().unwrap();
         assert_eq!(kinds(&cancel), [FrameKind::Cancel(id)]);
         assert!(String::from_utf8_lossy(cancel.bytes()).contains("timed out after 300 ms"));
+    }
+
+    /// A request held for a renewed session (answered `404`) keeps its timeout running, and
+    /// the timeout takes it back where it waits: nothing goes on the wire. Sent again, its
+    /// deadline is the first one, not a new one.
+    #[test]
+    fn a_request_held_for_a_new_session_keeps_its_timeout() {
+        let now = Instant::now();
+        let timeout = Some(Duration::from_millis(300));
+        let mut requests = Requests::new(now);
+        let (id, rx) = submit(&mut requests, timeout, now);
+        let batch = requests.next_batch().unwrap();
+        requests.recycle(batch);
+        requests.held(id, false);
+        let due = requests.next_deadline().expect("still running");
+        requests.expire(due);
+        assert!(matches!(
+            *rx.try_recv().unwrap().unwrap_err(),
+            Error::Timeout { .. }
+        ));
+        let withdrawals = requests.take_withdrawals();
+        assert_eq!(withdrawals.iter().map(|w| w.id).collect::<Vec<_>>(), [id]);
+        assert!(requests.next_batch().is_none(), "no cancel on the wire");
+
+        let (id, rx) = submit(&mut requests, timeout, now);
+        let batch = requests.next_batch().unwrap();
+        requests.recycle(batch);
+        requests.held(id, false);
+        requests.written(id, now + Duration::from_millis(200));
+        assert_eq!(requests.next_deadline(), Some(due), "the first deadline");
+        requests.expire(due);
+        assert!(
+            rx.try_recv().unwrap().is_err(),
+            "timed out on its first deadline"
+        );
     }
 
     #[test]

@@ -307,7 +307,7 @@ fn run(ops: Vec<Op>, style: CancelStyle, message: bool) {
                     if !wire.unwritten.contains(&id) {
                         wire.unwritten.push(id);
                     }
-                    requests.held(id);
+                    requests.held(id, true);
                     // Its timeout pauses, unless it has ended already.
                     if let Some(caller) = callers.iter_mut().find(|c| c.id == id) {
                         poll(caller);

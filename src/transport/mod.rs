@@ -193,6 +193,12 @@ pub enum TransportEvent {
     /// it is at the server: a cancel then takes it back ([`TransportIo::withdraw`]) and writes
     /// nothing, unless it was let go meanwhile.
     RequestHeld(RequestId),
+    /// Message transports: this request was answered as sent on a session that has ended (HTTP
+    /// `404`), so the server never processed it; it waits for the renewed session and goes
+    /// again, once, with its next `RequestWritten`. Until then nothing of it is at the server:
+    /// a cancel takes it back as for [`RequestHeld`](Self::RequestHeld), but its timeout keeps
+    /// running.
+    RequestHeldForSession(RequestId),
     /// Complete incoming frames (one JSON text each, without the newline), in wire order.
     Received(Vec<Bytes>),
     /// Message transports: the body that answers `request` (JSON, an object or an array). If it

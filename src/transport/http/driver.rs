@@ -148,6 +148,9 @@ impl Shared {
             Action::Held(id) => {
                 self.events.send(TransportEvent::RequestHeld(id));
             }
+            Action::HeldForSession(id) => {
+                self.events.send(TransportEvent::RequestHeldForSession(id));
+            }
             Action::Fail(id, error) => {
                 self.events.send(TransportEvent::RequestFailed(id, error));
             }

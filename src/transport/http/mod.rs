@@ -13,9 +13,11 @@
 //!   ([`CloseReason::SessionExpired`]) with [`HttpTransport::no_session_renewal`].
 //! - **Renewing an expired session** (the default; 2025-11-25 only, `renew.rs`): the frames of `initialize` and `notifications/initialized` are
 //!   kept, byte for byte, as they pass through `send` (recognized by the method each frame
-//!   carries, never by reading the JSON). At the first 404 of a session, every request still at
-//!   that session (its POST or its resumption running) fails with [`Error::SessionLost`] and is
-//!   **never** sent again; every later message waits at the gate, and each request waiting there
+//!   carries, never by reading the JSON). At the first 404 of a session, the request answered 404
+//!   (never processed: the server refused it) waits to go again, once, first on the new session
+//!   (reported [`TransportEvent::RequestHeldForSession`]: a cancel takes it back, its timeout
+//!   runs on); every other request still at that session (its POST or its resumption running)
+//!   fails with [`Error::SessionLost`] and is **never** sent again; every later message waits at the gate, and each request waiting there
 //!   is reported [`TransportEvent::RequestHeld`] (nothing of it is at the server: a cancel
 //!   drops it where it waits and writes nothing). The transport then POSTs the kept
 //!   `initialize` without `Mcp-Session-Id`, takes the new session id from the answer and
@@ -129,9 +131,11 @@ impl HttpTransport {
     /// [`CloseReason::SessionExpired`]. Without it (2025-11-25 era only; the 2026-07-28 era has
     /// no sessions):
     ///
-    /// - the requests that were at the expired session (their answer not yet read) fail with
-    ///   [`Error::SessionLost`]: they are **never** sent again, since the server may have acted
-    ///   on them. Sending one again is the caller's decision;
+    /// - a request answered `404` was never processed: it goes again, once, on the new session
+    ///   (its cancellation and timeout unchanged);
+    /// - the other requests that were at the expired session (their answer not yet read) fail
+    ///   with [`Error::SessionLost`]: they are **never** sent again, since the server may have
+    ///   acted on them. Sending one again is the caller's decision;
     /// - the transport runs the handshake again by itself on a new session: the very
     ///   `initialize` frame the connection sent first (its answer is not delivered), then
     ///   `notifications/initialized` with the new session id, then the GET stream if one was

@@ -24,11 +24,12 @@ use reqwest::{
 use super::{
     driver::Shared,
     sse::{read_events, StreamEnd},
+    states::Outgoing,
 };
 use crate::{
     error::{CloseReason, Error},
     protocol::jsonrpc::RequestId,
-    transport::{ResumePoint, TransportEvent},
+    transport::{FrameKind, ResumePoint, TransportEvent},
 };
 
 /// How many times one request may wait for an authorization flow and be sent again.
@@ -216,7 +217,15 @@ pub(super) async fn post(
     request: Option<RequestId>,
     routing: &[(HeaderName, HeaderValue)],
 ) {
-    if let Some((response, sent_on)) = send_authorized(shared, frame, request, routing).await {
+    let sent = send_authorized(shared, frame.clone(), request, routing).await;
+    if let Some((response, sent_on)) = sent {
+        if response.status() == StatusCode::NOT_FOUND && sent_on.had_session {
+            // The session is gone: it is renewed (the default), or the connection ends. A
+            // request answered so was never processed: it goes again on the new session.
+            let again =
+                request.map(|id| Outgoing::new(frame, FrameKind::Request(id), routing.to_vec()));
+            return shared.event(|requests| requests.session_expired(again, sent_on.generation));
+        }
         answer(shared, response, request, sent_on).await;
     }
 }
@@ -336,10 +345,6 @@ async fn answer(
     sent_on: SentOn,
 ) {
     let status = response.status();
-    if status == StatusCode::NOT_FOUND && sent_on.had_session {
-        // The session is gone: it is renewed (the default), or the connection ends.
-        return shared.event(|requests| requests.session_expired(request, sent_on.generation));
-    }
     let given = shared.event(|requests| {
         requests.answered(sent_on.generation);
         if status.is_success() && requests.session().id.is_none() {

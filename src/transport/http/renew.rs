@@ -5,8 +5,9 @@
 //! frame carries; nothing here reads JSON). At the first `404` of a session (the request states
 //! decide, `states.rs`; this file only runs the handshake again):
 //!
-//! 1. the session's generation goes up; every request still at the old session (a POST or a
-//!    resumption running) is aborted and fails with [`Error::SessionLost`](crate::Error::SessionLost), never to be sent
+//! 1. the session's generation goes up; the request answered `404` waits to go again first on
+//!    the new session (the server never processed it); every other request still at the old
+//!    session (a POST or a resumption running) is aborted and fails with [`Error::SessionLost`](crate::Error::SessionLost), never to be sent
 //!    again; a `notifications/cancelled` for one of them is dropped (the new session never saw
 //!    its request);
 //! 2. the gate closes: what is sent meanwhile waits there, and each request waiting there is

@@ -13,9 +13,12 @@
 //!   read its request (the answer's headers, or the POST's end; at most [`CANCEL_WAIT`]), then
 //!   takes one of [`Caps::lane`] places; the request's own POST is aborted as its cancel goes.
 //!   While [`Caps::backlog`] cancels wait, new requests wait behind them, until half went out;
-//! - the **session** and its **renewal** (on by default): at the first `404` of a session, every request
-//!   at it fails with [`Error::SessionLost`] (a cancel of one is never sent) and the kept
-//!   handshake runs again while later messages wait at the gate;
+//! - the **session** and its **renewal** (on by default): at the first `404` of a session, the
+//!   kept handshake runs again while later messages wait at the gate. A request answered `404`
+//!   was never processed: it waits at the gate too, first, and goes out again once on the new
+//!   session (unless its caller cancelled it meanwhile). Every other request at the old session
+//!   fails with [`Error::SessionLost`] (a cancel of one is never sent): the server may have
+//!   acted on it;
 //! - **closing**: every cancel still owed goes out (within [`CLOSE_LIMIT`]) before the POSTs are
 //!   aborted and the session is ended.
 
@@ -126,6 +129,10 @@ pub(super) enum Action {
     Abort(RequestId),
     /// Report the request held: nothing of it is at the server (it can be withdrawn).
     Held(RequestId),
+    /// Report the request held for the renewed session: answered `404`, it goes again once the
+    /// session is renewed; nothing of it is at the server (it can be withdrawn), and its timeout
+    /// keeps running.
+    HeldForSession(RequestId),
     /// Fail the request with this error.
     Fail(RequestId, Error),
     /// Report the transport closed (the session expired).
@@ -201,6 +208,9 @@ pub(super) struct HttpRequests {
     answered: bool,
     /// The requests lost with the last expired session: a cancel of one is never sent.
     lost: HashSet<RequestId>,
+    /// The requests answered `404` and sent again on a renewed session: a second `404` loses
+    /// them.
+    resent: HashSet<RequestId>,
     /// Each request whose POST or resumption runs.
     posts: HashMap<RequestId, Phase>,
     gate: Option<Gate>,
@@ -223,6 +233,7 @@ impl HttpRequests {
             renewal: Renewal::Idle,
             answered: true,
             lost: HashSet::new(),
+            resent: HashSet::new(),
             posts: HashMap::new(),
             gate: None,
             lane: CancelLane::default(),
@@ -509,8 +520,10 @@ impl HttpRequests {
     }
 
     /// Event: a POST sent with the id of session `generation` was answered `404`: the session
-    /// is gone. The session is renewed (the default), or the connection ends.
-    pub fn session_expired(&mut self, request: Option<RequestId>, generation: u64) {
+    /// is gone. The session is renewed (the default), or the connection ends. `refused` is the
+    /// POST's message if it was a request: never processed, it goes again on the new session.
+    pub fn session_expired(&mut self, refused: Option<Outgoing>, generation: u64) {
+        let request = refused.as_ref().and_then(Outgoing::request);
         let lost = |error: Error| request.map(|id| Action::Fail(id, error));
         if !self.renews {
             if self.renewal == Renewal::Failed {
@@ -525,8 +538,11 @@ impl HttpRequests {
             return;
         }
         if self.renewal != Renewal::Idle || generation != self.session.generation {
-            // Part of an expiry already handled: only the request is lost (and its cancel
-            // never sent).
+            // Part of an expiry already handled: the request goes again on the new session if
+            // it can, else only it is lost (and its cancel never sent).
+            if let Some(refused) = refused.filter(|r| self.may_resend(r)) {
+                return self.resend(refused);
+            }
             self.lost.extend(request);
             self.actions.extend(lost(Error::SessionLost));
             return;
@@ -538,7 +554,44 @@ impl HttpRequests {
             // A renewed session that expired before any answer is not renewed again.
             return self.session_ended(request);
         }
-        self.renew(request, initialize, initialized);
+        let resend = refused.filter(|r| self.may_resend(r));
+        self.renew(request, resend, initialize, initialized);
+    }
+
+    /// Whether a request answered `404` may go again: once only, while the connection goes on,
+    /// and not if its caller cancelled it (its cancel waits here).
+    fn may_resend(&self, refused: &Outgoing) -> bool {
+        let Some(id) = refused.request() else {
+            return false;
+        };
+        let cancelled = |o: &Outgoing| o.kind == FrameKind::Cancel(id);
+        let cancel_waits = self.lane.waiting.iter().any(cancelled)
+            || self.lane.until_heard.iter().any(|(_, o)| cancelled(o))
+            || self.gate.iter().flat_map(|g| &g.held).any(cancelled);
+        self.renewal != Renewal::Failed
+            && self.closing.is_none()
+            && !self.resent.contains(&id)
+            && !cancel_waits
+    }
+
+    /// A request answered `404` goes again: at the gate while the session is renewed, first
+    /// (in the order the requests were sent), reported held meanwhile; else at once.
+    fn resend(&mut self, refused: Outgoing) {
+        let Some(id) = refused.request() else {
+            return;
+        };
+        self.resent.insert(id);
+        let resent = &self.resent;
+        match &mut self.gate {
+            Some(gate) => {
+                let first =
+                    |o: &Outgoing| o.request().is_some_and(|r| r < id && resent.contains(&r));
+                let at = gate.held.iter().take_while(|o| first(o)).count();
+                gate.held.insert(at, refused);
+                self.actions.push_back(Action::HeldForSession(id));
+            }
+            None => self.queue_request(refused, true),
+        }
     }
 
     /// The session is gone for good: nothing more goes out.
@@ -555,8 +608,15 @@ impl HttpRequests {
             .push_back(Action::Closed(CloseReason::SessionExpired));
     }
 
-    /// Starts renewing: the old session's requests are lost, later messages wait.
-    fn renew(&mut self, request: Option<RequestId>, initialize: Bytes, initialized: Bytes) {
+    /// Starts renewing: the old session's requests are lost (but `resend`, answered `404`),
+    /// later messages wait.
+    fn renew(
+        &mut self,
+        request: Option<RequestId>,
+        resend: Option<Outgoing>,
+        initialize: Bytes,
+        initialized: Bytes,
+    ) {
         self.session.generation += 1;
         self.renewal = Renewal::Running;
         // Every later message waits at the gate; what already waits there (the GET stream was
@@ -575,14 +635,18 @@ impl HttpRequests {
         let waiting: Vec<RequestId> = gate.held.iter().filter_map(Outgoing::request).collect();
         self.actions.push_back(Action::StopEventStream);
         // Every request still at the old session is lost with it (the POST of this one ends by
-        // itself).
+        // itself), but the one answered `404`, which goes again.
+        let resent = resend.as_ref().and_then(Outgoing::request);
         self.lost.clear();
-        self.lost.extend(request);
         for (id, _) in self.posts.drain() {
             if Some(id) != request {
                 self.actions.push_back(Action::Abort(id));
             }
             self.lost.insert(id);
+        }
+        self.lost.extend(request);
+        if let Some(resent) = resent {
+            self.lost.remove(&resent);
         }
         let mut lost: Vec<RequestId> = self.lost.iter().copied().collect();
         lost.sort_unstable();
@@ -591,6 +655,9 @@ impl HttpRequests {
         }
         for id in waiting {
             self.actions.push_back(Action::Held(id));
+        }
+        if let Some(resend) = resend {
+            self.resend(resend);
         }
         self.actions.push_back(Action::Renew {
             initialize,
@@ -754,6 +821,7 @@ mod tests {
                 },
                 Action::Abort(id) => format!("abort {id}"),
                 Action::Held(id) => format!("held {id}"),
+                Action::HeldForSession(id) => format!("held for the new session {id}"),
                 Action::Fail(id, error) => format!("fail {id}: {error}"),
                 Action::Closed(_) => "closed".into(),
                 Action::OpenEventStream => "open stream".into(),
@@ -828,20 +896,70 @@ mod tests {
     }
 
     /// A request lost by a `404` while the session was being renewed had its cancel sent on
-    /// the new session, which never saw the request.
+    /// the new session, which never saw the request. (Lost: its caller had cancelled it.)
     #[test]
     fn a_cancel_of_a_request_lost_during_a_renewal_is_never_sent_regression() {
         let now = Instant::now();
         let (mut machine, first) = session_with_request(true, now);
-        machine.session_expired(Some(first), 0);
+        machine.session_expired(Some(outgoing(FrameKind::Request(first))), 0);
         actions(&mut machine);
         let late = RequestId::next();
         assert!(machine.resume(late));
-        machine.session_expired(Some(late), 0);
-        assert!(actions(&mut machine)[0].starts_with(&format!("fail {late}")));
         machine.send(outgoing(FrameKind::Cancel(late)), None, now);
+        machine.session_expired(Some(outgoing(FrameKind::Request(late))), 0);
+        let failed = format!("fail {late}");
+        assert!(actions(&mut machine).iter().any(|a| a.starts_with(&failed)));
         machine.renewed(HeaderValue::from_static("s2"), now);
-        assert!(actions(&mut machine).is_empty(), "nothing goes for it");
+        let after = actions(&mut machine);
+        let about_late = [format!("post {late}"), format!("cancel {late}")];
+        assert!(!after.iter().any(|a| about_late.contains(a)), "{after:?}");
+    }
+
+    /// A request answered `404` was never processed: it goes again on the renewed session,
+    /// first, reported held meanwhile; answered `404` again, it is lost.
+    #[test]
+    fn a_request_answered_404_goes_again_once_on_the_renewed_session() {
+        let now = Instant::now();
+        let (mut machine, first) = session_with_request(true, now);
+        let later = RequestId::next();
+        machine.session_expired(Some(outgoing(FrameKind::Request(first))), 0);
+        machine.send(outgoing(FrameKind::Request(later)), None, now);
+        let renewing = actions(&mut machine);
+        assert!(renewing.contains(&format!("held for the new session {first}")));
+        assert!(renewing.contains(&"renew".to_owned()));
+        assert!(
+            !renewing.iter().any(|a| a.starts_with("fail")),
+            "{renewing:?}"
+        );
+        machine.ended(first); // its old POST's end: nothing of the held one
+        machine.renewed(HeaderValue::from_static("s2"), now);
+        let posted: Vec<String> = actions(&mut machine)
+            .into_iter()
+            .filter(|a| a.starts_with("post"))
+            .collect();
+        assert_eq!(posted, [format!("post {first}"), format!("post {later}")]);
+        machine.answered(1);
+        machine.session_expired(Some(outgoing(FrameKind::Request(first))), 1);
+        let again = actions(&mut machine);
+        assert!(
+            again.contains(&format!("fail {first}: {}", Error::SessionLost)),
+            "{again:?}"
+        );
+    }
+
+    /// A request whose caller cancelled it before its `404` is not sent again.
+    #[test]
+    fn a_cancelled_request_answered_404_is_not_sent_again() {
+        let now = Instant::now();
+        let (mut machine, id) = session_with_request(true, now);
+        machine.send(outgoing(FrameKind::Cancel(id)), None, now);
+        machine.session_expired(Some(outgoing(FrameKind::Request(id))), 0);
+        let renewing = actions(&mut machine);
+        assert!(renewing
+            .iter()
+            .any(|a| a.starts_with(&format!("fail {id}"))));
+        machine.renewed(HeaderValue::from_static("s2"), now);
+        assert!(!actions(&mut machine).contains(&format!("post {id}")));
     }
 
     /// Cancels waiting for a place in the lane when the session expired went out on the new
@@ -867,7 +985,7 @@ mod tests {
             machine.send(outgoing(FrameKind::Cancel(id)), None, now);
         }
         actions(&mut machine);
-        machine.session_expired(Some(c), 0);
+        machine.session_expired(Some(outgoing(FrameKind::Request(c))), 0);
         actions(&mut machine);
         machine.cancel_ended();
         machine.renewed(HeaderValue::from_static("s2"), now);
@@ -884,7 +1002,7 @@ mod tests {
         let now = Instant::now();
         let (mut machine, id) = session_with_request(false, now);
         machine.send(outgoing(FrameKind::Cancel(id)), None, now);
-        machine.session_expired(Some(id), 0);
+        machine.session_expired(Some(outgoing(FrameKind::Request(id))), 0);
         assert_eq!(
             actions(&mut machine).last().map(String::as_str),
             Some("closed")

@@ -12,7 +12,9 @@
 //!   (unless it waited [`CLOSE_LIMIT`], or the session is gone);
 //! - at most `lane` cancels run at once, and no new request goes while `backlog` cancels wait;
 //! - nothing goes while the session is renewed or after it is gone; every request sent is
-//!   posted, failed, withdrawn, or dropped by close.
+//!   posted, failed, withdrawn, or dropped by close;
+//! - a request answered `404` (never processed) is either held for the new session and POSTed
+//!   again, once, or failed; a request is POSTed twice only so.
 //!
 //! Cases per era: `HTTP_MODEL_CASES` (default 1,000; CI sets 10,000).
 
@@ -126,6 +128,10 @@ struct Net {
     ever_held: Vec<RequestId>,
     withdrawn: BTreeSet<RequestId>,
     failed: BTreeSet<RequestId>,
+    /// Answered `404` and held for the new session: to be POSTed again.
+    resending: BTreeSet<RequestId>,
+    /// POSTed again after a `404`.
+    resent: BTreeSet<RequestId>,
     lost: BTreeSet<RequestId>,
     /// Cancels the connection queued (2025-11-25), and when.
     cancels: BTreeMap<RequestId, Instant>,
@@ -159,6 +165,8 @@ impl Net {
             ever_held: Vec::new(),
             withdrawn: BTreeSet::new(),
             failed: BTreeSet::new(),
+            resending: BTreeSet::new(),
+            resent: BTreeSet::new(),
             lost: BTreeSet::new(),
             cancels: BTreeMap::new(),
             cancelled: BTreeSet::new(),
@@ -189,7 +197,7 @@ impl Net {
         let mut seen = Vec::new();
         while let Some(action) = machine.next_action() {
             assert!(!self.ended, "{action:?} after the session ended");
-            if let Action::Held(id) | Action::Fail(id, _) = &action {
+            if let Action::Held(id) | Action::HeldForSession(id) | Action::Fail(id, _) = &action {
                 seen.push(*id);
             }
             self.apply(action);
@@ -212,6 +220,18 @@ impl Net {
                 );
                 self.held.remove(&id);
             }
+            Action::HeldForSession(id) => {
+                assert!(
+                    !self.posting.contains_key(&id),
+                    "{id} held for the new session while its POST runs"
+                );
+                assert!(
+                    self.resending.insert(id),
+                    "{id} held for a new session twice"
+                );
+                self.held.insert(id);
+                self.ever_held.push(id);
+            }
             Action::Held(id) => {
                 let running = self.posting.get(&id);
                 assert!(
@@ -232,6 +252,7 @@ impl Net {
             Action::Closed(reason) => {
                 assert!(matches!(reason, CloseReason::SessionExpired));
                 self.session_gone = true;
+                self.resending.clear();
                 // What waits at the gate is dropped with the session.
                 let posting = &self.posting;
                 self.held.retain(|id| posting.contains_key(id));
@@ -264,7 +285,12 @@ impl Net {
         );
         match outgoing.kind {
             FrameKind::Request(id) => {
-                assert!(self.written.insert(id), "{id} POSTed twice");
+                if !self.written.insert(id) {
+                    assert!(self.resending.remove(&id), "{id} POSTed twice");
+                    assert!(self.resent.insert(id), "{id} sent again twice");
+                    // The new POST must be heard again before a cancel may follow it.
+                    self.read.remove(&id);
+                }
                 self.held.remove(&id);
                 let post = Post {
                     heard: false,
@@ -550,19 +576,31 @@ fn request_event(machine: &mut HttpRequests, net: &mut Net, op: &Op) -> bool {
         }
         Op::Expire(n) => {
             if let Some(id) = pick(running(net, |p| p.had_session && !p.refused), n) {
-                let post = net.posting[&id];
-                machine.session_expired(Some(id), post.generation);
-                let actions = net.drain(machine);
-                assert!(actions.contains(&id), "{id}, answered 404, not failed");
-                // Its POST ends by itself.
-                net.posting.remove(&id);
+                // Its POST ends with the `404`.
+                let post = net.posting.remove(&id).expect("running");
                 net.read.insert(id);
-                machine.ended(id);
+                machine.session_expired(Some(request(id)), post.generation);
+                let actions = net.drain(machine);
+                assert!(
+                    actions.contains(&id),
+                    "{id}, answered 404, neither held nor failed"
+                );
+                assert!(
+                    !(net.resent.contains(&id) && net.resending.contains(&id)),
+                    "{id} held for a new session a second time"
+                );
+                // The old POST's end is not reported once the request went again (its task
+                // was replaced).
+                if !net.posting.contains_key(&id) {
+                    machine.ended(id);
+                }
             }
         }
         Op::Resume(n) => {
+            // A request answered `404` has no stream to pick up: it waits to go again.
             let candidates = net.written.iter().copied().filter(|id| {
                 !net.posting.contains_key(id)
+                    && !net.resending.contains(id)
                     && !net.lost.contains(id)
                     && !net.failed.contains(id)
                     && !net.withdrawn.contains(id)
