@@ -39,6 +39,7 @@ pub use messages::{
     Subscribe, WaitReleased,
 };
 pub(crate) use messages::{ServerRequestDone, ServerTaskDone, UseProtocol};
+use requests::Hold;
 #[cfg_attr(not(feature = "otel"), allow(unused_imports))]
 pub(crate) use requests::RequestCounters;
 
@@ -590,8 +591,10 @@ impl Handler<Event> for Connection {
             TransportEvent::RequestWritten(id) => {
                 self.requests.get().written(id, Instant::now());
             }
-            TransportEvent::RequestHeld(id) => self.requests.get().held(id, true),
-            TransportEvent::RequestHeldForSession(id) => self.requests.get().held(id, false),
+            TransportEvent::RequestHeld(id) => self.requests.get().held(id, Hold::ForAuthorization),
+            TransportEvent::RequestHeldForSession(id) => {
+                self.requests.get().held(id, Hold::ForSession)
+            }
             TransportEvent::Received(frames) => {
                 for frame in &frames {
                     self.on_frame(frame);

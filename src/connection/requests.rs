@@ -58,6 +58,17 @@ pub(crate) struct RequestCounters {
     pub progress_dropped: u64,
 }
 
+/// Why a message transport holds a request, which decides its timeout meanwhile.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Hold {
+    /// Refused for authorization (`401`): a sign-in has a bound of its own, and a person in a
+    /// browser may take minutes, so the timeout pauses and starts again in full once written.
+    ForAuthorization,
+    /// Answered `404` by an ended session, waiting for the renewed one: the wait is the
+    /// transport's and short, so the timeout runs on.
+    ForSession,
+}
+
 /// A cancelled request the transport held when the cancel came (see [`Requests::withdrawn`]).
 #[derive(Debug)]
 pub(crate) struct Withdrawal {
@@ -406,10 +417,8 @@ impl Requests {
     /// Event: a message transport took the request back before the server read it (HTTP `401`,
     /// waiting for authorization); it will be written again. A cancel waiting for its write is
     /// done now: the request is abandoned where it waits, and nothing is written. Its timeout
-    /// is paused meanwhile: a sign-in has a bound of its own, and a person in a browser may
-    /// take minutes. With `pause_timeout` false (a request held for a renewed session, whose
-    /// wait is the transport's and short), its timeout keeps running instead.
-    pub fn held(&mut self, id: RequestId, pause_timeout: bool) {
+    /// pauses or runs on as the [`Hold`] says.
+    pub fn held(&mut self, id: RequestId, why: Hold) {
         let Some(entry) = self.table.get_mut(&id) else {
             // Cancelled once written, then refused: it must not be sent again, and a cancel not
             // yet written is for a request the server never read (it goes again if the
@@ -427,7 +436,7 @@ impl Requests {
         match entry.phase() {
             Phase::Writing | Phase::Written => {
                 entry.set_phase(Phase::Held);
-                if pause_timeout {
+                if why == Hold::ForAuthorization {
                     let expires = std::mem::take(&mut entry.expires);
                     if expires != 0 {
                         self.deadlines.remove(expires);
@@ -654,7 +663,7 @@ mod tests {
         let (id, rx) = submit(requests, None, now);
         let batch = requests.next_batch().unwrap();
         requests.recycle(batch);
-        requests.held(id, true);
+        requests.held(id, Hold::ForAuthorization);
         (id, rx)
     }
 
@@ -891,7 +900,7 @@ mod tests {
         let (id, rx) = submit(&mut requests, timeout, now);
         let batch = requests.next_batch().unwrap();
         requests.recycle(batch);
-        requests.held(id, false);
+        requests.held(id, Hold::ForSession);
         let due = requests.next_deadline().expect("still running");
         requests.expire(due);
         assert!(matches!(
@@ -905,7 +914,7 @@ mod tests {
         let (id, rx) = submit(&mut requests, timeout, now);
         let batch = requests.next_batch().unwrap();
         requests.recycle(batch);
-        requests.held(id, false);
+        requests.held(id, Hold::ForSession);
         requests.written(id, now + Duration::from_millis(200));
         assert_eq!(requests.next_deadline(), Some(due), "the first deadline");
         requests.expire(due);

@@ -15,7 +15,7 @@ use serde_json::json;
 
 use super::{
     in_flight::Outcome,
-    requests::Requests,
+    requests::{Hold, Requests},
     {Request, RequestOptions},
 };
 use crate::{
@@ -307,7 +307,7 @@ fn run(ops: Vec<Op>, style: CancelStyle, message: bool) {
                     if !wire.unwritten.contains(&id) {
                         wire.unwritten.push(id);
                     }
-                    requests.held(id, true);
+                    requests.held(id, Hold::ForAuthorization);
                     // Its timeout pauses, unless it has ended already.
                     if let Some(caller) = callers.iter_mut().find(|c| c.id == id) {
                         poll(caller);

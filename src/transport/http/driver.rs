@@ -278,6 +278,7 @@ async fn run_post(shared: Rc<Shared>, outgoing: Outgoing, generation: u64, numbe
         kind,
         routing,
         opens_event_stream,
+        sent_again,
     } = outgoing;
     let limit = match kind {
         FrameKind::Request(_) => None,
@@ -288,7 +289,7 @@ async fn run_post(shared: Rc<Shared>, outgoing: Outgoing, generation: u64, numbe
         FrameKind::Request(id) => Some(id),
         _ => None,
     };
-    let post = post::post(&shared, frame, request, &routing);
+    let post = post::post(&shared, frame, request, &routing, sent_again);
     let posted = async {
         match limit {
             Some(limit) => drop(tokio::time::timeout(limit, post).await),

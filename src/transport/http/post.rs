@@ -211,19 +211,23 @@ fn authorize(
 }
 
 /// POSTs one message (with the era's routing headers) and delivers whatever comes back.
+/// `sent_again`: a request answered `404` once already.
 pub(super) async fn post(
     shared: &Rc<Shared>,
     frame: Bytes,
     request: Option<RequestId>,
     routing: &[(HeaderName, HeaderValue)],
+    sent_again: bool,
 ) {
-    let sent = send_authorized(shared, frame.clone(), request, routing).await;
+    let sent = send_authorized(shared, &frame, request, routing).await;
     if let Some((response, sent_on)) = sent {
         if response.status() == StatusCode::NOT_FOUND && sent_on.had_session {
             // The session is gone: it is renewed (the default), or the connection ends. A
             // request answered so was never processed: it goes again on the new session.
-            let again =
-                request.map(|id| Outgoing::new(frame, FrameKind::Request(id), routing.to_vec()));
+            let again = request.map(|id| Outgoing {
+                sent_again,
+                ..Outgoing::new(frame, FrameKind::Request(id), routing.to_vec())
+            });
             return shared.event(|requests| requests.session_expired(again, sent_on.generation));
         }
         answer(shared, response, request, sent_on).await;
@@ -236,7 +240,7 @@ pub(super) async fn post(
 #[cfg(feature = "auth")]
 async fn send_authorized(
     shared: &Rc<Shared>,
-    frame: Bytes,
+    frame: &Bytes,
     request: Option<RequestId>,
     routing: &[(HeaderName, HeaderValue)],
 ) -> Option<(Response, SentOn)> {
@@ -283,7 +287,7 @@ async fn send_authorized(
 #[cfg(not(feature = "auth"))]
 async fn send_authorized(
     shared: &Rc<Shared>,
-    frame: Bytes,
+    frame: &Bytes,
     request: Option<RequestId>,
     routing: &[(HeaderName, HeaderValue)],
 ) -> Option<(Response, SentOn)> {

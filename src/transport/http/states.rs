@@ -69,6 +69,9 @@ pub(super) struct Outgoing {
     pub routing: Vec<(HeaderName, HeaderValue)>,
     /// `notifications/initialized`: once its POST ends, the GET stream opens.
     pub opens_event_stream: bool,
+    /// A request answered `404` once and sent again on a renewed session: a second `404` loses
+    /// it.
+    pub sent_again: bool,
 }
 
 impl Outgoing {
@@ -78,6 +81,7 @@ impl Outgoing {
             kind,
             routing,
             opens_event_stream: false,
+            sent_again: false,
         }
     }
 
@@ -208,9 +212,6 @@ pub(super) struct HttpRequests {
     answered: bool,
     /// The requests lost with the last expired session: a cancel of one is never sent.
     lost: HashSet<RequestId>,
-    /// The requests answered `404` and sent again on a renewed session: a second `404` loses
-    /// them.
-    resent: HashSet<RequestId>,
     /// Each request whose POST or resumption runs.
     posts: HashMap<RequestId, Phase>,
     gate: Option<Gate>,
@@ -233,7 +234,6 @@ impl HttpRequests {
             renewal: Renewal::Idle,
             answered: true,
             lost: HashSet::new(),
-            resent: HashSet::new(),
             posts: HashMap::new(),
             gate: None,
             lane: CancelLane::default(),
@@ -570,22 +570,21 @@ impl HttpRequests {
             || self.gate.iter().flat_map(|g| &g.held).any(cancelled);
         self.renewal != Renewal::Failed
             && self.closing.is_none()
-            && !self.resent.contains(&id)
+            && !refused.sent_again
+            && !self.lost.contains(&id)
             && !cancel_waits
     }
 
     /// A request answered `404` goes again: at the gate while the session is renewed, first
     /// (in the order the requests were sent), reported held meanwhile; else at once.
-    fn resend(&mut self, refused: Outgoing) {
+    fn resend(&mut self, mut refused: Outgoing) {
         let Some(id) = refused.request() else {
             return;
         };
-        self.resent.insert(id);
-        let resent = &self.resent;
+        refused.sent_again = true;
         match &mut self.gate {
             Some(gate) => {
-                let first =
-                    |o: &Outgoing| o.request().is_some_and(|r| r < id && resent.contains(&r));
+                let first = |o: &Outgoing| o.sent_again && o.request().is_some_and(|r| r < id);
                 let at = gate.held.iter().take_while(|o| first(o)).count();
                 gate.held.insert(at, refused);
                 self.actions.push_back(Action::HeldForSession(id));
@@ -933,13 +932,19 @@ mod tests {
         );
         machine.ended(first); // its old POST's end: nothing of the held one
         machine.renewed(HeaderValue::from_static("s2"), now);
-        let posted: Vec<String> = actions(&mut machine)
-            .into_iter()
-            .filter(|a| a.starts_with("post"))
+        let posted: Vec<Outgoing> = std::iter::from_fn(|| machine.next_action())
+            .filter_map(|action| match action {
+                Action::Post(o) if o.request().is_some() => Some(o),
+                _ => None,
+            })
             .collect();
-        assert_eq!(posted, [format!("post {first}"), format!("post {later}")]);
+        let order: Vec<_> = posted.iter().filter_map(Outgoing::request).collect();
+        assert_eq!(order, [first, later]);
+        assert!(posted[0].sent_again && !posted[1].sent_again);
         machine.answered(1);
-        machine.session_expired(Some(outgoing(FrameKind::Request(first))), 1);
+        // The driver reports the 404 with the message it POSTed.
+        let first_again = posted.into_iter().next().expect("posted");
+        machine.session_expired(Some(first_again), 1);
         let again = actions(&mut machine);
         assert!(
             again.contains(&format!("fail {first}: {}", Error::SessionLost)),
