@@ -3,7 +3,7 @@
 //! method, if any, a string. Anything else is answered `-32600` (`-32700` for what is not JSON)
 //! before anything runs.
 
-use serde_json::{json, Map, Value};
+use serde_json::{json, Value};
 
 use crate::method::Method;
 
@@ -100,12 +100,10 @@ pub fn parse(body: &[u8]) -> Result<Incoming, Value> {
         })),
         (Some(method), None) => Ok(Incoming::Notification { method, params }),
         (None, Some(id)) if object.contains_key("result") || object.contains_key("error") => {
-            let mut message = Map::with_capacity(object.len() + 1);
-            message.insert("id".into(), id.clone());
-            message.extend(object);
+            object.insert("id".into(), id.clone());
             Ok(Incoming::Answer {
                 id,
-                message: Value::Object(message),
+                message: Value::Object(object),
             })
         }
         _ => Err(refuse(

@@ -321,16 +321,19 @@ fn owners_stay_apart_sessions_expire_and_every_call_is_answered_or_cancelled() {
     }
 }
 
+/// How the model fails against the table and calls with `bugs` (it must).
+fn failure_with(bugs: Bugs) -> String {
+    let steps = proptest::collection::vec(step(), 1..80);
+    let outcome = runner(512).run(&steps, |steps| run(&steps, bugs));
+    outcome.expect_err("the bug went unseen").to_string()
+}
+
 #[test]
 fn the_model_catches_a_table_that_serves_another_owners_session() {
-    let steps = proptest::collection::vec(step(), 1..80);
-    let bugs = Bugs {
+    let why = failure_with(Bugs {
         ignore_owner: true,
         ..Bugs::default()
-    };
-    let outcome = runner(512).run(&steps, |steps| run(&steps, bugs));
-    let failure = outcome.expect_err("the isolation bug went unseen");
-    let why = failure.to_string();
+    });
     assert!(
         why.contains("reached session") || why.contains("closed session"),
         "{why}"
@@ -339,12 +342,9 @@ fn the_model_catches_a_table_that_serves_another_owners_session() {
 
 #[test]
 fn the_model_catches_a_session_that_leaves_without_cancelling_its_calls() {
-    let steps = proptest::collection::vec(step(), 1..80);
-    let bugs = Bugs {
+    let why = failure_with(Bugs {
         forget_calls: true,
         ..Bugs::default()
-    };
-    let outcome = runner(512).run(&steps, |steps| run(&steps, bugs));
-    let failure = outcome.expect_err("the forgotten calls went unseen");
-    assert!(failure.to_string().contains("cancelled false"), "{failure}");
+    });
+    assert!(why.contains("cancelled false"), "{why}");
 }
