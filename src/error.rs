@@ -176,6 +176,9 @@ pub enum AuthErrorKind {
     /// Another process held the refresh lease and no new token appeared within the wait's
     /// bound.
     RefreshWaitTimedOut,
+    /// An authorization server, its metadata or its registration did not answer (its body
+    /// included) within [`OAuthConfig::request_timeout`](crate::auth::OAuthConfig::request_timeout).
+    TimedOut,
 }
 
 impl From<ContentError> for Error {

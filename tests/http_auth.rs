@@ -47,6 +47,8 @@ struct Servers {
     release: Notify,
     /// The token endpoint refuses every grant.
     refuse_tokens: AtomicBool,
+    /// The token endpoint answers 200 and then one byte of its body every 200 ms, for ever.
+    drip_tokens: AtomicBool,
     /// Issue refresh tokens, and access tokens that expire after this many seconds.
     refresh: AtomicBool,
     expires_in: AtomicU64,
@@ -240,6 +242,11 @@ async fn authorization_server(
                 let _ = tokio::time::timeout(Duration::from_millis(5), servers.release.notified())
                     .await;
             }
+            if servers.drip_tokens.load(Ordering::SeqCst) {
+                return HttpResponse::Ok()
+                    .content_type("application/json")
+                    .streaming(drip());
+            }
             if servers.refuse_tokens.load(Ordering::SeqCst) {
                 return HttpResponse::BadRequest().json(json!({"error": "invalid_grant",
                     "error_description": "the code is not valid"}));
@@ -248,6 +255,14 @@ async fn authorization_server(
         }
         _ => HttpResponse::NotFound().finish(),
     }
+}
+
+/// A body that never ends: a space every 200 ms.
+fn drip() -> impl futures::Stream<Item = Result<web::Bytes, actix_web::Error>> {
+    futures::stream::unfold((), |()| async {
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        Some((Ok(web::Bytes::from_static(b" ")), ()))
+    })
 }
 
 fn start() -> (String, Arc<Servers>) {
@@ -598,6 +613,36 @@ async fn a_sign_in_that_never_comes_back_ends_with_its_own_error() {
     }
 }
 
+/// Issue 34: after the browser step, a token endpoint that never answers, or answers a byte at
+/// a time, fails the sign-in within the request timeout with an error naming the endpoint (it
+/// waited 30 s whatever the user had set).
+#[actix::test]
+async fn a_token_endpoint_that_hangs_or_drips_fails_within_the_request_timeout() {
+    for drips in [false, true] {
+        let (url, servers) = start();
+        servers.hold_tokens.store(!drips, Ordering::SeqCst);
+        servers.drip_tokens.store(drips, Ordering::SeqCst);
+        let config = OAuthConfig::default().request_timeout(Duration::from_millis(300));
+        let oauth = OAuth::new(Headless::new("http://127.0.0.1:9/callback"), config);
+        let connect = Client::connect(HttpTransport::new(&url).auth(oauth));
+        // Well under the 30 s the library waited before: the bound set is what ended it.
+        let outcome = tokio::time::timeout(Duration::from_secs(20), connect).await;
+        let base = servers.base.lock().unwrap().clone();
+        match outcome {
+            Ok(Err(Error::Unauthorized { kind, message })) => {
+                assert_eq!(kind, AuthErrorKind::TimedOut, "{message}");
+                assert!(
+                    message.contains(&format!("{base} did not answer within 300 ms")),
+                    "drips {drips}: {message}"
+                );
+            }
+            Ok(other) => panic!("drips {drips}: expected TimedOut, got {other:?}"),
+            Err(_) => panic!("drips {drips}: the token request was not bounded"),
+        }
+        assert_eq!(servers.token_requests.load(Ordering::SeqCst), 1);
+    }
+}
+
 /// The authorization server refuses the grant: every waiting request ends with a typed error
 /// (one token request for all of them), none hangs, and the error holds no secret.
 #[actix::test]
@@ -932,6 +977,71 @@ async fn the_cli_bounds_the_browser_wait_by_its_sign_in_timeout() {
         stderr.contains("no sign-in within 2 s: the browser never came back"),
         "{stderr}"
     );
+    let _ = std::fs::remove_dir_all(&config_home);
+}
+
+/// Issue 34: `--connect-timeout` bounds the machine's steps of a sign-in: with the browser done
+/// and a token endpoint that never answers, the CLI exits 124 after it, naming the endpoint and
+/// the option, while the sign-in timeout is far longer.
+#[actix::test]
+async fn the_cli_bounds_a_hanging_token_endpoint_by_its_connect_timeout() {
+    use tokio::io::{AsyncBufReadExt, BufReader};
+    let (url, servers) = start();
+    servers.hold_tokens.store(true, Ordering::SeqCst);
+    let config_home =
+        std::env::temp_dir().join(format!("actix-mcp-cli-hang-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&config_home);
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+        .to_string();
+    let mut cli = tokio::process::Command::new(common::program(common::workspace_bins::CLI))
+        .args(["--url", &url, "--callback-port", &port])
+        .args(["--connect-timeout", "1", "--sign-in-timeout", "60"])
+        .args(["--timeout", "60", "tools"])
+        .env("XDG_CONFIG_HOME", &config_home)
+        .env("BROWSER", "true")
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("the CLI starts");
+    let mut stderr = BufReader::new(cli.stderr.take().unwrap()).lines();
+    let authorize = loop {
+        let line = stderr
+            .next_line()
+            .await
+            .unwrap()
+            .expect("the authorization URL");
+        if let Some(url) = line.trim().strip_prefix("http") {
+            break format!("http{url}");
+        }
+    };
+    let browser = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap();
+    let approved = browser.get(&authorize).send().await.unwrap();
+    let callback = approved.headers()["location"].to_str().unwrap().to_owned();
+    // The page may wait for the exchange: the browser does not hold the test up.
+    actix_rt::spawn(async move { browser.get(&callback).send().await });
+    let mut said = String::new();
+    while let Some(line) = stderr.next_line().await.unwrap() {
+        said.push_str(&line);
+        said.push('\n');
+    }
+    let status = tokio::time::timeout(Duration::from_secs(20), cli.wait())
+        .await
+        .expect("the CLI ended within the connect timeout, not the sign-in's")
+        .unwrap();
+    assert_eq!(status.code(), Some(124), "{said}");
+    let base = servers.base.lock().unwrap().clone();
+    assert!(
+        said.contains(&format!("{base} did not answer within 1 s")),
+        "{said}"
+    );
+    assert!(said.contains("--connect-timeout"), "{said}");
     let _ = std::fs::remove_dir_all(&config_home);
 }
 

@@ -106,7 +106,8 @@ struct Cli {
     #[arg(long, global = true, value_name = "SECONDS")]
     timeout: Option<f64>,
     /// Give up on connecting (starting the server, the handshake) after this many seconds
-    /// (default 30). Exits 124.
+    /// (default 30); each request of a sign-in to an authorization server too (not the wait
+    /// for the browser: --sign-in-timeout). Exits 124.
     #[arg(long, global = true, value_name = "SECONDS")]
     connect_timeout: Option<f64>,
     /// The largest message accepted from a --stdio or --url server, in bytes (default 32 MiB).
@@ -270,17 +271,26 @@ struct Failure {
 
 impl From<Error> for Failure {
     fn from(e: Error) -> Self {
+        use actix_mcp::auth::AuthErrorKind;
         let code = match e {
             Error::Cancelled { .. } => 130,
             Error::Timeout { .. } => 124,
             Error::Unauthorized {
-                kind: actix_mcp::auth::AuthErrorKind::SignInTimedOut,
+                kind: AuthErrorKind::SignInTimedOut | AuthErrorKind::TimedOut,
                 ..
             } => 124,
             _ => 1,
         };
+        // The CLI bounds each request to an authorization server by its connect timeout.
+        let bound = match e {
+            Error::Unauthorized {
+                kind: AuthErrorKind::TimedOut,
+                ..
+            } => ", bounded by --connect-timeout",
+            _ => "",
+        };
         Failure {
-            message: e.to_string(),
+            message: format!("{e}{bound}"),
             code,
         }
     }
@@ -551,6 +561,11 @@ fn transport(cli: &Cli, store: Arc<dyn CredentialStore>) -> Result<Box<dyn Trans
         }
         if let Some(bound) = seconds(cli.sign_in_timeout, "--sign-in-timeout")? {
             config = config.sign_in_timeout(bound);
+        }
+        // The machine's steps (discovery, registration, the code exchange) are bounded as
+        // connecting is; only the person's wait by the sign-in timeout.
+        if let Some(bound) = seconds(cli.connect_timeout, "--connect-timeout")? {
+            config = config.request_timeout(bound);
         }
         let oauth = OAuth::new(Loopback::new(cli.callback_port), config);
         return Ok(Box::new(http.auth(oauth)));

@@ -109,21 +109,13 @@ impl UserAgent for Headless {
 
     fn authorize(&self, url: Url) -> AgentFuture {
         Box::pin(async move {
-            let fetcher = Fetcher::new()?;
+            // It stands in for the person, whose wait the sign-in timeout bounds.
+            let fetcher = Fetcher::new(super::DEFAULT_REQUEST_TIMEOUT)?;
             let response = fetcher
-                .client()
-                .get(url.clone())
+                .request(reqwest::Method::GET, url.clone())
                 .send()
                 .await
-                .map_err(|e| {
-                    super::failure(
-                        AuthErrorKind::Denied,
-                        format!(
-                            "authorization request to {}: {e}",
-                            url.origin().ascii_serialization()
-                        ),
-                    )
-                })?;
+                .map_err(|e| fetcher.failure(AuthErrorKind::Denied, &url, &e))?;
             let location = response
                 .headers()
                 .get("location")

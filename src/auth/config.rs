@@ -34,11 +34,16 @@ pub struct OAuthConfig {
     pub(super) identity_assertion: Option<IdentityAssertion>,
     pub(super) client_credentials: bool,
     pub(super) sign_in_timeout: Duration,
+    pub(super) request_timeout: Duration,
     pub(super) sealer: Option<Sealer>,
 }
 
 /// How long a sign-in in the browser may take by default: SSO and a second factor take minutes.
 pub const DEFAULT_SIGN_IN_TIMEOUT: Duration = Duration::from_secs(300);
+
+/// How long one request of the machine's steps may take by default (as the default connect
+/// timeout, [`DEFAULT_CONNECT_TIMEOUT`](crate::client::DEFAULT_CONNECT_TIMEOUT)).
+pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
 
 impl Default for OAuthConfig {
     fn default() -> Self {
@@ -54,6 +59,7 @@ impl Default for OAuthConfig {
             identity_assertion: None,
             client_credentials: false,
             sign_in_timeout: DEFAULT_SIGN_IN_TIMEOUT,
+            request_timeout: DEFAULT_REQUEST_TIMEOUT,
             sealer: None,
         }
     }
@@ -81,6 +87,7 @@ impl std::fmt::Debug for OAuthConfig {
             .field("identity_assertion", &self.identity_assertion)
             .field("client_credentials", &self.client_credentials)
             .field("sign_in_timeout", &self.sign_in_timeout)
+            .field("request_timeout", &self.request_timeout)
             .field("sealer", &self.sealer)
             .finish()
     }
@@ -144,6 +151,17 @@ impl OAuthConfig {
     /// own timeouts paused meanwhile, and restarted when they are sent again.
     pub fn sign_in_timeout(mut self, timeout: Duration) -> Self {
         self.sign_in_timeout = timeout;
+        self
+    }
+
+    /// How long each request of the machine's steps may take, its answer's body included
+    /// (default [`DEFAULT_REQUEST_TIMEOUT`], 30 s): discovery, registration, the code exchange,
+    /// a refresh, every grant without a user. One that does not answer in time fails the
+    /// authorization with [`AuthErrorKind::TimedOut`](crate::AuthErrorKind::TimedOut), naming
+    /// the endpoint. Only the person's wait is bounded by the [sign-in
+    /// timeout](Self::sign_in_timeout). A client usually sets it to its connect timeout.
+    pub fn request_timeout(mut self, timeout: Duration) -> Self {
+        self.request_timeout = timeout;
         self
     }
 

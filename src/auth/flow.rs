@@ -431,7 +431,7 @@ impl OAuth {
         challenge: &Challenge,
         scopes: Option<Vec<String>>,
     ) -> Result<(), Error> {
-        let fetcher = Fetcher::new()?;
+        let fetcher = Fetcher::new(self.inner.config.request_timeout)?;
         let found = self
             .discover(&fetcher, server, challenge.resource_metadata.as_deref())
             .await?;

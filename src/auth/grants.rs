@@ -164,8 +164,7 @@ pub(crate) async fn post_grant(
         .extend_pairs(form.iter().map(|(k, v)| (*k, v.as_str())))
         .finish();
     let mut request = fetcher
-        .client()
-        .post(endpoint.clone())
+        .request(reqwest::Method::POST, endpoint.clone())
         .header("content-type", "application/x-www-form-urlencoded")
         .header("accept", "application/json")
         .body(body);
@@ -176,19 +175,17 @@ pub(crate) async fn post_grant(
         request = request.header("dpop", proof);
     }
     let origin = endpoint.origin().ascii_serialization();
-    let response = request.send().await.map_err(|e| {
-        failure(
-            AuthErrorKind::Token,
-            format!("token request to {origin}: {e}"),
-        )
-    })?;
+    let response = request
+        .send()
+        .await
+        .map_err(|e| fetcher.failure(AuthErrorKind::Token, endpoint, &e))?;
     let status = response.status().as_u16();
     let nonce = response
         .headers()
         .get("dpop-nonce")
         .and_then(|v| v.to_str().ok())
         .map(str::to_owned);
-    let body = super::fetch::read_capped(response).await?;
+    let body = fetcher.read_capped(endpoint, response).await?;
     if !(200..300).contains(&status) {
         let said = refusal_text(status, &body);
         return Err(Refused {

@@ -58,7 +58,7 @@ pub(crate) use self::flow::{Refusal, Seen};
 pub use self::{
     agent::{AgentFuture, Application, Callback, Headless, Loopback, UserAgent},
     challenge::Challenge,
-    config::{ApplicationType, OAuthConfig, DEFAULT_SIGN_IN_TIMEOUT},
+    config::{ApplicationType, OAuthConfig, DEFAULT_REQUEST_TIMEOUT, DEFAULT_SIGN_IN_TIMEOUT},
     discovery::{AuthorizationServerMetadata, ProtectedResourceMetadata},
     grants::IdentityAssertion,
     store::{

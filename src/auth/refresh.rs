@@ -184,7 +184,7 @@ impl OAuth {
         let Some(refresh_token) = base.refresh_token.clone() else {
             return Ok(Answer::Refused);
         };
-        let fetcher = Fetcher::new()?;
+        let fetcher = Fetcher::new(self.inner.config.request_timeout)?;
         let client = self.oauth2_client(metadata, base)?;
         let http = |request| self.execute_with_dpop(&fetcher, request);
         let refresh_token = RefreshToken::new(refresh_token);
@@ -196,7 +196,7 @@ impl OAuth {
             .await
             .map_err(|_| {
                 failure(
-                    AuthErrorKind::Token,
+                    AuthErrorKind::TimedOut,
                     format!(
                         "the token endpoint did not answer the refresh within {} s",
                         REFRESH_REQUEST_TIMEOUT.as_secs()
@@ -214,7 +214,7 @@ impl OAuth {
                 tracing::debug!(error = %web::token_error(&e), "the refresh token was refused");
                 Ok(Answer::Refused)
             }
-            Err(e) => Err(failure(AuthErrorKind::Token, web::token_error(&e))),
+            Err(e) => Err(web::token_failure(&e)),
         }
     }
 

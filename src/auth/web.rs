@@ -81,6 +81,18 @@ fn check_issuer(metadata: &AuthorizationServerMetadata, callback: &Callback) -> 
     }
 }
 
+/// A failed token request as an error: [`AuthErrorKind::TimedOut`] if the endpoint did not
+/// answer in time, else [`AuthErrorKind::Token`] with what it said.
+pub(super) fn token_failure(
+    error: &oauth2::RequestTokenError<HttpError, oauth2::basic::BasicErrorResponse>,
+) -> Error {
+    let kind = match error {
+        oauth2::RequestTokenError::Request(e) if e.timed_out => AuthErrorKind::TimedOut,
+        _ => AuthErrorKind::Token,
+    };
+    failure(kind, token_error(error))
+}
+
 /// What the token endpoint said, without anything secret.
 pub(super) fn token_error(
     error: &oauth2::RequestTokenError<HttpError, oauth2::basic::BasicErrorResponse>,
@@ -94,6 +106,7 @@ pub(super) fn token_error(
                 .map(|d| format!(": {}", d.escape_debug()))
                 .unwrap_or_default()
         ),
+        oauth2::RequestTokenError::Request(e) if e.timed_out => format!("token request: {e}"),
         oauth2::RequestTokenError::Request(e) => format!("token request failed: {e}"),
         oauth2::RequestTokenError::Parse(e, _) => format!("the token answer does not parse: {e}"),
         oauth2::RequestTokenError::Other(e) => format!("token request failed: {e}"),
@@ -128,7 +141,7 @@ impl OAuth {
     pub async fn begin(&self, server: &str) -> Result<Url, Error> {
         let server = Url::parse(server)
             .map_err(|e| failure(AuthErrorKind::Discovery, format!("server URL: {e}")))?;
-        let fetcher = Fetcher::new()?;
+        let fetcher = Fetcher::new(self.inner.config.request_timeout)?;
         let found = self.discover(&fetcher, &server, None).await?;
         require_s256(&found.metadata)?;
         let credentials = self.identity(&fetcher, &found).await?;
@@ -145,7 +158,7 @@ impl OAuth {
     pub async fn complete(&self, callback: Callback) -> Result<(), Error> {
         let state = callback.state.clone().unwrap_or_default();
         let begun_here = self.state().pending.remove(&state);
-        let fetcher = Fetcher::new()?;
+        let fetcher = Fetcher::new(self.inner.config.request_timeout)?;
         let pending = match begun_here {
             Some(pending) => pending,
             None => self.unseal(&fetcher, &state).await?,
@@ -335,7 +348,7 @@ impl OAuth {
             .add_extra_param("resource", pending.resource.clone())
             .request_async(&http)
             .await
-            .map_err(|e| failure(AuthErrorKind::Token, token_error(&e)))?;
+            .map_err(|e| token_failure(&e))?;
         let mut credentials = pending.credentials;
         let answer = TokenAnswer::from(&token);
         apply_answer(&mut credentials, answer, pending.scopes, now_secs());

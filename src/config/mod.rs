@@ -341,6 +341,10 @@ impl ServerConfig {
         if let Some(store) = store {
             config = config.shared_store(store);
         }
+        // The machine's steps of a sign-in are bounded as connecting is.
+        if let Some(timeout) = self.connect_timeout.filter(|t| !t.is_zero()) {
+            config = config.request_timeout(timeout);
+        }
         let mut port = DEFAULT_CALLBACK_PORT;
         if let Some(auth) = &self.auth {
             if let Some(id) = &auth.client_id {
