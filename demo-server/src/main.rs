@@ -50,6 +50,7 @@ mod http;
 mod journal;
 mod jsonrpc;
 mod listen;
+mod results;
 mod server;
 mod skills;
 mod stats;
@@ -170,6 +171,7 @@ async fn run(cli: Cli, journal: Journal, sigterm: Option<journal::Sigterm>) -> E
         journal,
         out: out_tx,
         state: RefCell::default(),
+        modern_tools: crate::results::Modern::cacheable(&tool_list(list_ttl_ms), list_ttl_ms),
         tools: tool_list(list_ttl_ms),
     });
     if let Some(addr) = http_addr {

@@ -24,6 +24,7 @@ use crate::{
     journal::Journal,
     jsonrpc::*,
     listen::Listen,
+    results::Modern,
     stats::Counters,
     stdio::{Outgoing, StdinChunk, StdinLines},
     tasks::Tasks,
@@ -149,6 +150,8 @@ pub(crate) struct Server {
     pub(crate) state: RefCell<State>,
     /// The `tools/list` result, built once.
     pub(crate) tools: Value,
+    /// The same for a 2026-07-28 request (with its `resultType`, `ttlMs`, `cacheScope`).
+    pub(crate) modern_tools: Value,
 }
 
 impl Server {
@@ -216,76 +219,93 @@ impl Server {
         params: Value,
     ) -> Control {
         let key = id.to_string();
-        let duplicate = {
-            let mut state = self.state.borrow_mut();
-            let state = &mut *state;
-            state.counters.requests += 1;
-            if method.ends_with("/list") {
-                *state.counters.lists.entry(method.to_owned()).or_default() += 1;
-            }
-            let duplicate = state.running.contains_key(&key);
-            if !duplicate {
-                if let Some(cancels) = state.cancelled_unseen.remove(&key) {
-                    // A cancel overtook this request; count it, then serve it normally.
-                    state.counters.cancels_ahead += 1;
-                    state.counters.cancels_unknown -= cancels;
-                }
-                state.seen.insert(key.clone());
-            }
-            duplicate
-        };
-        if duplicate {
+        if self.is_duplicate(&key, method) {
             let message = format!("request id {key} is already in use by a running request");
             self.respond(&id, &Err((INVALID_REQUEST, message)));
             return Control::Continue;
         }
+        let modern = Modern::of(method, &params, self.cli.list_ttl_ms);
+        if method == "tools/list" && self.unpaged(&params) {
+            // Serialized straight from the cache: no clone of the list per call.
+            let tools = if modern.is_some() {
+                &self.modern_tools
+            } else {
+                &self.tools
+            };
+            self.respond_result(&id, tools);
+            return Control::Continue;
+        }
+        let step = match self.step(&id, &key, method, params) {
+            Ok(step) => step,
+            Err((code, message, data)) => {
+                self.respond_error(&id, code, &message, data.as_ref());
+                return Control::Continue;
+            }
+        };
+        let step = match modern {
+            Some(modern) => modern.complete_step(step),
+            None => step,
+        };
+        self.run_step(id, key, step)
+    }
 
-        let step = match method {
-            "initialize" if self.cli.era == Era::Modern => Step::Reply(Err((
+    /// Counts a request; whether its id is one of a request still running (it is then not
+    /// served).
+    fn is_duplicate(&self, key: &str, method: &str) -> bool {
+        let mut state = self.state.borrow_mut();
+        let state = &mut *state;
+        state.counters.requests += 1;
+        if method.ends_with("/list") {
+            *state.counters.lists.entry(method.to_owned()).or_default() += 1;
+        }
+        if state.running.contains_key(key) {
+            return true;
+        }
+        if let Some(cancels) = state.cancelled_unseen.remove(key) {
+            // A cancel overtook this request; count it, then serve it normally.
+            state.counters.cancels_ahead += 1;
+            state.counters.cancels_unknown -= cancels;
+        }
+        state.seen.insert(key.to_owned());
+        false
+    }
+
+    /// What serving `method` takes, or the error (with its `data`) it is answered with at once.
+    fn step(
+        self: &Rc<Self>,
+        id: &Value,
+        key: &str,
+        method: &str,
+        params: Value,
+    ) -> Result<Step, (i64, String, Option<Value>)> {
+        let era = self.cli.era;
+        Ok(match method {
+            "initialize" if era == Era::Modern => Step::Reply(Err((
                 METHOD_NOT_FOUND,
                 "method not found: initialize (this server speaks 2026-07-28)".to_owned(),
             ))),
             "initialize" => self.initialize(&params),
-            "server/discover" if self.cli.era != Era::Legacy => Step::Reply(Ok(self.discover())),
+            "server/discover" if era != Era::Legacy => Step::Reply(Ok(self.discover())),
             "ping" => Step::Reply(Ok(json!({}))),
-            "tools/list" if self.unpaged(&params) => {
-                // Serialized straight from the cache: no clone of the list per call.
-                self.respond_result(&id, &self.tools);
-                return Control::Continue;
-            }
             "tools/list" => {
                 let tools = self.tools.get("tools").and_then(Value::as_array);
                 Step::Reply(self.paginate("tools", tools.map_or(&[], Vec::as_slice), &params))
             }
-            "tools/call" => self.call_tool(&key, params),
+            "tools/call" => self.call_tool(key, params),
             "tasks/get" => Step::Reply(self.tasks_get(&params)),
-            "tasks/result" if self.cli.era != Era::Modern => self.tasks_result(&key, &params),
-            "tasks/list" if self.cli.era != Era::Modern => Step::Reply(self.tasks_list(&params)),
+            "tasks/result" if era != Era::Modern => self.tasks_result(key, &params),
+            "tasks/list" if era != Era::Modern => Step::Reply(self.tasks_list(&params)),
             "tasks/cancel" => Step::Reply(self.tasks_cancel(&params)),
             // Served in every era, like tasks/get: a 2026-07-28 task can exist in any (the
             // extension is declared per request).
             "tasks/update" => Step::Reply(self.tasks_update(&params)),
-            "subscriptions/listen" if self.cli.era != Era::Legacy => {
-                match self.listen(&id, &key, &params) {
-                    Ok(step) => step,
-                    Err((code, message, data)) => {
-                        self.respond_error(&id, code, &message, data.as_ref());
-                        return Control::Continue;
-                    }
-                }
-            }
+            "subscriptions/listen" if era != Era::Legacy => self.listen(id, key, &params)?,
             "resources/list" => Step::Reply(self.paginate("resources", &resource_list(), &params)),
             "resources/templates/list" => {
                 Step::Reply(self.paginate("resourceTemplates", &resource_template_list(), &params))
             }
             "skills/list" => Step::Reply(Ok(crate::skills::list())),
-            "resources/read" => match self.read_resource(&params) {
-                Ok(result) => Step::Reply(Ok(result)),
-                Err((code, message, data)) => {
-                    self.respond_error(&id, code, &message, data.as_ref());
-                    return Control::Continue;
-                }
-            },
+            "resources/read" => Step::Reply(Ok(self.read_resource(&params)?)),
             "resources/subscribe" => Step::Reply(self.subscribe(&params, true)),
             "resources/unsubscribe" => Step::Reply(self.subscribe(&params, false)),
             "prompts/list" => Step::Reply(self.paginate("prompts", &prompt_list(), &params)),
@@ -296,8 +316,11 @@ impl Server {
                 METHOD_NOT_FOUND,
                 format!("method not found: {method}"),
             ))),
-        };
+        })
+    }
 
+    /// Answers now or later, as `step` says.
+    fn run_step(self: &Rc<Self>, id: Value, key: String, step: Step) -> Control {
         match step {
             Step::Reply(reply) => {
                 self.respond(&id, &reply);

@@ -937,6 +937,7 @@ mod tests {
                 journal: Rc::new(Journal::create(None).expect("no journal file")),
                 out: out_tx,
                 state: RefCell::default(),
+                modern_tools: crate::results::Modern::cacheable(&tool_list(0), 0),
                 tools: tool_list(0),
                 cli,
             });
@@ -1237,7 +1238,11 @@ mod tests {
             h.request(3, "tools/call", params);
             let task_id = h.response(3).await["result"]["taskId"].clone();
             h.request(4, "tasks/cancel", json!({"taskId": task_id, "_meta": meta}));
-            assert_eq!(h.response(4).await["result"], json!({}));
+            // The extension: a cancel's result is the standard (`complete`) shape.
+            assert_eq!(
+                h.response(4).await["result"],
+                json!({"resultType": "complete"})
+            );
             h.request(5, "tasks/result", json!({"taskId": task_id}));
             assert_eq!(h.response(5).await["error"]["code"], METHOD_NOT_FOUND);
         });
@@ -1476,7 +1481,10 @@ mod tests {
             h.wait_status(&mut next, &get, "input_required").await;
 
             h.request(9, "tasks/update", update(accept.clone()));
-            assert_eq!(h.response(9).await["result"], json!({}));
+            assert_eq!(
+                h.response(9).await["result"],
+                json!({"resultType": "complete"})
+            );
             let resumed = h.wait_status(&mut next, &get, "working").await;
             assert!(resumed.get("inputRequests").is_none());
             // Answered already: a second answer is refused.
@@ -1685,9 +1693,14 @@ mod tests {
                 );
                 // The same Task tasks/get answers, plus the subscription's tag.
                 h.request(4, "tasks/get", json!({"taskId": task_id, "_meta": meta}));
-                let got = h.response(4).await["result"].clone();
+                let mut got = h.response(4).await["result"].clone();
                 if let Value::Object(done) = &mut done {
                     done.remove("_meta");
+                }
+                // A notification is no result: it has no `resultType`.
+                assert_eq!(got["resultType"], "complete");
+                if let Value::Object(got) = &mut got {
+                    got.remove("resultType");
                 }
                 assert_eq!(done, got);
 

@@ -224,33 +224,76 @@ async fn serve_callback(
         .strip_prefix("GET ")?
         .split(' ')
         .next()?;
-    if !target.starts_with("/callback") {
-        let _ = stream
-            .write_all(b"HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\n\r\n")
-            .await;
-        return None;
-    }
-    let url = Url::parse(&format!("http://127.0.0.1:{port}{target}")).ok()?;
-    let answered = url.query_pairs().find(|(name, _)| name == "state");
-    if state.is_some() && answered.map(|(_, value)| value).as_deref() != state {
-        let page = "This is not the answer to the sign-in in progress: ignored.";
-        let _ = stream
-            .write_all(plain_page("400 Bad Request", page).as_bytes())
-            .await;
-        return None;
-    }
-    let callback = Callback::from_redirect(&url);
-    // The code is yet to be exchanged (and `iss` checked): the page cannot say it worked.
-    let page = match &callback {
-        Ok(_) => "The sign-in answer was received; the program finishes signing in (see its \
-                  window or terminal). You can close this window."
-            .to_owned(),
-        Err(e) => format!("Sign-in failed: {e}. You can close this window."),
+    let url = Url::parse(&format!("http://127.0.0.1:{port}{target}")).ok();
+    let answer = match url {
+        Some(url) if url.path() == "/callback" => answer_callback(&url, state),
+        _ => Answer::Refused {
+            status: "404 Not Found",
+            page: "This is the sign-in's callback listener: only /callback is answered here."
+                .to_owned(),
+        },
     };
-    let _ = stream
-        .write_all(plain_page("200 OK", &page).as_bytes())
-        .await;
-    Some(callback)
+    let (status, page, callback) = match answer {
+        Answer::Refused { status, page } => (status, page, None),
+        Answer::Taken(callback) => {
+            // The code is yet to be exchanged (and `iss` checked): the page cannot say it
+            // worked.
+            let page = match &callback {
+                Ok(_) => "The sign-in answer was received; the program finishes signing in \
+                          (see its window or terminal). You can close this window."
+                    .to_owned(),
+                Err(e) => format!("Sign-in failed: {e}. You can close this window."),
+            };
+            ("200 OK", page, Some(callback))
+        }
+    };
+    let _ = stream.write_all(plain_page(status, &page).as_bytes()).await;
+    callback
+}
+
+/// What the listener does with one request to its callback.
+#[derive(Debug)]
+enum Answer {
+    /// Not the answer to the sign-in in progress: the person reads why, the sign-in waits on.
+    Refused { status: &'static str, page: String },
+    /// The answer (a code, or the authorization server's error) for the sign-in in progress.
+    Taken(Result<Callback, Error>),
+}
+
+/// Whether `url` answers the sign-in whose request carried `state`, and if not, what the person
+/// is told: whose answer it seems to be, and what the authorization server said in it (control
+/// characters made visible). The sign-in in progress keeps waiting.
+fn answer_callback(url: &Url, state: Option<&str>) -> Answer {
+    let answered = url
+        .query_pairs()
+        .find(|(name, _)| name == "state")
+        .map(|(_, value)| value);
+    if state.is_none() || answered.as_deref() == state {
+        return Answer::Taken(Callback::from_redirect(url));
+    }
+    let whose = match answered {
+        None => {
+            "This answer carries no state, so it cannot be the answer to the sign-in in \
+                 progress"
+        }
+        Some(_) => {
+            "This answer belongs to another sign-in (its state is not the one of the \
+                    sign-in in progress): perhaps an older tab or another program's"
+        }
+    };
+    let said = match Callback::from_redirect(url) {
+        Err(Error::Unauthorized { message, .. }) => {
+            format!(" In it, {}.", crate::visible::Visible(&message))
+        }
+        _ => String::new(),
+    };
+    Answer::Refused {
+        status: "400 Bad Request",
+        page: format!(
+            "{whose}; it was ignored.{said} The sign-in in progress is still waiting: finish it \
+             in the window that opened for it, or start again from the program."
+        ),
+    }
 }
 
 /// A plain-text HTTP answer (text is never HTML here, so nothing in it can run).
@@ -365,13 +408,22 @@ mod tests {
             stream.read_to_string(&mut answer).await.unwrap();
             answer
         };
-        assert!(get("/favicon.ico").await.starts_with("HTTP/1.1 404"));
-        assert!(get("/callback?error=access_denied")
-            .await
-            .starts_with("HTTP/1.1 400"));
-        assert!(get("/callback?code=x&state=theirs")
-            .await
-            .starts_with("HTTP/1.1 400"));
+        let stray = get("/favicon.ico").await;
+        assert!(stray.starts_with("HTTP/1.1 404"), "{stray}");
+        assert!(stray.contains("only /callback is answered here"), "{stray}");
+        // Each refusal says what it was, and what the server said, made visible.
+        let stateless = get("/callback?error=access_denied&error_description=no%1b%5b2K").await;
+        assert!(stateless.starts_with("HTTP/1.1 400"), "{stateless}");
+        assert!(stateless.contains("carries no state"), "{stateless}");
+        assert!(
+            stateless.contains("the authorization server answered access_denied: no\\u{1b}[2K"),
+            "{stateless}"
+        );
+        assert!(!stateless.contains('\u{1b}'), "{stateless}");
+        let theirs = get("/callback?code=x&state=theirs").await;
+        assert!(theirs.starts_with("HTTP/1.1 400"), "{theirs}");
+        assert!(theirs.contains("belongs to another sign-in"), "{theirs}");
+        assert!(theirs.contains("still waiting"), "{theirs}");
         assert!(
             !signing_in.is_finished(),
             "stray requests do not end the sign-in"
