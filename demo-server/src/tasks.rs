@@ -114,14 +114,6 @@ pub(crate) enum TaskSupport {
     Required,
 }
 
-pub(crate) fn task_support(tool: &str) -> TaskSupport {
-    match tool {
-        "task_sleep" => TaskSupport::Optional,
-        "task_required" | "task_input" => TaskSupport::Required,
-        _ => TaskSupport::Forbidden,
-    }
-}
-
 /// How a `tools/call` asked for a task.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum TaskAsk {
@@ -916,7 +908,12 @@ mod tests {
     use tokio::sync::mpsc;
 
     use super::*;
-    use crate::{args::Cli, journal::Journal, stdio::Outgoing, tools::tool_list};
+    use crate::{
+        args::Cli,
+        journal::Journal,
+        stdio::Outgoing,
+        tools::{find_tool, tool_list},
+    };
 
     /// A server fed line by line in-process, its output read from the writer's channel.
     struct Harness {
@@ -1634,6 +1631,8 @@ mod tests {
             &json!({CLIENT_CAPABILITIES_META: {}})
         )));
         assert!(!declares_tasks_extension(None));
+        // Declared in the tool table; unknown tools count as forbidden.
+        let task_support = |tool| find_tool(tool).map_or(TaskSupport::Forbidden, |tool| tool.tasks);
         assert_eq!(task_support("task_sleep"), TaskSupport::Optional);
         assert_eq!(task_support("task_required"), TaskSupport::Required);
         assert_eq!(task_support("task_input"), TaskSupport::Required);

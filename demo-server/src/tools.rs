@@ -1,23 +1,20 @@
-//! The tools: `tools/call`, the tools answered at once, those that run in a task of their own,
-//! argument helpers and the tool list.
+//! The tools: `tools/call`, the work of those that run in a task of their own, argument
+//! helpers. Which tools there are, how they are listed and what each does: `table.rs` and
+//! `handlers.rs`.
 
-use std::{
-    io::{self, Write as _},
-    rc::Rc,
-    time::Duration,
-};
+mod handlers;
+mod table;
 
-use futures::future::FutureExt as _;
+use std::{rc::Rc, time::Duration};
+
 use serde_json::{json, Map, Value};
 use tokio::{sync::oneshot, time::Instant};
 
+pub(crate) use self::table::{find_tool, is_tool, tool_list};
 use crate::{
     jsonrpc::*,
-    server::{LogLevel, Reply, Server, Step, LOG_LEVELS},
-    tasks::{
-        declares_tasks_extension, parse_task_param, plain_sleep, task_support, SleepPlan, TaskAsk,
-        TaskSupport, TaskWork, CLIENT_CAPABILITIES_META,
-    },
+    server::{LogLevel, Reply, Server, Step},
+    tasks::{declares_tasks_extension, parse_task_param, TaskAsk, TaskSupport},
 };
 
 pub(crate) const PROGRESS_INTERVAL: Duration = Duration::from_millis(100);
@@ -38,6 +35,18 @@ pub(crate) const GARBAGE: &str = concat!(
     "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/message\",",
     "\"params\":{\"level\":\"info\",\"data\":\"between\"}}\n",
 );
+
+/// What a handler gets of a `tools/call`, besides the server.
+pub(crate) struct ToolCall<'a> {
+    pub(crate) args: &'a Map<String, Value>,
+    /// `params._meta`.
+    pub(crate) meta: Option<&'a Value>,
+    pub(crate) progress_token: Option<Value>,
+    /// Run as a task, if asked for one (and allowed).
+    pub(crate) task: Option<TaskAsk>,
+    /// The request's key (its id as JSON text), for the task the call may create.
+    pub(crate) request_key: &'a str,
+}
 
 impl Server {
     pub(crate) fn call_tool(self: &Rc<Self>, request_key: &str, params: Value) -> Step {
@@ -77,304 +86,29 @@ impl Server {
             .and_then(Value::as_str)
             .and_then(LogLevel::parse);
         self.state.borrow_mut().request_log_level = modern.then_some(request_level);
-        if name == "client_extensions" {
-            // 2026-07-28: declared on each request; before: once, in `initialize`.
-            let declared = match meta.and_then(|meta| meta.get(CLIENT_CAPABILITIES_META)) {
-                Some(capabilities) => capabilities.get("extensions").cloned(),
-                None => self.state.borrow().client_extensions.clone(),
-            };
-            let text = declared.unwrap_or(Value::Null).to_string();
-            return Step::Reply(Ok(text_result(&text)));
-        }
-        let support = task_support(&name);
-        // 2026-07-28: the server alone turns a call into a task, if the request opts in.
-        let task = task.or_else(|| {
-            (support != TaskSupport::Forbidden && declares_tasks_extension(meta))
-                .then_some(TaskAsk::Modern)
-        });
-        match (task, support) {
-            (Some(_), TaskSupport::Forbidden) if is_tool(&name) => {
-                return Step::Reply(Err((
-                    METHOD_NOT_FOUND,
-                    format!(
-                        "tool {name} does not support task augmentation (taskSupport forbidden)"
-                    ),
-                )))
+        let Some(tool) = find_tool(&name) else {
+            return Step::Reply(Err((INVALID_PARAMS, format!("unknown tool: {name}"))));
+        };
+        let task = if tool.checks_tasks {
+            match check_task(&name, tool.tasks, task, meta) {
+                Ok(task) => task,
+                Err(err) => return Step::Reply(Err(err)),
             }
-            (None, TaskSupport::Required) => {
-                return Step::Reply(Err((
-                    METHOD_NOT_FOUND,
-                    format!("tool {name} requires task augmentation (params.task)"),
-                )))
-            }
-            _ => {}
-        }
-        match self.run_tool(&name, &args, progress_token, task, request_key) {
+        } else {
+            task
+        };
+        let call = ToolCall {
+            args: &args,
+            meta,
+            progress_token,
+            task,
+            request_key,
+        };
+        match (tool.run)(self, call) {
             Ok(step) => step,
             // Bad arguments are a tool-level failure, reported to the model, not a protocol error.
             Err(problem) => Step::Reply(Ok(tool_error(&problem))),
         }
-    }
-
-    pub(crate) fn run_tool(
-        self: &Rc<Self>,
-        name: &str,
-        args: &Map<String, Value>,
-        progress_token: Option<Value>,
-        task: Option<TaskAsk>,
-        request_key: &str,
-    ) -> Result<Step, String> {
-        let step = match name {
-            "task_sleep" | "task_required" => {
-                let plan = SleepPlan::parse(args);
-                match task {
-                    Some(ask) => Step::Reply(self.create_task(
-                        request_key,
-                        ask,
-                        plan.map(TaskWork::Sleep),
-                        progress_token,
-                    )),
-                    None => Step::Spawn {
-                        task: plain_sleep(Rc::clone(self), plan?, progress_token).boxed_local(),
-                        cancellable: true,
-                    },
-                }
-            }
-            "task_input" => match task {
-                Some(ask) => Step::Reply(self.create_task(
-                    request_key,
-                    ask,
-                    TaskWork::parse_input(args),
-                    progress_token,
-                )),
-                // `call_tool` refuses it first (taskSupport required).
-                None => return Err("task_input runs only as a task".to_owned()),
-            },
-            "echo" => Step::Reply(Ok(text_result(str_arg(args, "text")?))),
-            "add" => {
-                let sum = num_arg(args, "a")? + num_arg(args, "b")?;
-                Step::Reply(Ok(structured_result(sum.to_string(), json!({"sum": sum}))))
-            }
-            // Declares the same outputSchema as `add`, and breaks it: the sum as a string.
-            "add-wrong" => {
-                let sum = num_arg(args, "a")? + num_arg(args, "b")?;
-                Step::Reply(Ok(structured_result(
-                    sum.to_string(),
-                    json!({"sum": sum.to_string()}),
-                )))
-            }
-            "sleep" => {
-                let ms = u64_arg(args, "ms", None)?;
-                Step::Spawn {
-                    task: sleep_tool(Rc::clone(self), ms, progress_token).boxed_local(),
-                    cancellable: true,
-                }
-            }
-            "late" => {
-                let ms = u64_arg(args, "ms", None)?;
-                Step::Spawn {
-                    task: async move {
-                        tokio::time::sleep(Duration::from_millis(ms)).await;
-                        Ok(text_result(&format!("late {ms}")))
-                    }
-                    .boxed_local(),
-                    // Deliberately answers after a cancel, to exercise the client's filtering.
-                    cancellable: false,
-                }
-            }
-            "stats" => {
-                let stats = self.stats();
-                Step::Reply(Ok(structured_result(stats.to_string(), stats)))
-            }
-            "pid" => {
-                let pid = std::process::id();
-                Step::Reply(Ok(structured_result(pid.to_string(), json!({"pid": pid}))))
-            }
-            "crash" => {
-                let code = match args.get("code") {
-                    None | Some(Value::Null) => 1,
-                    Some(code) => code
-                        .as_i64()
-                        .and_then(|code| i32::try_from(code).ok())
-                        .ok_or_else(|| format!("argument `code` must be an i32, got {code}"))?,
-                };
-                Step::Crash(code)
-            }
-            "flood" => {
-                let count = u64_arg(args, "count", None)?;
-                let size = size_arg(args, "size", Some(0))?;
-                self.flood(count, size)?;
-                Step::Reply(Ok(text_result(&format!("flooded {count}"))))
-            }
-            "big" => {
-                let bytes = size_arg(args, "bytes", None)?;
-                Step::Reply(Ok(text_result(&"x".repeat(bytes))))
-            }
-            "garbage" => {
-                self.send(GARBAGE.as_bytes().to_vec());
-                Step::Reply(Ok(text_result("garbage sent")))
-            }
-            "stderr" => {
-                let text = str_arg(args, "text")?;
-                let lines = u64_arg(args, "lines", Some(1))?;
-                let mut stderr = io::stderr().lock();
-                for _ in 0..lines {
-                    let _ = writeln!(stderr, "{text}");
-                }
-                let _ = stderr.flush();
-                Step::Reply(Ok(text_result(&format!("wrote {lines}"))))
-            }
-            "ping_client" => Step::Spawn {
-                task: ask_client(Rc::clone(self), "ping".to_owned(), None).boxed_local(),
-                cancellable: true,
-            },
-            "ask_client" => {
-                let method = str_arg(args, "method")?.to_owned();
-                let params = args.get("params").filter(|p| !p.is_null()).cloned();
-                Step::Spawn {
-                    task: ask_client(Rc::clone(self), method, params).boxed_local(),
-                    cancellable: true,
-                }
-            }
-            "cancel_foreign" => {
-                let request_id = match args.get("request_id") {
-                    Some(id @ (Value::Number(_) | Value::String(_))) => id.clone(),
-                    _ => return Err("argument `request_id` must be a number or a string".into()),
-                };
-                self.send(notification(
-                    "notifications/cancelled",
-                    json!({"requestId": request_id, "reason": "foreign"}),
-                ));
-                Step::Reply(Ok(text_result("sent")))
-            }
-            "pause_reading" => {
-                let ms = u64_arg(args, "ms", None)?;
-                Step::PauseReading(Ok(text_result("paused")), Duration::from_millis(ms))
-            }
-            "env" => {
-                let name = str_arg(args, "name")?;
-                // std may panic on such names; they can never be set anyway.
-                if name.is_empty() || name.contains(['=', '\0']) {
-                    return Err(format!("invalid environment variable name: {name:?}"));
-                }
-                let value = std::env::var_os(name)
-                    .map(|value| value.to_string_lossy().into_owned())
-                    .unwrap_or_default();
-                Step::Reply(Ok(text_result(&value)))
-            }
-            "cwd" => {
-                let cwd = std::env::current_dir()
-                    .map_err(|err| format!("cannot read current directory: {err}"))?;
-                Step::Reply(Ok(text_result(&cwd.display().to_string())))
-            }
-            "log" => {
-                let level = str_arg(args, "level")?;
-                let message = str_arg(args, "message")?;
-                let parsed = LogLevel::parse(level).ok_or_else(|| {
-                    format!(
-                        "unknown log level {level:?}, expected one of {}",
-                        LOG_LEVELS.join(", ")
-                    )
-                })?;
-                let threshold = {
-                    let state = self.state.borrow();
-                    state.request_log_level.unwrap_or(Some(state.log_level))
-                };
-                // 2026-07-28: without a `logLevel` in the request, the server MUST NOT log.
-                let outcome = if threshold.is_some_and(|threshold| parsed.0 >= threshold.0) {
-                    self.send(notification(
-                        "notifications/message",
-                        json!({"level": level, "logger": "demo", "data": message}),
-                    ));
-                    "logged"
-                } else {
-                    "filtered"
-                };
-                Step::Reply(Ok(text_result(outcome)))
-            }
-            "notify" => {
-                let outcome = match str_arg(args, "kind")? {
-                    kind @ ("tools" | "prompts" | "resources") => {
-                        self.send(bare_notification(&format!(
-                            "notifications/{kind}/list_changed"
-                        )));
-                        "sent"
-                    }
-                    "updated" => {
-                        let uri = str_arg(args, "uri")?;
-                        if self.state.borrow().subscriptions.contains(uri) {
-                            self.send(notification(
-                                "notifications/resources/updated",
-                                json!({"uri": uri}),
-                            ));
-                            "sent"
-                        } else {
-                            "not subscribed"
-                        }
-                    }
-                    kind => {
-                        return Err(format!(
-                            "unknown kind {kind:?}, expected tools, prompts, resources or updated"
-                        ))
-                    }
-                };
-                Step::Reply(Ok(text_result(outcome)))
-            }
-            "progress" => {
-                let steps = u64_arg(args, "steps", None)?;
-                if steps > MAX_PROGRESS_STEPS {
-                    return Err(format!(
-                        "argument `steps` must be at most {MAX_PROGRESS_STEPS}, got {steps}"
-                    ));
-                }
-                let interval_ms = u64_arg(args, "interval_ms", None)?;
-                let with_total = match args.get("total") {
-                    None | Some(Value::Null) => true,
-                    Some(Value::Bool(with_total)) => *with_total,
-                    Some(other) => {
-                        return Err(format!("argument `total` must be a boolean, got {other}"))
-                    }
-                };
-                let task = progress_tool(
-                    Rc::clone(self),
-                    steps,
-                    interval_ms,
-                    with_total,
-                    progress_token,
-                );
-                Step::Spawn {
-                    task: task.boxed_local(),
-                    cancellable: true,
-                }
-            }
-            "ask_client_then_cancel" => {
-                let method = str_arg(args, "method")?.to_owned();
-                let params = args.get("params").filter(|p| !p.is_null()).cloned();
-                let after_ms = u64_arg(args, "after_ms", None)?;
-                let task = ask_client_then_cancel(Rc::clone(self), method, params, after_ms);
-                Step::Spawn {
-                    task: task.boxed_local(),
-                    cancellable: true,
-                }
-            }
-            "sample" => {
-                let params = json!({
-                    "messages": [{"role": "user", "content": {"type": "text", "text": "hi"}}],
-                    "maxTokens": 10,
-                });
-                let task = ask_client(
-                    Rc::clone(self),
-                    "sampling/createMessage".to_owned(),
-                    Some(params),
-                );
-                Step::Spawn {
-                    task: task.boxed_local(),
-                    cancellable: true,
-                }
-            }
-            _ => Step::Reply(Err((INVALID_PARAMS, format!("unknown tool: {name}")))),
-        };
-        Ok(step)
     }
 
     /// Queues `count` log notifications ahead of the `flood` response.
@@ -636,268 +370,28 @@ pub(crate) fn size_arg(
         .ok_or_else(|| format!("argument `{name}` must be at most {MAX_PAYLOAD}, got {value}"))
 }
 
-pub(crate) const TOOL_NAMES: &[&str] = &[
-    "echo",
-    "add",
-    "add-wrong",
-    "sleep",
-    "late",
-    "stats",
-    "pid",
-    "crash",
-    "flood",
-    "big",
-    "client_extensions",
-    "garbage",
-    "stderr",
-    "ping_client",
-    "ask_client",
-    "cancel_foreign",
-    "pause_reading",
-    "env",
-    "cwd",
-    "log",
-    "notify",
-    "progress",
-    "ask_client_then_cancel",
-    "sample",
-    "task_sleep",
-    "task_required",
-    "task_input",
-];
-
-pub(crate) fn is_tool(name: &str) -> bool {
-    TOOL_NAMES.contains(&name)
-}
-
-/// The whole `tools/list` result, with the cache hints of `--list-ttl-ms` (0: none).
-pub(crate) fn tool_list(ttl_ms: u64) -> Value {
-    fn tool(name: &str, description: &str, properties: Value, required: &[&str]) -> Value {
-        json!({
-            "name": name,
-            "description": description,
-            "inputSchema": {"type": "object", "properties": properties, "required": required},
-        })
+/// Whether the call runs as a task: refuses a task the tool forbids, or the lack of one it
+/// requires.
+fn check_task(
+    name: &str,
+    support: TaskSupport,
+    task: Option<TaskAsk>,
+    meta: Option<&Value>,
+) -> Result<Option<TaskAsk>, (i64, String)> {
+    // 2026-07-28: the server alone turns a call into a task, if the request opts in.
+    let task = task.or_else(|| {
+        (support != TaskSupport::Forbidden && declares_tasks_extension(meta))
+            .then_some(TaskAsk::Modern)
+    });
+    match (task, support) {
+        (Some(_), TaskSupport::Forbidden) => Err((
+            METHOD_NOT_FOUND,
+            format!("tool {name} does not support task augmentation (taskSupport forbidden)"),
+        )),
+        (None, TaskSupport::Required) => Err((
+            METHOD_NOT_FOUND,
+            format!("tool {name} requires task augmentation (params.task)"),
+        )),
+        _ => Ok(task),
     }
-    let integer =
-        |description: &str| json!({"type": "integer", "minimum": 0, "description": description});
-    let string = |description: &str| json!({"type": "string", "description": description});
-    let tools = vec![
-        tool(
-            "echo",
-            "Return the given text unchanged.",
-            json!({"text": string("Text to echo back.")}),
-            &["text"],
-        ),
-        tool(
-            "add",
-            "Add two numbers; the sum is also returned as structured content.",
-            json!({
-                "a": {"type": "number", "description": "First addend."},
-                "b": {"type": "number", "description": "Second addend."},
-            }),
-            &["a", "b"],
-        ),
-        tool(
-            "add-wrong",
-            "Like add, but its structured content breaks its outputSchema (the sum as a string).",
-            json!({
-                "a": {"type": "number", "description": "First addend."},
-                "b": {"type": "number", "description": "Second addend."},
-            }),
-            &["a", "b"],
-        ),
-        tool(
-            "sleep",
-            "Sleep for `ms` milliseconds, reporting progress every 100 ms when a progress token is given. Cancellable.",
-            json!({"ms": integer("How long to sleep, in milliseconds.")}),
-            &["ms"],
-        ),
-        tool(
-            "late",
-            "Sleep for `ms` milliseconds and answer even if the request was cancelled.",
-            json!({"ms": integer("How long to sleep, in milliseconds.")}),
-            &["ms"],
-        ),
-        tool(
-            "stats",
-            "Return the server's request, response and cancellation counters.",
-            json!({}),
-            &[],
-        ),
-        tool("pid", "Return the server's process id.", json!({}), &[]),
-        tool(
-            "crash",
-            "Flush pending output and exit immediately with the given code, without answering.",
-            json!({"code": {"type": "integer", "description": "Exit code (default 1)."}}),
-            &[],
-        ),
-        tool(
-            "flood",
-            "Send `count` log notifications of `size` bytes each, then answer.",
-            json!({
-                "count": integer("Number of notifications."),
-                "size": integer("Payload size of each notification, in bytes (default 0)."),
-            }),
-            &["count"],
-        ),
-        tool(
-            "big",
-            "Answer with a text of exactly `bytes` 'x' characters.",
-            json!({"bytes": integer("Length of the text.")}),
-            &["bytes"],
-        ),
-        tool(
-            "client_extensions",
-            "Answer with the extensions the client declared in its capabilities, as JSON.",
-            json!({}),
-            &[],
-        ),
-        tool(
-            "garbage",
-            "Write invalid and unsolicited lines to stdout, then answer.",
-            json!({}),
-            &[],
-        ),
-        tool(
-            "stderr",
-            "Write `text` to stderr `lines` times.",
-            json!({
-                "text": string("Line to write."),
-                "lines": integer("How many times (default 1)."),
-            }),
-            &["text"],
-        ),
-        tool(
-            "ping_client",
-            "Send a ping request to the client and return its response.",
-            json!({}),
-            &[],
-        ),
-        tool(
-            "ask_client",
-            "Send an arbitrary request to the client and return its response.",
-            json!({
-                "method": string("Method of the request."),
-                "params": {"type": "object", "description": "Params of the request."},
-            }),
-            &["method"],
-        ),
-        tool(
-            "cancel_foreign",
-            "Send the client a notifications/cancelled naming `request_id`.",
-            json!({"request_id": {"type": ["integer", "string"], "description": "Request id to name."}}),
-            &["request_id"],
-        ),
-        tool(
-            "pause_reading",
-            "Answer at once, then stop reading stdin for `ms` milliseconds.",
-            json!({"ms": integer("Pause length, in milliseconds.")}),
-            &["ms"],
-        ),
-        tool(
-            "env",
-            "Return the value of an environment variable (empty if unset).",
-            json!({"name": string("Variable name.")}),
-            &["name"],
-        ),
-        tool("cwd", "Return the server's current directory.", json!({}), &[]),
-        tool(
-            "log",
-            "Send a notifications/message at `level` unless logging/setLevel filters it out; answers `logged` or `filtered`.",
-            json!({
-                "level": {"type": "string", "enum": LOG_LEVELS, "description": "RFC 5424 severity."},
-                "message": string("Message (the notification's `data`)."),
-            }),
-            &["level", "message"],
-        ),
-        tool(
-            "notify",
-            "Send notifications/<kind>/list_changed (kind tools, prompts or resources), or notifications/resources/updated for a subscribed `uri` (kind updated), then answer.",
-            json!({
-                "kind": {
-                    "type": "string",
-                    "enum": ["tools", "prompts", "resources", "updated"],
-                    "description": "Which notification to send.",
-                },
-                "uri": string("Resource uri, for kind `updated`."),
-            }),
-            &["kind"],
-        ),
-        tool(
-            "progress",
-            "Send `steps` progress notifications, one every `interval_ms` milliseconds, when a progress token is given, then answer. Cancellable.",
-            json!({
-                "steps": integer("Number of progress notifications."),
-                "interval_ms": integer("Delay before each notification, in milliseconds."),
-                "total": {"type": "boolean", "description": "Include `total` in the notifications (default true)."},
-            }),
-            &["steps", "interval_ms"],
-        ),
-        tool(
-            "ask_client_then_cancel",
-            "Send a request to the client, cancel it after `after_ms` milliseconds unless answered, wait 500 ms more, and return the response (or null).",
-            json!({
-                "method": string("Method of the request."),
-                "params": {"type": "object", "description": "Params of the request."},
-                "after_ms": integer("Delay before the cancel, in milliseconds."),
-            }),
-            &["method", "after_ms"],
-        ),
-        tool(
-            "sample",
-            "Send the client a sampling/createMessage request and return its response.",
-            json!({}),
-            &[],
-        ),
-        tool(
-            "task_sleep",
-            "Sleep for `ms` milliseconds in `steps` steps; with `params.task` it runs as a task (taskSupport optional) whose statusMessage goes `step i/N`. Answers `slept {ms} ms in {steps} steps`.",
-            json!({
-                "ms": integer("Total duration, in milliseconds."),
-                "steps": integer("Number of steps, 1 or more (default 5)."),
-            }),
-            &["ms"],
-        ),
-        tool(
-            "task_required",
-            "Like task_sleep, but only as a task (taskSupport required): a call without `params.task` fails with -32601.",
-            json!({
-                "ms": integer("Total duration, in milliseconds."),
-                "steps": integer("Number of steps, 1 or more (default 5)."),
-            }),
-            &["ms"],
-        ),
-        tool(
-            "task_input",
-            "Only as a task (taskSupport required; 2025-11-25 `params.task`, or a 2026-07-28 request declaring the io.modelcontextprotocol/tasks extension): works `ms / 2` milliseconds, then needs input (status input_required, statusMessage `waiting for input`). 2025-11-25: the question comes as an elicitation/create request (form, `answer` string, related-task _meta) while a tasks/result of the task waits. 2026-07-28: tasks/get carries inputRequests.answer (that elicitation/create), answered with tasks/update inputResponses.answer. Accepted: working again for the other `ms / 2`, then completes with `answered: {answer}`; declined or cancelled: completes with `declined`; a client error response: fails.",
-            json!({"ms": integer("Total work time, in milliseconds (default 200).")}),
-            &[],
-        ),
-    ];
-    debug_assert_eq!(tools.len(), TOOL_NAMES.len());
-    // `add` and `add-wrong` declare what their structured content holds.
-    let sum_schema = json!({"type": "object", "properties": {"sum": {"type": "number"}},
-        "required": ["sum"]});
-    let tools: Vec<Value> = tools
-        .into_iter()
-        .map(|mut tool| {
-            if matches!(tool["name"].as_str(), Some("add" | "add-wrong")) {
-                tool["outputSchema"] = sum_schema.clone();
-            }
-            let support = match tool["name"].as_str().map(task_support) {
-                Some(TaskSupport::Optional) => Some("optional"),
-                Some(TaskSupport::Required) => Some("required"),
-                _ => None,
-            };
-            if let Some(support) = support {
-                tool["execution"] = json!({"taskSupport": support});
-            }
-            tool
-        })
-        .collect();
-    if ttl_ms > 0 {
-        return json!({"tools": tools, "ttlMs": ttl_ms, "cacheScope": "private"});
-    }
-    json!({"tools": tools})
 }
