@@ -12,9 +12,9 @@ use url::Url;
 use super::{
     discovery::AuthorizationServerMetadata,
     fetch::{Fetcher, HttpError},
-    flow::is_dpop,
-    grants::{self, now_secs, TokenAnswer},
+    grants,
     jwt::{self, Es256Key},
+    vocabulary::{is_dpop, now_secs, TokenAnswer},
     Credentials, OAuth,
 };
 use crate::error::Error;

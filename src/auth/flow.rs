@@ -10,13 +10,14 @@ use std::{
 use url::Url;
 
 use super::{
-    challenge::{split_scopes, Challenge},
+    challenge::Challenge,
     config::OAuthConfig,
     discovery::{self, AuthorizationServerMetadata},
     failure,
     fetch::Fetcher,
-    grants::{self, now_secs, TokenAnswer, JWT_BEARER},
+    grants::{self, JWT_BEARER},
     store::Lease,
+    vocabulary::{choose_scopes, is_dpop, needs_refresh, now_secs, store_key, Found},
     web::Pending,
     AuthErrorKind, Credentials, IdentityAssertion, OAuth,
 };
@@ -24,9 +25,6 @@ use crate::error::Error;
 
 /// How many times a `403 insufficient_scope` may send us back to the authorization server.
 const MAX_STEP_UPS: u32 = 2;
-
-/// Refresh a token at most this long before it expires (and at most half its lifetime before).
-const REFRESH_MARGIN_SECS: u64 = 30;
 
 #[derive(Default)]
 pub(super) struct State {
@@ -89,15 +87,6 @@ impl Refusal {
     }
 }
 
-/// What discovery found.
-pub(super) struct Found {
-    pub issuer: String,
-    /// The protected resource metadata's `resource`, byte for byte.
-    pub resource: String,
-    pub scopes_supported: Option<Vec<String>>,
-    pub metadata: AuthorizationServerMetadata,
-}
-
 /// What a refusal calls for.
 #[derive(Debug, PartialEq, Eq)]
 enum Remedy {
@@ -140,20 +129,6 @@ fn remedy(
         ));
     }
     Ok(Remedy::StepUp(wanted))
-}
-
-/// Whether `credentials` are due for a refresh at `now` (and can have one): within the margin
-/// before expiry, which is 30 s but at most half the token's lifetime, so a short-lived token is
-/// refreshed once, not on every request (each refresh rotates the refresh token).
-pub(super) fn needs_refresh(credentials: &Credentials, now: u64) -> bool {
-    let Some(expires_at) = credentials.expires_at else {
-        return false;
-    };
-    let lifetime = credentials
-        .issued_at
-        .map_or(u64::MAX, |issued| expires_at.saturating_sub(issued));
-    let margin = REFRESH_MARGIN_SECS.min(lifetime / 2);
-    credentials.refresh_token.is_some() && expires_at <= now.saturating_add(margin)
 }
 
 /// Whether stored credentials are worth taking up instead of the token just refused: another
@@ -199,54 +174,6 @@ fn grant_kind(config: &OAuthConfig, metadata: &AuthorizationServerMetadata) -> G
     }
 }
 
-/// The challenge's scopes, else the resource's `scopes_supported`, else none (or the scopes a
-/// step-up asks for); `offline_access` when the authorization server lists it.
-pub(super) fn choose_scopes(
-    found: &Found,
-    challenged: Vec<String>,
-    chosen: Option<Vec<String>>,
-) -> Vec<String> {
-    let mut scopes = match chosen {
-        Some(scopes) => scopes,
-        None if !challenged.is_empty() => challenged,
-        None => found.scopes_supported.clone().unwrap_or_default(),
-    };
-    if !scopes.is_empty()
-        && found.metadata.supports_scope("offline_access")
-        && !scopes.iter().any(|s| s == "offline_access")
-    {
-        scopes.push("offline_access".into());
-    }
-    scopes
-}
-
-/// Keeps a token answer in `credentials`; the scopes held are the granted ones and those asked.
-pub(super) fn apply_answer(
-    credentials: &mut Credentials,
-    answer: TokenAnswer,
-    requested: Vec<String>,
-    now: u64,
-) {
-    credentials.access_token = Some(answer.access_token);
-    credentials.token_type = answer.token_type;
-    credentials.expires_at = answer.expires_in.map(|secs| now.saturating_add(secs));
-    credentials.issued_at = Some(now);
-    if let Some(refresh) = answer.refresh_token {
-        credentials.refresh_token = Some(refresh);
-    }
-    let mut scopes = split_scopes(answer.scope.as_deref());
-    for scope in requested {
-        if !scopes.contains(&scope) {
-            scopes.push(scope);
-        }
-    }
-    credentials.scopes = scopes;
-}
-
-pub(super) fn store_key(issuer: &str, resource: &str) -> String {
-    format!("{issuer} {resource}")
-}
-
 /// The key of the copy of a resource's latest credentials kept by resource alone: the issuer is
 /// not known before discovery, and the point of the copy is to need none.
 fn latest_key(resource: &str) -> String {
@@ -262,14 +189,6 @@ fn authorization_header(credentials: &Credentials) -> Option<String> {
         "Bearer"
     };
     Some(format!("{kind} {token}"))
-}
-
-/// Whether the token is a DPoP-bound one (RFC 9449 `token_type`).
-pub(super) fn is_dpop(credentials: &Credentials) -> bool {
-    credentials
-        .token_type
-        .as_deref()
-        .is_some_and(|t| t.eq_ignore_ascii_case("dpop"))
 }
 
 impl OAuth {
@@ -620,6 +539,7 @@ impl OAuth {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::auth::vocabulary::{apply_answer, TokenAnswer};
 
     fn metadata(extra: serde_json::Value) -> AuthorizationServerMetadata {
         let mut document = serde_json::json!({"issuer": "https://as.example.com"});
@@ -673,51 +593,6 @@ mod tests {
         );
         let error = remedy(403, &challenge, &[], 0).unwrap_err();
         assert_eq!(kind_of(error), AuthErrorKind::Denied);
-    }
-
-    #[test]
-    fn only_a_refreshable_token_near_its_expiry_is_refreshed() {
-        let now = 1_000_000;
-        let credentials = |expires_at, refresh: bool| Credentials {
-            expires_at,
-            refresh_token: refresh.then(|| "r".to_owned()),
-            ..Credentials::default()
-        };
-        assert!(
-            needs_refresh(&credentials(Some(now - 1), true), now),
-            "expired"
-        );
-        assert!(needs_refresh(
-            &credentials(Some(now + REFRESH_MARGIN_SECS), true),
-            now
-        ));
-        assert!(!needs_refresh(
-            &credentials(Some(now + REFRESH_MARGIN_SECS + 1), true),
-            now
-        ));
-        assert!(
-            !needs_refresh(&credentials(None, true), now),
-            "no expiry known"
-        );
-        // Issue 20: a 10 s token was refreshed on every request (30 s margin), rotating the
-        // refresh token each time; its margin is half its lifetime.
-        let short = |issued_at: u64| Credentials {
-            issued_at: Some(issued_at),
-            ..credentials(Some(issued_at + 10), true)
-        };
-        assert!(!needs_refresh(&short(now), now), "just granted");
-        assert!(!needs_refresh(&short(now), now + 4));
-        assert!(needs_refresh(&short(now), now + 5), "half its life gone");
-        let long = Credentials {
-            issued_at: Some(now),
-            ..credentials(Some(now + 3600), true)
-        };
-        assert!(!needs_refresh(&long, now + 3569));
-        assert!(needs_refresh(&long, now + 3570), "30 s before");
-        assert!(
-            !needs_refresh(&credentials(Some(now - 1), false), now),
-            "nothing to refresh with"
-        );
     }
 
     #[test]
@@ -783,29 +658,6 @@ mod tests {
             grant_kind(&with_id.jwt_bearer("jwt"), &both),
             GrantKind::JwtBearer(assertion) if assertion == "jwt"
         ));
-    }
-
-    #[test]
-    fn scopes_come_from_the_challenge_else_the_resource_with_offline_access_if_listed() {
-        let found = |listed: &[&str]| Found {
-            issuer: "https://as.example.com".into(),
-            resource: "https://mcp.example.com".into(),
-            scopes_supported: Some(vec!["files".into()]),
-            metadata: metadata(serde_json::json!({"scopes_supported": listed})),
-        };
-        let plain = found(&["files"]);
-        assert_eq!(choose_scopes(&plain, vec!["mail".into()], None), ["mail"]);
-        assert_eq!(choose_scopes(&plain, Vec::new(), None), ["files"]);
-        let offline = found(&["files", "offline_access"]);
-        assert_eq!(
-            choose_scopes(&offline, Vec::new(), None),
-            ["files", "offline_access"]
-        );
-        assert_eq!(
-            choose_scopes(&offline, vec!["a".into()], Some(vec!["b".into()])),
-            ["b", "offline_access"],
-            "a step-up's scopes win"
-        );
     }
 
     #[test]

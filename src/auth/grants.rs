@@ -4,8 +4,6 @@
 //! from the enterprise's IdP exchanged for an ID-JAG, then for an access token, SEP-990). Plus
 //! the token endpoint exchange the `oauth2` crate has no builder for.
 
-use std::time::{SystemTime, UNIX_EPOCH};
-
 use base64::{engine::general_purpose::STANDARD, Engine as _};
 use serde::Deserialize;
 use url::Url;
@@ -14,9 +12,9 @@ use super::{
     discovery::require_secure,
     failure,
     fetch::Fetcher,
-    flow::{apply_answer, Found},
     identity::secret_method,
     jwt::Es256Key,
+    vocabulary::{apply_answer, now_secs, Found, TokenAnswer},
     AuthErrorKind, Credentials, OAuth, TokenAuthMethod,
 };
 use crate::error::Error;
@@ -46,20 +44,6 @@ impl std::fmt::Debug for IdentityAssertion {
             .field("client_id", &self.client_id)
             .finish()
     }
-}
-
-/// A token endpoint's answer (RFC 6749 §5.1).
-#[derive(Deserialize)]
-pub(crate) struct TokenAnswer {
-    pub access_token: String,
-    #[serde(default)]
-    pub token_type: Option<String>,
-    #[serde(default)]
-    pub expires_in: Option<u64>,
-    #[serde(default)]
-    pub refresh_token: Option<String>,
-    #[serde(default)]
-    pub scope: Option<String>,
 }
 
 /// The claims of a `private_key_jwt` client assertion (RFC 7523 §3).
@@ -317,12 +301,6 @@ fn extend_grant_form(
         form.push(("scope", scopes.join(" ")));
     }
     form.push(("resource", resource.to_owned()));
-}
-
-pub(crate) fn now_secs() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs())
 }
 
 #[cfg(test)]

@@ -10,7 +10,7 @@ use super::{
     discovery::{require_secure, AuthorizationServerMetadata},
     failure,
     fetch::Fetcher,
-    flow::{store_key, Found},
+    vocabulary::{store_key, Found},
     ApplicationType, AuthErrorKind, Credentials, OAuth, TokenAuthMethod,
 };
 use crate::error::Error;

@@ -50,6 +50,7 @@ mod sign_in;
 mod sign_in_model;
 mod sign_in_states;
 mod store;
+mod vocabulary;
 mod web;
 
 use std::sync::{Arc, Mutex};

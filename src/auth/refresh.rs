@@ -7,7 +7,7 @@
 //! 1. take the key's lease (`try_lease`); if another holds it, wait: read the store, bounded,
 //!    until its new token appears (adopted, no refresh) or the lease is free again (its holder
 //!    died: at most one lease deadline lost);
-//! 2. holding it, read the store again ([`decide`]): a token another process wrote meanwhile is
+//! 2. holding it, read the store again (`refresh_states::decide`): a token another process wrote meanwhile is
 //!    adopted; else the refresh token *just read* is sent (never one held from before the last
 //!    write);
 //! 3. write the answer under the lease (fenced: refused if the lease was taken over), release.
@@ -21,12 +21,11 @@ use super::{
     discovery::AuthorizationServerMetadata,
     failure,
     fetch::Fetcher,
-    flow::{apply_answer, needs_refresh, store_key},
-    grants::{now_secs, TokenAnswer},
     refresh_states::{
         Action, Answer, Coordinator, Outcome, LEASE_TTL, REFRESH_REQUEST_TIMEOUT, WAIT_BOUND,
     },
     store::{now_ms, Lease, StoreError},
+    vocabulary::{apply_answer, now_secs, store_key, TokenAnswer},
     web, AuthErrorKind, Credentials, OAuth,
 };
 use crate::error::Error;
@@ -37,41 +36,6 @@ pub(super) struct Held {
     pub issuer: String,
     pub resource: String,
     pub credentials: Credentials,
-}
-
-/// What the store's entry, read under the lease, calls for.
-#[derive(Debug, PartialEq, Eq)]
-pub(super) enum Decision {
-    /// Another process refreshed meanwhile: its token is used, nothing is sent.
-    Adopt(Credentials),
-    /// Refresh these credentials with their refresh token (the one just read).
-    Refresh(Credentials),
-    /// Nothing to refresh with: a sign-in follows.
-    SignIn,
-}
-
-/// Whether `stored` holds another token than `held`, one that needs no refresh at `now`.
-pub(super) fn refreshed_by_another(held: &Credentials, stored: &Credentials, now: u64) -> bool {
-    let other = stored.access_token.is_some() && stored.access_token != held.access_token;
-    let live = stored.expires_at.is_none_or(|at| at > now);
-    other && live && !needs_refresh(stored, now)
-}
-
-/// The decision under the lease, from what the store holds now (`None`: nothing stored).
-pub(super) fn decide(held: &Credentials, stored: Option<&Credentials>, now: u64) -> Decision {
-    let latest = match stored {
-        Some(stored) if refreshed_by_another(held, stored, now) => {
-            return Decision::Adopt(stored.clone())
-        }
-        // The store's refresh token is the latest written: the one to send.
-        Some(stored) => stored,
-        // Nothing stored (a store that lost it): what is held is all there is.
-        None => held,
-    };
-    match latest.refresh_token {
-        Some(_) => Decision::Refresh(latest.clone()),
-        None => Decision::SignIn,
-    }
 }
 
 impl OAuth {
@@ -222,60 +186,5 @@ impl OAuth {
         if let Some(grant) = self.state().granted.as_mut() {
             grant.credentials.refresh_token = None;
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn credentials(access: &str, refresh: Option<&str>, expires_at: u64) -> Credentials {
-        Credentials {
-            access_token: Some(access.into()),
-            refresh_token: refresh.map(Into::into),
-            expires_at: Some(expires_at),
-            issued_at: Some(expires_at.saturating_sub(3_600)),
-            ..Credentials::default()
-        }
-    }
-
-    #[test]
-    fn a_token_another_process_wrote_is_adopted() {
-        let held = credentials("a1", Some("r1"), 100);
-        let stored = credentials("a2", Some("r2"), 10_000);
-        assert_eq!(decide(&held, Some(&stored), 100), Decision::Adopt(stored));
-    }
-
-    #[test]
-    fn the_refresh_token_sent_is_the_one_just_read() {
-        let held = credentials("a1", Some("r1"), 100);
-        // Another process refreshed long ago; its token is expiring too: refresh with its
-        // refresh token, never the one held from before.
-        let stored = credentials("a2", Some("r2"), 110);
-        assert_eq!(
-            decide(&held, Some(&stored), 100),
-            Decision::Refresh(stored.clone())
-        );
-        assert_eq!(
-            decide(&held, Some(&held.clone()), 100),
-            Decision::Refresh(held.clone())
-        );
-    }
-
-    #[test]
-    fn a_spent_entry_means_a_sign_in_not_a_replay() {
-        let held = credentials("a1", Some("r1"), 100);
-        let spent = Credentials {
-            access_token: None,
-            refresh_token: None,
-            ..held.clone()
-        };
-        assert_eq!(decide(&held, Some(&spent), 100), Decision::SignIn);
-    }
-
-    #[test]
-    fn with_nothing_stored_the_held_token_is_refreshed() {
-        let held = credentials("a1", Some("r1"), 100);
-        assert_eq!(decide(&held, None, 100), Decision::Refresh(held.clone()));
     }
 }

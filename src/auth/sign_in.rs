@@ -10,9 +10,9 @@ use url::Url;
 use super::{
     failure,
     fetch::Fetcher,
-    flow::{store_key, Found},
     sign_in_states::{Action, Outcome, SignInCoordinator, RENEW_EVERY, SIGN_IN_LEASE_TTL},
     store::{now_ms, Lease, StoreError},
+    vocabulary::{store_key, Found},
     AuthErrorKind, OAuth,
 };
 use crate::error::Error;

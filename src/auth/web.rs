@@ -14,9 +14,8 @@ use super::{
     discovery::{self, require_secure, AuthorizationServerMetadata},
     failure,
     fetch::{Fetcher, HttpError},
-    flow::{apply_answer, choose_scopes, Found},
-    grants::{now_secs, TokenAnswer},
     sealed::SealedSignIn,
+    vocabulary::{apply_answer, choose_scopes, now_secs, Found, TokenAnswer},
     AuthErrorKind, Callback, Credentials, OAuth, TokenAuthMethod,
 };
 use crate::error::Error;
