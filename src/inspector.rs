@@ -281,10 +281,14 @@ function render(state) {
     tools.appendChild(row);
   }
 }
+// How many times the page has shown the state: what a test (or a person) can tell a slow page
+// from a stuck one by.
+let refreshes = 0;
 async function refresh() {
   try {
     const response = await fetch(base + '/state', { cache: 'no-store' });
     render(await response.json());
+    document.body.dataset.refreshes = String(++refreshes);
     document.getElementById('error').textContent = '';
   } catch (e) {
     document.getElementById('error').textContent = 'The inspector cannot be reached: ' + e;

@@ -15,6 +15,9 @@ use futures::StreamExt;
 use serde_json::{json, Value};
 use std::future::IntoFuture;
 
+mod common;
+use common::eventually;
+
 async fn connected_with(options: ConnectOptions) -> (Client, MemoryPeer, Value) {
     let (transport, mut peer) = memory::pair();
     let server = async move {
@@ -498,9 +501,10 @@ async fn notifications_reach_streams_and_actors() {
         }
         other => panic!("{other:?}"),
     }
-    client.stats().await.unwrap();
-    tokio::time::sleep(Duration::from_millis(20)).await;
-    assert_eq!(collected.lock().unwrap().len(), 3);
+    eventually("the callback to see all three", || {
+        collected.lock().unwrap().len() == 3
+    })
+    .await;
 }
 
 #[actix::test]

@@ -6,7 +6,7 @@ mod common;
 #[path = "common/fault_proxy.rs"]
 mod fault_proxy;
 
-use std::{future::IntoFuture, time::Duration};
+use std::future::IntoFuture;
 
 use actix_mcp::{Client, HttpTransport, Placement};
 use common::*;
@@ -18,14 +18,6 @@ const ARBITERS: usize = 2;
 
 fn threads() -> usize {
     std::fs::read_dir("/proc/self/task").map_or(0, |dir| dir.count())
-}
-
-async fn eventually(what: &str, mut check: impl FnMut() -> bool) {
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
-    while !check() {
-        assert!(tokio::time::Instant::now() < deadline, "timed out: {what}");
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
 }
 
 /// Issue 21: from plain tokio, connections go to the pool's arbiters, spread evenly (the one

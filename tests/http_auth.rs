@@ -25,6 +25,7 @@ use serde_json::{json, Value};
 use tokio::sync::Notify;
 
 mod common;
+use common::eventually;
 
 #[cfg(feature = "redis")]
 #[path = "support/redis.rs"]
@@ -317,14 +318,6 @@ fn refused_calls(servers: &Servers) -> usize {
         .iter()
         .filter(|p| p.0["method"] == "tools/call" && !p.2)
         .count()
-}
-
-async fn eventually(what: &str, mut check: impl FnMut() -> bool) {
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
-    while !check() {
-        assert!(tokio::time::Instant::now() < deadline, "timed out: {what}");
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
 }
 
 fn echo(client: &Client, text: &str) -> actix_mcp::CallFuture<actix_mcp::CallToolResult> {

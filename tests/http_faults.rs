@@ -17,7 +17,7 @@ mod fault_proxy;
 use std::{future::IntoFuture, time::Duration};
 
 use actix_mcp::{Client, Error, HttpTransport, ServerNotification};
-use common::{demo_http, eventually, HttpProcess};
+use common::{demo_http, eventually, eventually_async, HttpProcess};
 use fault_proxy::{Fault, FaultProxy, Rule};
 use hyper::Method;
 use serde_json::{json, Value};
@@ -551,18 +551,11 @@ async fn a_session_server_restart_renews_the_session_and_later_calls_succeed(wir
 
 /// Polls the server's counters until `check` holds.
 async fn eventually_server(direct: &Client, check: impl Fn(&Value) -> bool) {
-    let deadline = tokio::time::Instant::now() + DEADLINE;
-    loop {
-        let stats = stats_of(direct).await;
-        if check(&stats) {
-            return;
-        }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "the server's counters never got there: {stats}"
-        );
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    let check = &check;
+    eventually_async("the server's counters", || async move {
+        check(&stats_of(direct).await)
+    })
+    .await
 }
 
 /// Starts `calls` one-minute sleeps, waits until the server runs them all, then cancels them

@@ -19,6 +19,9 @@ use futures::StreamExt;
 use serde_json::{json, Value};
 use tokio::sync::mpsc;
 
+mod common;
+use common::eventually;
+
 /// One request as the server received it.
 #[derive(Debug, Clone)]
 struct Seen {
@@ -288,14 +291,6 @@ async fn connected() -> (Client, Arc<Script>) {
         .await
         .expect("connect");
     (client, script)
-}
-
-async fn eventually(what: &str, mut check: impl FnMut() -> bool) {
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
-    while !check() {
-        assert!(tokio::time::Instant::now() < deadline, "timed out: {what}");
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
 }
 
 /// Every POST carries both accepted types; after the handshake, the session id the server gave

@@ -97,6 +97,8 @@ async fn a_crashed_server_is_replaced_on_next_use() {
 /// back-off has passed (0.5 s, then 1 s).
 #[actix::test]
 async fn a_server_that_cannot_start_is_backed_off() {
+    // On the paused clock: the back-off's times are exact, however busy the machine.
+    tokio::time::pause();
     let servers = Servers::new(Client::builder());
     let attempts = Arc::new(AtomicUsize::new(0));
     let counted = attempts.clone();
@@ -121,7 +123,13 @@ async fn a_server_that_cannot_start_is_backed_off() {
         1,
         "no retry during the back-off"
     );
-    tokio::time::sleep(Duration::from_millis(1100)).await;
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    assert_eq!(
+        attempts.load(Ordering::SeqCst),
+        1,
+        "0.4 s: still backing off"
+    );
+    tokio::time::sleep(Duration::from_millis(700)).await;
     let retried = servers.client("missing").await;
     assert!(
         matches!(&retried, Err(ServersError::Client(Error::Transport { .. }))),

@@ -159,12 +159,10 @@ async fn a_server_killed_mid_flight_fails_every_caller_with_closed() {
 }
 
 async fn eventually_pending(client: &Client, n: u64) {
-    loop {
-        if server_stats(client).await["pending"] == n {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    eventually_async(&format!("{n} calls pending at the server"), || async {
+        server_stats(client).await["pending"] == n
+    })
+    .await
 }
 
 #[actix::test]

@@ -490,7 +490,7 @@ impl Servers {
     fn after_end(&self, name: &str, entry: &mut Entry, error: Error) -> Option<Start> {
         entry.conn = Conn::None;
         entry.lists = Lists::default();
-        let now = Instant::now();
+        let now = now();
         let next = entry.supervision.ended(error, now);
         self.inner.observe(name, entry);
         match next {
@@ -505,7 +505,7 @@ impl Servers {
 
     /// Begins a connect if supervision allows it (entry locked by the caller).
     fn begin(&self, name: &str, entry: &mut Entry, forced: bool) -> Result<Start, ServersError> {
-        let now = Instant::now();
+        let now = now();
         if !entry.supervision.start(now, forced) {
             return Err(refusal(entry.supervision.status(), name));
         }
@@ -806,7 +806,7 @@ async fn settled(weak: &Weak<Inner>, name: &str, generation: u64, outcome: Resul
         return;
     };
     let servers = Servers { inner };
-    let now = Instant::now();
+    let now = now();
     let (next, unwanted) = {
         let mut entries = servers.entries();
         let Some(entry) = entries.get_mut(name) else {
@@ -845,9 +845,15 @@ async fn settled(weak: &Weak<Inner>, name: &str, generation: u64, outcome: Resul
 }
 
 /// Restarts `name` at `at` if supervision still wants it then.
+/// Now, on tokio's clock: supervision's times follow a paused clock in tests, as the sleeps
+/// that wait for them do.
+fn now() -> Instant {
+    tokio::time::Instant::now().into_std()
+}
+
 fn schedule(weak: Weak<Inner>, name: String, at: Instant) {
     spawn(async move {
-        tokio::time::sleep_until(at.into()).await;
+        tokio::time::sleep_until(tokio::time::Instant::from_std(at)).await;
         let Some(inner) = weak.upgrade() else {
             return;
         };

@@ -4,14 +4,24 @@
 
 use std::{
     net::TcpListener,
+    os::unix::process::CommandExt,
     process::{Child, Command, Stdio},
     time::Duration,
 };
 
 use serde_json::{json, Value};
 
-/// Only a bound on how long a broken page may hang a test; never a timing assertion.
+/// For a page that does not say how often it refreshes: only a bound on how long a broken page
+/// may hang a test; never a timing assertion.
 const DEADLINE: Duration = Duration::from_secs(30);
+
+/// For a page that says how often it has shown its state (`data-refreshes` on its body): a wait
+/// gives up once it has refreshed this many times without showing what is awaited, however slow
+/// a busy machine makes each refresh.
+const REFRESHES: u64 = 20;
+
+/// The bound on a page that stopped refreshing altogether.
+const HANG: Duration = Duration::from_secs(300);
 
 /// W3C's key for an element reference.
 const ELEMENT: &str = "element-6066-11e4-a52e-4f735466cecf";
@@ -70,10 +80,13 @@ impl Browser {
             .await
             .expect("the install does not panic");
         let port = free_port();
+        // Its own process group, which the browser it starts joins: ended together, whatever
+        // the test's outcome (killing chromedriver alone left Chromium running).
         let driver = Command::new(std::env::var("CHROMEDRIVER").unwrap_or("chromedriver".into()))
             .arg(format!("--port={port}"))
             .stdout(Stdio::null())
             .stderr(Stdio::null())
+            .process_group(0)
             .spawn()
             .expect("chromedriver (Debian's chromium-driver) on PATH");
         let base = format!("http://127.0.0.1:{port}");
@@ -149,31 +162,54 @@ impl Browser {
         found[ELEMENT].as_str().map(str::to_owned)
     }
 
+    /// How many times the page says it has shown its state, if it says.
+    async fn refreshes(&self) -> Option<u64> {
+        let script = json!({"script": "return document.body.dataset.refreshes || null",
+            "args": []});
+        let said = self
+            .send("POST", &self.session("/execute/sync"), Some(script))
+            .await;
+        said.as_str().and_then(|n| n.parse().ok())
+    }
+
+    /// Whether a wait begun at `started` (the page's refreshes then, and the time) has waited
+    /// long enough: [`REFRESHES`] refreshes of the page, else [`DEADLINE`] for a page that does
+    /// not count them; [`HANG`] for one that stopped.
+    async fn waited_enough(&self, started: (Option<u64>, tokio::time::Instant)) -> bool {
+        let elapsed = started.1.elapsed();
+        match (started.0, self.refreshes().await) {
+            (Some(then), Some(now)) => now >= then + REFRESHES || elapsed > HANG,
+            _ => elapsed > DEADLINE,
+        }
+    }
+
     /// Waits until `css` matches an element whose text satisfies `check`; returns the element
-    /// and its text.
+    /// and its text. Gives up once the page has refreshed [`REFRESHES`] times without it.
     pub async fn wait_for(&self, css: &str, check: impl Fn(&str) -> bool) -> (String, String) {
-        let deadline = tokio::time::Instant::now() + DEADLINE;
+        let started = (self.refreshes().await, tokio::time::Instant::now());
+        let mut last = None;
         loop {
             if let Some(element) = self.find(css).await {
                 let text = self.text(&element).await;
                 if check(&text) {
                     return (element, text);
                 }
+                last = Some(text);
             }
             assert!(
-                tokio::time::Instant::now() < deadline,
-                "the page never showed {css} as expected"
+                !self.waited_enough(started).await,
+                "the page never showed {css} as expected (it showed {last:?})"
             );
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
     }
 
-    /// Waits until nothing matches `css`.
+    /// Waits until nothing matches `css`, as long as [`wait_for`](Self::wait_for) would.
     pub async fn wait_gone(&self, css: &str) {
-        let deadline = tokio::time::Instant::now() + DEADLINE;
+        let started = (self.refreshes().await, tokio::time::Instant::now());
         while self.find(css).await.is_some() {
             assert!(
-                tokio::time::Instant::now() < deadline,
+                !self.waited_enough(started).await,
                 "{css} never left the page"
             );
             tokio::time::sleep(Duration::from_millis(100)).await;
@@ -200,15 +236,19 @@ impl Browser {
         .await;
     }
 
-    pub async fn close(mut self) {
+    /// Ends the session, then (on drop) chromedriver and the browser.
+    pub async fn close(self) {
         self.send("DELETE", &self.session(""), None).await;
-        let _ = self.driver.kill();
-        let _ = self.driver.wait();
     }
 }
 
 impl Drop for Browser {
+    /// Kills chromedriver's whole process group, the browser and its helpers with it, whether
+    /// the test passed or panicked.
     fn drop(&mut self) {
-        let _ = self.driver.kill();
+        use nix::{sys::signal::Signal, unistd::Pid};
+        let group = Pid::from_raw(self.driver.id() as i32);
+        let _ = nix::sys::signal::killpg(group, Signal::SIGKILL);
+        let _ = self.driver.wait();
     }
 }
