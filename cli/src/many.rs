@@ -8,12 +8,44 @@ use std::{path::Path, sync::Arc};
 use actix_mcp::config::TransportConfig;
 use actix_mcp::visible::Visible;
 use actix_mcp::{
-    auth::CredentialStore, Client, Config, ConnectOptions, Error, ServerConfig, Servers,
-    ServersError, Status, Transport,
+    auth::CredentialStore, Cancellation, Client, Config, ConnectOptions, Error, ServerConfig,
+    Servers, ServersError, Status, Transport,
 };
+use actix_mcp_programs::credentials;
 use serde_json::{json, Value};
 
-use super::{output::Printer, skill_text, usage, Failure};
+use crate::args::{Cli, Command};
+use crate::commands::skills::skill_text;
+use crate::{connect, output::Printer, usage, Failure};
+
+/// Whether the command is one of the many-server forms of `--config`: `servers`,
+/// `tools --all`, `skills --all`, or `skill NAME` with no `--server`. The others connect to one
+/// server of the file.
+pub fn spans_servers(cli: &Cli) -> bool {
+    let all = matches!(
+        cli.command,
+        Command::Servers | Command::Tools { all: true } | Command::Skills { all: true }
+    );
+    let any_server = cli.server.is_none() && matches!(cli.command, Command::Skill { .. });
+    all || any_server
+}
+
+/// Runs a many-server form (see [`spans_servers`]) on the servers of the file at `path`.
+pub async fn execute(cli: &Cli, path: &Path, interrupt: &Cancellation) -> Result<(), Failure> {
+    let config = load(path)?;
+    let out = Printer { json: cli.json };
+    let base = connect::connect_options(cli, interrupt)?;
+    let store = credentials::open(cli.credentials.as_deref()).await?;
+    match &cli.command {
+        Command::Servers => servers(&config, base, store, &out).await,
+        Command::Skills { .. } => all_skills(&config, base, store, &out).await,
+        Command::Skill { name, file } => {
+            let wanted = (name.as_str(), file.as_deref());
+            skill_anywhere(&config, base, store, wanted, &out).await
+        }
+        _ => all_tools(&config, base, store, &out).await,
+    }
+}
 
 /// Reads the configuration file, warnings to stderr.
 pub fn load(path: &Path) -> Result<Config, Failure> {
