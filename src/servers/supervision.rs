@@ -153,6 +153,11 @@ impl Supervision {
         self.policy = policy;
     }
 
+    #[cfg(test)]
+    pub fn policy(&self) -> &RestartPolicy {
+        &self.policy
+    }
+
     pub fn status(&self) -> &Status {
         &self.status
     }
