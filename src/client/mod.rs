@@ -19,6 +19,7 @@ mod shared;
 #[cfg(feature = "skills")]
 pub mod skills;
 mod tasks;
+mod tool_facts;
 mod tool_headers;
 
 use std::{sync::Arc, time::Duration};
@@ -335,7 +336,7 @@ impl Client {
         let call = self.call(request).check_output(name, schema);
         // A tool that says it must run as a task is run as one (2025-11-25 `taskSupport`),
         // when the server says it runs tool calls as tasks (2026-07-28: the server decides).
-        // The tool is asked first: for every other tool that is one atomic load, no JSON.
+        // The tool is asked first: for every other tool that is one set lookup, no JSON.
         if self.shared.task_required(name) && self.server_runs_tool_tasks() {
             return call.as_task();
         }

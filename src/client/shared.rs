@@ -12,11 +12,7 @@ use std::{
 use actix::Addr;
 use serde_json::Value;
 
-use super::{
-    list_cache::ListCache,
-    output_schemas::{self, OutputSchemas},
-    tool_headers::{param_values, screen_tools_list, ToolHeaders},
-};
+use super::{list_cache::ListCache, output_schemas, tool_facts::ToolFacts};
 use crate::{
     connection::{Connection, Handlers, Link, Outcome, Request},
     protocol::tasks::Task,
@@ -39,12 +35,6 @@ impl Drop for ProgressKept {
         }
     }
 }
-
-/// Distinct tool names the client learns about at most (output schemas, `x-mcp-header`
-/// annotations, task support): a server that keeps listing new tools (and can have its lists
-/// refetched with `tools/list_changed`) cannot grow what is kept about them. A page that would
-/// go past it fails with [`Error::Protocol`](crate::Error::Protocol) and teaches nothing.
-pub(crate) const MAX_LEARNED_TOOLS: usize = 10_000;
 
 /// The status notifications of one followed task; dropping it stops them. Only the newest
 /// unread one is kept: a server's statuses cannot pile up while the follower is busy (waiting
@@ -85,18 +75,9 @@ pub(crate) struct Shared {
     pub handlers: Handlers,
     /// Whether the connection speaks the 2026-07-28 era (set once, at connect).
     modern: AtomicBool,
-    /// What the 2026-07-28 `tools/list` results said about `x-mcp-header` arguments.
-    tool_headers: Mutex<ToolHeaders>,
-    /// The compiled `outputSchema` of each listed tool that has one.
-    output_schemas: Mutex<OutputSchemas>,
-    /// Whether any tool has one: calls to other tools never touch the lock.
-    has_output_schemas: AtomicBool,
-    /// The tools whose `execution.taskSupport` is `required` (run as tasks without asking).
-    task_required: Mutex<HashSet<String>>,
-    /// Every tool name learned from a list, at most [`MAX_LEARNED_TOOLS`]: what the maps above
-    /// are keyed by.
-    learned_tools: Mutex<HashSet<String>>,
-    has_task_required: AtomicBool,
+    /// What the server's tool lists taught (routing, output schemas, task support), and where
+    /// the refetch of the list stands.
+    tools: Mutex<ToolFacts>,
     /// List pages a 2026-07-28 server marked cacheable.
     pub list_cache: Arc<ListCache>,
     /// Whether requests carry the caller's trace context (`ConnectOptions::trace_context`).
@@ -113,11 +94,6 @@ pub(crate) struct Shared {
     /// When the connection was made: its session's duration ends at the last handle's drop.
     #[cfg(feature = "otel")]
     connected_at: std::time::Instant,
-    /// Whether a tool list was ever fetched: only then does a `tools/list_changed` refetch it.
-    tools_learned: AtomicBool,
-    /// A refetch of the tool list is running; `refetch_again`: another change came meanwhile.
-    refetching: AtomicBool,
-    refetch_again: AtomicBool,
     /// The progress listeners of tasks being followed, by their creating call's token.
     task_progress: Mutex<
         std::collections::HashMap<RequestId, crate::protocol::notifications::ProgressCallback>,
@@ -147,17 +123,9 @@ impl Shared {
             #[cfg(feature = "otel")]
             connected_at: std::time::Instant::now(),
             modern: AtomicBool::new(false),
-            tool_headers: Mutex::default(),
-            output_schemas: Mutex::default(),
-            has_output_schemas: AtomicBool::new(false),
-            task_required: Mutex::default(),
-            has_task_required: AtomicBool::new(false),
+            tools: Mutex::default(),
             list_cache,
-            tools_learned: AtomicBool::new(false),
-            refetching: AtomicBool::new(false),
-            refetch_again: AtomicBool::new(false),
             task_watchers: Mutex::default(),
-            learned_tools: Mutex::default(),
             task_progress: Mutex::default(),
         }
     }
@@ -208,11 +176,7 @@ impl Shared {
         if !self.is_modern() {
             return None;
         }
-        let known = self.lock_tool_headers();
-        let params = known
-            .get(tool)
-            .map(|mapped| param_values(arguments.as_object(), mapped))
-            .unwrap_or_default();
+        let params = lock(&self.tools).routing_params(tool, arguments);
         Some(Routing {
             name: Some(tool.to_owned()),
             params,
@@ -242,85 +206,8 @@ impl Shared {
     /// annotations and drops the tools whose annotations are invalid; in both, compiles the
     /// tools' output schemas.
     pub fn learn_tools(&self, result: &mut RawResult) -> Result<(), crate::error::Error> {
-        self.admit_tools(result)?;
-        if self.is_modern() {
-            let mut known = self.lock_tool_headers();
-            if let Some(screened) = screen_tools_list(result, &mut known) {
-                *result = screened;
-            }
-        }
-        let mut schemas = lock(&self.output_schemas);
-        output_schemas::learn(result, &mut schemas);
-        self.has_output_schemas
-            .store(!schemas.is_empty(), Ordering::Release);
-        self.learn_task_support(result);
-        self.tools_learned.store(true, Ordering::Relaxed);
-        Ok(())
-    }
-
-    /// Records the page's tool names, unless they would take the learned ones past
-    /// [`MAX_LEARNED_TOOLS`].
-    fn admit_tools(&self, result: &RawResult) -> Result<(), crate::error::Error> {
-        #[derive(serde::Deserialize)]
-        struct Page<'a> {
-            #[serde(default, borrow)]
-            tools: Vec<Named<'a>>,
-        }
-        #[derive(serde::Deserialize)]
-        struct Named<'a> {
-            #[serde(borrow)]
-            name: std::borrow::Cow<'a, str>,
-        }
-        let Ok(page) = serde_json::from_str::<Page>(result.get()) else {
-            return Ok(()); // the typed decoding says what is wrong
-        };
-        let mut learned = lock(&self.learned_tools);
-        let new = page
-            .tools
-            .iter()
-            .filter(|tool| !learned.contains(tool.name.as_ref()))
-            .map(|tool| tool.name.as_ref())
-            .collect::<HashSet<_>>();
-        if learned.len() + new.len() > MAX_LEARNED_TOOLS {
-            return Err(crate::error::Error::Protocol(format!(
-                "the server listed more than {MAX_LEARNED_TOOLS} distinct tools"
-            )));
-        }
-        learned.extend(new.into_iter().map(str::to_owned));
-        Ok(())
-    }
-
-    /// Learns which listed tools must run as tasks (one page: tools on other pages are kept).
-    fn learn_task_support(&self, result: &RawResult) {
-        #[derive(serde::Deserialize)]
-        struct Page {
-            #[serde(default)]
-            tools: Vec<Listed>,
-        }
-        #[derive(serde::Deserialize)]
-        struct Listed {
-            name: String,
-            #[serde(default)]
-            execution: Option<Value>,
-        }
-        let Ok(page) = serde_json::from_str::<Page>(result.get()) else {
-            return;
-        };
-        let mut required = lock(&self.task_required);
-        for tool in page.tools {
-            let support = tool
-                .execution
-                .as_ref()
-                .and_then(|e| e.get("taskSupport"))
-                .and_then(Value::as_str);
-            if support == Some("required") {
-                required.insert(tool.name);
-            } else {
-                required.remove(&tool.name);
-            }
-        }
-        self.has_task_required
-            .store(!required.is_empty(), Ordering::Release);
+        let modern = self.is_modern();
+        lock(&self.tools).learned_page(result, modern)
     }
 
     /// Hands the progress under `token` (a task's creating call) to `listener` until the returned
@@ -380,7 +267,7 @@ impl Shared {
 
     /// Whether `tool` must run as a task.
     pub fn task_required(&self, tool: &str) -> bool {
-        self.has_task_required.load(Ordering::Acquire) && lock(&self.task_required).contains(tool)
+        lock(&self.tools).task_required(tool)
     }
 
     /// The server's tools changed (`notifications/tools/list_changed`): if this client ever
@@ -389,24 +276,20 @@ impl Shared {
     /// list). Changes that come during a refetch cause one more, never several at once.
     /// Runs on the connection's thread.
     pub fn refetch_tools(self: Arc<Self>) {
-        if !self.tools_learned.load(Ordering::Relaxed) || self.has_ended() {
-            return;
-        }
-        if self.refetching.swap(true, Ordering::AcqRel) {
-            self.refetch_again.store(true, Ordering::Release);
+        let ended = self.has_ended();
+        if !lock(&self.tools).list_changed(ended) {
             return;
         }
         actix_rt::spawn(async move {
             loop {
-                self.refetch_again.store(false, Ordering::Release);
                 if let Err(e) = self.fetch_all_tools().await {
                     tracing::debug!(error = %e, "refetching the tool list after a change failed");
                 }
-                if !self.refetch_again.load(Ordering::Acquire) || self.has_ended() {
+                let ended = self.has_ended();
+                if !lock(&self.tools).refetch_ended(ended) {
                     break;
                 }
             }
-            self.refetching.store(false, Ordering::Release);
         });
     }
 
@@ -432,16 +315,7 @@ impl Shared {
 
     /// The compiled `outputSchema` of `tool`, if it has one.
     pub fn output_schema(&self, tool: &str) -> Option<output_schemas::Schema> {
-        if !self.has_output_schemas.load(Ordering::Acquire) {
-            return None;
-        }
-        let schemas = lock(&self.output_schemas);
-        schemas.get(tool).cloned()
-    }
-
-    fn lock_tool_headers(&self) -> std::sync::MutexGuard<'_, ToolHeaders> {
-        // Nothing panics while holding the lock; a poisoned map is still consistent.
-        lock(&self.tool_headers)
+        lock(&self.tools).output_schema(tool)
     }
 }
 
