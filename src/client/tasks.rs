@@ -17,6 +17,8 @@
 //! whatever happens to the handle, and [`Client::task`](super::Client::task) resumes it by id,
 //! from this process or another.
 
+mod follow;
+
 use std::{
     future::{Future, IntoFuture},
     pin::Pin,
@@ -26,10 +28,11 @@ use std::{
 
 use serde_json::{json, Map, Value};
 
+use self::follow::{ending, Ending, Following, GuardState, Step};
 use super::{
     call::WithdrawThen,
-    mrtr::{Answering, InputRequests},
-    shared::Shared,
+    mrtr::Answering,
+    shared::{Shared, TaskWatch},
     Call,
 };
 use crate::{
@@ -38,7 +41,7 @@ use crate::{
     error::Error,
     protocol::{
         jsonrpc::RawResult,
-        tasks::{created_task, Task, TaskStatus},
+        tasks::{created_task, Task},
         tools::CallToolResult,
     },
 };
@@ -94,135 +97,131 @@ pub(crate) fn follow(shared: Arc<Shared>, task: Task, options: TaskOptions) -> T
     })
 }
 
+/// Follows `task` to its end, doing what [`Following`] decides: answering its input
+/// requests, waiting for a poll or a pushed status, fetching the final result.
 async fn follow_guarded(
     shared: Arc<Shared>,
-    mut task: Task,
+    task: Task,
     options: TaskOptions,
     guard: Guard,
 ) -> Result<RawResult, Error> {
     guard.running(&task.task_id);
-    let report = |task: &Task| {
-        // An event on the call's span, which the follow runs in: the task's life in its trace.
-        tracing::info!(
-            target: "actix_mcp::call",
-            task_id = %task.task_id,
-            task_status = task.status.as_str(),
-            "task status"
-        );
-        #[cfg(feature = "otel")]
-        super::call::otel_event("task status", || {
-            vec![
-                ("task_id", task.task_id.to_string()),
-                ("task_status", task.status.as_str().to_owned()),
-            ]
-        });
-        if let Some(on_status) = &options.on_status {
-            on_status(task);
-        }
-    };
-    report(&task);
-    // 2025-11-25: a task that needs input gets it through `tasks/result`, which waits for the
-    // end while the server's requests (elicitation, sampling) reach the handlers.
-    let legacy_input =
-        |task: &Task| task.status == TaskStatus::InputRequired && !shared.is_modern();
+    report(&task, options.on_status.as_ref());
     // Status notifications, when the server sends them, come in between polls; in the
     // 2026-07-28 era they are asked for with `subscriptions/listen` (ended with the follow).
     let mut watch = shared.watch_task(&task.task_id);
-    let mut listen = shared.is_modern().then(|| {
-        let filter = crate::protocol::notifications::ListenFilter::tasks([task.task_id.clone()]);
-        Box::pin(
-            Call::<Value>::new(
-                shared.clone(),
-                Request::new(
-                    "subscriptions/listen",
-                    Some(json!({ "notifications": filter })),
-                ),
-            )
-            .no_timeout()
-            .into_future(),
-        )
-    });
-    let mut answered = std::collections::HashSet::new();
-    while !task.status.is_terminal() && !legacy_input(&task) {
-        // 2026-07-28: a task that needs input names it; the handlers answer, `tasks/update`
-        // hands the answers over, and the task goes on.
-        // Each input request is answered once: its key is unique over the task's life, and
-        // the server lists it until it took the answer in.
-        if task.status == TaskStatus::InputRequired {
-            let mut requests = input_requests(&mut task)?;
-            requests.retain(|key, _| !answered.contains(key));
-            if !requests.is_empty() {
+    let mut listen = listen_to_status(&shared, &task.task_id);
+    let mut following = Following::new(task, shared.is_modern());
+    loop {
+        let task = match following.next_step()? {
+            Step::Finish => break,
+            Step::Answer(requests) => {
+                let task_id = following.task().task_id.clone();
                 let responses = Answering::start(requests, &shared.handlers)?.await?;
-                answered.extend(responses.keys().cloned());
-                update(&shared, &task.task_id, responses).await?;
-                task = get(&shared, &task.task_id).await?;
-                report(&task);
-                continue;
+                following.on_answered(responses.keys().cloned());
+                update(&shared, &task_id, responses).await?;
+                get(&shared, &task_id).await?
             }
-        }
-        let interval = task.poll_interval();
-        let listening = async {
-            match listen.as_mut() {
-                Some(call) => call.await,
-                None => std::future::pending().await,
+            Step::Wait(interval) => {
+                let task_id = &following.task().task_id;
+                match next_status(&shared, task_id, interval, &mut watch, &mut listen).await? {
+                    Some(task) => task,
+                    None => continue, // the subscription ended: polling goes on
+                }
             }
         };
-        tokio::select! {
-            () = tokio::time::sleep(interval) => task = get(&shared, &task.task_id).await?,
-            pushed = watch.next() => task = pushed,
-            ended = listening => {
-                // The server ended or refused the subscription: polling goes on.
-                tracing::debug!(outcome = ?ended.map(drop), "task status subscription ended");
-                listen = None;
-                continue;
-            }
-        }
-        report(&task);
+        report(&task, options.on_status.as_ref());
+        following.on_status(task);
     }
     drop(listen);
     drop(watch);
 
-    let outcome = final_result(&shared, &task).await;
+    let outcome = final_result(&shared, following.task()).await;
     guard.done();
     outcome
 }
 
-/// The final result of a terminal task: inlined (2026-07-28), else `tasks/result`.
-async fn final_result(shared: &Arc<Shared>, task: &Task) -> Result<RawResult, Error> {
-    if let Some(result) = &task.result {
-        return serde_json::value::to_raw_value(result)
-            .map_err(|e| Error::Protocol(format!("task result: {e}")));
+/// Tells of a status read: an event on the call's span (which the follow runs in: the task's
+/// life in its trace), and the caller's callback, if any.
+fn report(task: &Task, on_status: Option<&TaskStatusCallback>) {
+    tracing::info!(
+        target: "actix_mcp::call",
+        task_id = %task.task_id,
+        task_status = task.status.as_str(),
+        "task status"
+    );
+    #[cfg(feature = "otel")]
+    super::call::otel_event("task status", || {
+        vec![
+            ("task_id", task.task_id.to_string()),
+            ("task_status", task.status.as_str().to_owned()),
+        ]
+    });
+    if let Some(on_status) = on_status {
+        on_status(task);
     }
-    if let Some(error) = &task.error {
-        let error: crate::protocol::jsonrpc::ErrorObject = serde_json::from_value(error.clone())
-            .map_err(|e| Error::Protocol(format!("task error: {e}")))?;
-        return Err(Error::Server {
-            code: error.code,
-            message: error.message,
-            data: error.data,
-        });
-    }
-    if shared.is_modern() {
-        return Err(Error::Protocol(format!(
-            "task {} ended {} without a result",
-            task.task_id,
-            task.status.as_str()
-        )));
-    }
-    Call::new(
-        shared.clone(),
-        Request::new("tasks/result", Some(json!({ "taskId": task.task_id }))),
-    )
-    .no_timeout()
-    .await
 }
 
-/// The input requests of a task that needs input (2026-07-28), taken out of it.
-fn input_requests(task: &mut Task) -> Result<InputRequests, Error> {
-    match task.input_requests.take() {
-        None => Ok(InputRequests::new()),
-        Some(requests) => serde_json::from_value(requests)
-            .map_err(|e| Error::Protocol(format!("malformed inputRequests of a task: {e}"))),
+/// A `subscriptions/listen` for a task's status notifications, running until it is dropped.
+type Listen = Pin<Box<super::CallFuture<Value>>>;
+
+/// 2026-07-28: asks for task `task_id`'s status notifications; `None` in the 2025-11-25 era,
+/// whose server sends them unasked, if at all.
+fn listen_to_status(shared: &Arc<Shared>, task_id: &str) -> Option<Listen> {
+    shared.is_modern().then(|| {
+        let filter = crate::protocol::notifications::ListenFilter::tasks([task_id.to_owned()]);
+        let request = Request::new(
+            "subscriptions/listen",
+            Some(json!({ "notifications": filter })),
+        );
+        Box::pin(
+            Call::<Value>::new(shared.clone(), request)
+                .no_timeout()
+                .into_future(),
+        )
+    })
+}
+
+/// Waits `interval` for task `task_id`'s next status: a poll (`tasks/get`) after it, unless the
+/// server pushes one sooner. `None` if the status subscription ended first (the server ended
+/// or refused it): it is dropped, and the wait begins again.
+async fn next_status(
+    shared: &Arc<Shared>,
+    task_id: &str,
+    interval: Duration,
+    watch: &mut TaskWatch,
+    listen: &mut Option<Listen>,
+) -> Result<Option<Task>, Error> {
+    let listening = async {
+        match listen.as_mut() {
+            Some(call) => call.await,
+            None => std::future::pending().await,
+        }
+    };
+    tokio::select! {
+        () = tokio::time::sleep(interval) => get(shared, task_id).await.map(Some),
+        pushed = watch.next() => Ok(Some(pushed)),
+        ended = listening => {
+            tracing::debug!(outcome = ?ended.map(drop), "task status subscription ended");
+            *listen = None;
+            Ok(None)
+        }
+    }
+}
+
+/// The final result of a terminal task: inlined (2026-07-28), else `tasks/result`.
+async fn final_result(shared: &Arc<Shared>, task: &Task) -> Result<RawResult, Error> {
+    match ending(task, shared.is_modern()) {
+        Ending::Result(raw) => Ok(raw),
+        Ending::Failed(error) => Err(error),
+        Ending::Fetch => {
+            Call::new(
+                shared.clone(),
+                Request::new("tasks/result", Some(json!({ "taskId": task.task_id }))),
+            )
+            .no_timeout()
+            .await
+        }
     }
 }
 
@@ -355,12 +354,6 @@ struct Guard {
     state: Mutex<GuardState>,
 }
 
-enum GuardState {
-    Creating,
-    Running(String),
-    Done,
-}
-
 impl Guard {
     fn new(shared: Arc<Shared>) -> Self {
         Self {
@@ -385,7 +378,7 @@ impl Drop for Guard {
             &mut *self.state.lock().unwrap_or_else(PoisonError::into_inner),
             GuardState::Done,
         );
-        if let GuardState::Running(task_id) = state {
+        if let Some(task_id) = state.task_to_cancel() {
             send_cancel(&self.shared, task_id);
         }
     }
