@@ -40,6 +40,7 @@ mod flow;
 mod grants;
 mod identity;
 mod jwt;
+mod lease;
 mod refresh;
 #[cfg(test)]
 mod refresh_model;

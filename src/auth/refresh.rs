@@ -22,7 +22,7 @@ use super::{
     failure,
     fetch::Fetcher,
     refresh_states::{
-        Action, Answer, Coordinator, Outcome, LEASE_TTL, REFRESH_REQUEST_TIMEOUT, WAIT_BOUND,
+        Action, Answer, Coordinator, Outcome, Work, LEASE_TTL, REFRESH_REQUEST_TIMEOUT, WAIT_BOUND,
     },
     store::{now_ms, Lease, StoreError},
     vocabulary::{apply_answer, now_secs, store_key, TokenAnswer},
@@ -107,7 +107,7 @@ impl OAuth {
                     tokio::time::sleep(pause).await;
                     coordinator.woke()
                 }
-                Action::Refresh(base) => {
+                Action::Work(Work::Refresh(base)) => {
                     // Its refresh token may be bound to the DPoP key of the process that got it.
                     self.use_dpop_key_of(&base);
                     match self
@@ -121,7 +121,7 @@ impl OAuth {
                         }
                     }
                 }
-                Action::Write(credentials) => {
+                Action::Work(Work::Write(credentials)) => {
                     let metadata = &held.metadata;
                     self.store_grant(metadata, &held.resource, &credentials, lease.as_ref())
                         .await;

@@ -17,7 +17,9 @@ use std::collections::HashSet;
 use proptest::prelude::*;
 
 use super::{
-    refresh_states::{Action, Answer, Coordinator, Outcome, LEASE_TTL, REFRESH_REQUEST_TIMEOUT},
+    refresh_states::{
+        Action, Answer, Coordinator, Outcome, Work, LEASE_TTL, REFRESH_REQUEST_TIMEOUT,
+    },
     store::{millis, table::Table, Lease},
     Credentials,
 };
@@ -159,7 +161,7 @@ impl World {
         match std::mem::replace(&mut process.stage, Stage::Killed) {
             Stage::Answered(Answer::Granted(_)) => self.lost += 1,
             Stage::Answered(Answer::Refused) => self.spent_lost += 1,
-            Stage::Asked(Action::Write(written)) => {
+            Stage::Asked(Action::Work(Work::Write(written))) => {
                 if written.access_token.is_some() {
                     self.lost += 1;
                 } else {
@@ -195,7 +197,7 @@ impl World {
                 Action::Read => {
                     let stored = self.table.read(KEY).map(|s| s.credentials);
                     let next = process.coordinator.read(stored, now);
-                    if matches!(next, Action::Refresh(_)) {
+                    if matches!(next, Action::Work(Work::Refresh(_))) {
                         process.decided_ms = now;
                     }
                     next
@@ -204,7 +206,7 @@ impl World {
                     process.stage = Stage::Asleep(now + millis(pause));
                     return;
                 }
-                Action::Refresh(base) => {
+                Action::Work(Work::Refresh(base)) => {
                     if now > process.decided_ms + millis(REFRESH_REQUEST_TIMEOUT) {
                         // The request's timeout fired before it went out.
                         process.coordinator.refresh_failed()
@@ -224,7 +226,7 @@ impl World {
                         return;
                     }
                 }
-                Action::Write(credentials) => {
+                Action::Work(Work::Write(credentials)) => {
                     let written = self.table.write(KEY, &credentials, process.lease.as_ref());
                     if written.is_err() {
                         if credentials.access_token.is_some() {

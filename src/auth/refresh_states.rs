@@ -1,7 +1,8 @@
-//! The coordinated refresh of one process, as a plain state machine: each method is the answer
-//! to the action it asked for, and returns the next one. No I/O and no clock (time is passed
-//! in, in milliseconds): `refresh.rs` does what the actions say, `refresh_model.rs` runs many
-//! of these against one store and a provider that rotates refresh tokens.
+//! The coordinated refresh of one process: the lease protocol (`lease.rs`) with a refresh as its
+//! job, plain (no I/O, time passed in). What is the refresh's own: when the store's entry makes
+//! it unnecessary, which refresh token is sent, and what is written after. `refresh.rs` does
+//! what the actions say, `refresh_model.rs` runs many of these against one store and a provider
+//! that rotates refresh tokens.
 //!
 //! ```text
 //!  start ─► TryLease ─┬─ leased ─► Read ─► decide ─┬─ Adopt / SignIn ─────────► Release ─► Done
@@ -12,10 +13,8 @@
 
 use std::time::Duration;
 
-use backon::BackoffBuilder;
-
 use super::{
-    store::{millis, Lease},
+    lease::{self, LeaseJob, LeaseProtocol, Step},
     vocabulary::needs_refresh,
     Credentials,
 };
@@ -23,8 +22,7 @@ use super::{
 /// How long a refresh lease lasts: a holder that dies costs the others at most this.
 pub(super) const LEASE_TTL: Duration = Duration::from_secs(15);
 
-/// The token request's own bound. A refresh is only sent with at least this much of the lease
-/// left, so a live holder has written (or given up) before its lease can be taken over.
+/// The token request's own bound, and how much of the lease must be left to send one.
 pub(super) const REFRESH_REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// How long a process waits for another's refresh: a lease, and a margin.
@@ -65,25 +63,18 @@ pub(super) fn decide(held: &Credentials, stored: Option<&Credentials>, now: u64)
     }
 }
 
-/// What to do next.
+/// The work done under the lease.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(super) enum Action {
-    /// Try to take the key's lease for [`LEASE_TTL`]; answer with [`Coordinator::leased`].
-    TryLease,
-    /// Read the key's entry; answer with [`Coordinator::read`].
-    Read,
-    /// Wait this long, then answer with [`Coordinator::woke`].
-    Sleep(Duration),
+pub(super) enum Work {
     /// Send a refresh with these credentials' refresh token; answer with
     /// [`Coordinator::refreshed`] or [`Coordinator::refresh_failed`].
     Refresh(Credentials),
     /// Write these credentials under the lease; answer with [`Coordinator::written`].
     Write(Credentials),
-    /// Release the lease; answer with [`Coordinator::released`].
-    Release(Lease),
-    /// Finished.
-    Done(Outcome),
 }
+
+/// What to do next.
+pub(super) type Action = lease::Action<Work, Outcome>;
 
 /// How a coordinated refresh ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -110,103 +101,69 @@ pub(super) enum Answer {
     Refused,
 }
 
-#[derive(Debug)]
-enum Phase {
-    Leasing,
-    Waiting,
-    Deciding(Lease),
-    Refreshing(Lease, Credentials),
-    Writing(Lease, Outcome),
-    Releasing(Outcome),
-    Done,
+/// A refresh, as the lease protocol's job.
+pub(super) struct Refresh {
+    /// What this process holds (the token that is expiring).
+    held: Credentials,
+    /// The credentials whose refresh token was sent.
+    sent: Option<Credentials>,
+    /// How the refresh ends once its result is written.
+    ending: Option<Outcome>,
+}
+
+impl LeaseJob for Refresh {
+    type Work = Work;
+    type Outcome = Outcome;
+
+    fn adopt(&self, stored: Credentials, now_ms: u64) -> Option<Outcome> {
+        refreshed_by_another(&self.held, &stored, now_ms / 1000).then_some(Outcome::Adopted(stored))
+    }
+
+    fn decide(&mut self, stored: Option<Credentials>, now_ms: u64) -> Step<Work, Outcome> {
+        match decide(&self.held, stored.as_ref(), now_ms / 1000) {
+            Decision::Adopt(credentials) => Step::End(Outcome::Adopted(credentials)),
+            Decision::SignIn => Step::End(Outcome::SignIn { lost: false }),
+            Decision::Refresh(base) => {
+                self.sent = Some(base.clone());
+                Step::Work(Work::Refresh(base))
+            }
+        }
+    }
+
+    /// A refresh is only sent with at least its request's bound left of the lease, so a live
+    /// holder has written (or given up) before its lease can be taken over.
+    fn margin(&self) -> Duration {
+        REFRESH_REQUEST_TIMEOUT
+    }
+
+    fn timed_out(&self) -> Outcome {
+        Outcome::TimedOut
+    }
+
+    fn out_of_order(&self) -> Outcome {
+        Outcome::Failed
+    }
 }
 
 /// One process's refresh of one key.
-pub(super) struct Coordinator {
-    /// What this process holds (the token that is expiring).
-    held: Credentials,
-    started_ms: u64,
-    phase: Phase,
-    pauses: backon::ExponentialBackoff,
-}
+pub(super) type Coordinator = LeaseProtocol<Refresh>;
 
 impl Coordinator {
     /// Begins at `now_ms`, holding `held`.
     pub fn start(held: Credentials, now_ms: u64) -> (Self, Action) {
-        let pauses = backon::ExponentialBuilder::default()
-            .with_min_delay(Duration::from_millis(50))
-            .with_max_delay(Duration::from_millis(500))
-            .without_max_times()
-            .build();
-        let coordinator = Self {
+        let job = Refresh {
             held,
-            started_ms: now_ms,
-            phase: Phase::Leasing,
-            pauses,
+            sent: None,
+            ending: None,
         };
-        (coordinator, Action::TryLease)
+        let pauses = (Duration::from_millis(50), Duration::from_millis(500));
+        Self::begin(job, now_ms, WAIT_BOUND, pauses)
     }
 
-    /// The answer to [`Action::TryLease`].
-    pub fn leased(&mut self, lease: Option<Lease>) -> Action {
-        self.phase = match lease {
-            Some(lease) => Phase::Deciding(lease),
-            None => Phase::Waiting,
-        };
-        Action::Read
-    }
-
-    /// The answer to [`Action::Read`]: what the store holds now.
-    pub fn read(&mut self, stored: Option<Credentials>, now_ms: u64) -> Action {
-        match std::mem::replace(&mut self.phase, Phase::Done) {
-            Phase::Waiting => self.wait(stored, now_ms),
-            Phase::Deciding(lease) => self.decide(lease, stored, now_ms),
-            other => self.unexpected(other),
-        }
-    }
-
-    fn wait(&mut self, stored: Option<Credentials>, now_ms: u64) -> Action {
-        if let Some(stored) = stored.filter(|s| refreshed_by_another(&self.held, s, now_ms / 1000))
-        {
-            return self.done(Outcome::Adopted(stored));
-        }
-        if now_ms.saturating_sub(self.started_ms) >= millis(WAIT_BOUND) {
-            return self.done(Outcome::TimedOut);
-        }
-        self.phase = Phase::Waiting;
-        let pause = self.pauses.next().unwrap_or(Duration::from_millis(500));
-        Action::Sleep(pause)
-    }
-
-    fn decide(&mut self, lease: Lease, stored: Option<Credentials>, now_ms: u64) -> Action {
-        match decide(&self.held, stored.as_ref(), now_ms / 1000) {
-            Decision::Adopt(credentials) => self.release(lease, Outcome::Adopted(credentials)),
-            Decision::SignIn => self.release(lease, Outcome::SignIn { lost: false }),
-            // Too little of the lease left for a request to end inside it: give it back and
-            // take a new one.
-            Decision::Refresh(_)
-                if lease.deadline_ms.saturating_sub(now_ms) < millis(REFRESH_REQUEST_TIMEOUT) =>
-            {
-                self.phase = Phase::Leasing;
-                Action::Release(lease)
-            }
-            Decision::Refresh(base) => {
-                self.phase = Phase::Refreshing(lease, base.clone());
-                Action::Refresh(base)
-            }
-        }
-    }
-
-    /// The answer to [`Action::Sleep`].
-    pub fn woke(&mut self) -> Action {
-        self.phase = Phase::Leasing;
-        Action::TryLease
-    }
-
-    /// The answer to [`Action::Refresh`].
+    /// The answer to [`Work::Refresh`].
     pub fn refreshed(&mut self, answer: Answer) -> Action {
-        let Phase::Refreshing(lease, base) = std::mem::replace(&mut self.phase, Phase::Done) else {
-            return self.done(Outcome::Failed);
+        let Some(base) = self.job.sent.take() else {
+            return self.worked(Step::End(Outcome::Failed));
         };
         let (write, outcome) = match answer {
             Answer::Granted(updated) => (*updated.clone(), Outcome::Refreshed(*updated)),
@@ -221,54 +178,21 @@ impl Coordinator {
                 (spent, Outcome::SignIn { lost: true })
             }
         };
-        self.phase = Phase::Writing(lease, outcome);
-        Action::Write(write)
+        self.job.ending = Some(outcome);
+        self.worked(Step::Work(Work::Write(write)))
     }
 
-    /// [`Action::Refresh`] failed without an answer (the provider unreachable, a timeout).
+    /// [`Work::Refresh`] failed without an answer (the provider unreachable, a timeout).
     pub fn refresh_failed(&mut self) -> Action {
-        match std::mem::replace(&mut self.phase, Phase::Done) {
-            Phase::Refreshing(lease, _) => self.release(lease, Outcome::Failed),
-            other => self.unexpected(other),
-        }
+        self.job.sent = None;
+        self.worked(Step::End(Outcome::Failed))
     }
 
-    /// The answer to [`Action::Write`] (`fenced`: refused, the lease was taken over; the token
-    /// is still this process's to use).
+    /// The answer to [`Work::Write`] (refused or not: the token is still this process's to
+    /// use).
     pub fn written(&mut self) -> Action {
-        match std::mem::replace(&mut self.phase, Phase::Done) {
-            Phase::Writing(lease, outcome) => self.release(lease, outcome),
-            other => self.unexpected(other),
-        }
-    }
-
-    /// The answer to [`Action::Release`].
-    pub fn released(&mut self) -> Action {
-        match std::mem::replace(&mut self.phase, Phase::Done) {
-            Phase::Releasing(outcome) => self.done(outcome),
-            // A lease given back to take a longer one.
-            Phase::Leasing => {
-                self.phase = Phase::Leasing;
-                Action::TryLease
-            }
-            other => self.unexpected(other),
-        }
-    }
-
-    fn release(&mut self, lease: Lease, outcome: Outcome) -> Action {
-        self.phase = Phase::Releasing(outcome);
-        Action::Release(lease)
-    }
-
-    fn done(&mut self, outcome: Outcome) -> Action {
-        self.phase = Phase::Done;
-        Action::Done(outcome)
-    }
-
-    /// An answer to an action that was not asked: the glue has a bug; end without sending.
-    fn unexpected(&mut self, phase: Phase) -> Action {
-        tracing::error!(?phase, "refresh coordination out of order");
-        self.done(Outcome::Failed)
+        let outcome = self.job.ending.take().unwrap_or(Outcome::Failed);
+        self.worked(Step::End(outcome))
     }
 }
 

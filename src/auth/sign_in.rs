@@ -10,7 +10,7 @@ use url::Url;
 use super::{
     failure,
     fetch::Fetcher,
-    sign_in_states::{Action, Outcome, SignInCoordinator, RENEW_EVERY, SIGN_IN_LEASE_TTL},
+    sign_in_states::{Action, Outcome, SignIn, SignInCoordinator, RENEW_EVERY, SIGN_IN_LEASE_TTL},
     store::{now_ms, Lease, StoreError},
     vocabulary::{store_key, Found},
     AuthErrorKind, OAuth,
@@ -128,7 +128,7 @@ impl OAuth {
                     tokio::time::sleep(pause).await;
                     coordinator.woke()
                 }
-                Action::SignIn => {
+                Action::Work(SignIn) => {
                     let result = self.renewing(&mut coordinator, sign_in.as_mut()).await;
                     let succeeded = result.is_ok();
                     signed_in = Some(result);

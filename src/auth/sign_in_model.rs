@@ -13,7 +13,7 @@
 use proptest::prelude::*;
 
 use super::{
-    sign_in_states::{Action, Outcome, SignInCoordinator, RENEW_EVERY, SIGN_IN_LEASE_TTL},
+    sign_in_states::{Action, Outcome, SignIn, SignInCoordinator, RENEW_EVERY, SIGN_IN_LEASE_TTL},
     store::{millis, table::Table, Lease},
     Credentials,
 };
@@ -276,7 +276,7 @@ impl World {
                 let stored = self.table.read(KEY).map(|s| s.credentials);
                 match process.coordinator.read(stored, now) {
                     // The glue opens the window as soon as it is told to.
-                    Action::SignIn => {
+                    Action::Work(SignIn) => {
                         self.open_window(i);
                         None
                     }
@@ -287,7 +287,7 @@ impl World {
                 process.stage = Stage::Asleep(now + millis(pause));
                 None
             }
-            Action::SignIn => unreachable!("opened when read"),
+            Action::Work(SignIn) => unreachable!("opened when read"),
             Action::Release(lease) => {
                 self.table.release(&lease);
                 process.lease = None;
