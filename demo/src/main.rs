@@ -2,13 +2,13 @@
 //! (by token, by dropping the future, by timeout) and prints what the client and the server saw.
 //!
 //! ```text
-//! cargo run --release --example demo
+//! cargo run --release -p actix-mcp-demo
 //! ```
 //!
-//! The demo server is a package of its own (`demo-server/`); this example builds it first (with
-//! `cargo build`, in the example's profile) if needed, so one command runs both.
+//! The demo server is a package of its own (`demo-server/`); the demo builds it first (with
+//! `cargo build`, in the demo's profile) if needed, so one command runs both.
 
-#[path = "../tests/support/workspace_bins.rs"]
+#[path = "../../tests/support/workspace_bins.rs"]
 mod workspace_bins;
 
 use std::time::{Duration, Instant};

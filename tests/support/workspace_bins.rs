@@ -63,9 +63,14 @@ pub fn program(programs: &[Program], wanted: Program, quiet: bool) -> PathBuf {
 /// Runs `cargo build` for `programs`; returns the directory their binaries are in.
 fn build(programs: &[Program], quiet: bool) -> Result<PathBuf, String> {
     let exe = std::env::current_exe().map_err(|e| format!("where am I: {e}"))?;
-    let profile_dir = exe
-        .parent()
-        .and_then(Path::parent)
+    // A test is in `<profile>/deps`, an example in `<profile>/examples`, a program (the demo)
+    // in `<profile>` itself.
+    let in_dir = exe.parent();
+    let nested = in_dir
+        .and_then(Path::file_name)
+        .is_some_and(|name| name == "deps" || name == "examples");
+    let profile_dir = in_dir
+        .and_then(|dir| if nested { dir.parent() } else { Some(dir) })
         .ok_or_else(|| format!("{} is not in a cargo target directory", exe.display()))?;
     let target_dir = profile_dir
         .parent()
