@@ -266,7 +266,7 @@ pub fn routes(config: &mut web::ServiceConfig) {
         .route("/call", web::get().to(call));
 }
 
-#[allow(dead_code)]
+#[allow(dead_code, reason = "unused where a test includes this file")]
 #[actix_web::main]
 async fn main() -> std::io::Result<()> {
     let mcp_url = std::env::args()
@@ -293,7 +293,7 @@ async fn main() -> std::io::Result<()> {
 
 /// A replica sharing Redis when `REDIS_URL` is set (with `CREDENTIALS_KEY`, 64 hex digits),
 /// else a service of its own.
-#[allow(dead_code)]
+#[allow(dead_code, reason = "unused where a test includes this file")]
 async fn service(mcp_url: String, callback: String) -> std::io::Result<Arc<Service>> {
     #[cfg(feature = "redis")]
     if let Ok(redis) = std::env::var("REDIS_URL") {

@@ -89,8 +89,9 @@ impl Pool {
         let member = self
             .members
             .iter()
-            .min_by_key(|m| m.load.load(Ordering::Relaxed))
-            .expect("a pool has at least one arbiter");
+            .min_by_key(|m| m.load.load(Ordering::Relaxed));
+        #[allow(clippy::expect_used, reason = "`make` starts at least one arbiter")]
+        let member = member.expect("a pool has at least one arbiter");
         member.load.fetch_add(1, Ordering::Relaxed);
         let lease = Lease {
             load: member.load.clone(),

@@ -1,5 +1,10 @@
 //! Embedding in actix-web: one connection shared by every worker, and an HTTP client that goes
 //! away cancels the MCP call its request started, on the MCP server.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a test: a panic is its failure"
+)]
 
 mod common;
 

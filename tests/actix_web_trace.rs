@@ -2,9 +2,14 @@
 //! HTTP request that carries a `traceparent` is one trace: the request's SERVER span, a child of
 //! that `traceparent`, and inside it the MCP call's CLIENT span (`tools/call echo`), exported
 //! over OTLP/HTTP to a receiver of the test's own before the service exits.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a test: a panic is its failure"
+)]
 
 #[path = "common/otlp.rs"]
-#[allow(dead_code)] // the metrics' half is the CLI test's
+#[allow(dead_code, reason = "the metrics' half is the CLI test's")]
 mod otlp;
 
 use std::{

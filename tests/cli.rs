@@ -1,4 +1,9 @@
 //! The `actix-mcp` command-line tool, run as a program against the demo server.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a test: a panic is its failure"
+)]
 
 mod common;
 

@@ -2,6 +2,11 @@
 //! set it exports, before it exits, the call's CLIENT span named by the MCP conventions inside
 //! the command's own span, itself a child of `TRACEPARENT`'s; the server reads the same trace
 //! in the request's `_meta`. Without it, nothing is exported and nothing added to the wire.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a test: a panic is its failure"
+)]
 
 mod common;
 #[path = "common/otlp.rs"]

@@ -1,5 +1,10 @@
 //! The client surface against a scripted peer: pagination, progress, timeouts, server requests,
 //! notifications.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a test: a panic is its failure"
+)]
 
 use std::{
     sync::{Arc, Mutex},

@@ -1,5 +1,10 @@
 //! Reading `mcp.json` files (Claude Desktop, Claude Code, Cursor, VS Code) into server
 //! definitions, and connecting to a server defined in one.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a test: a panic is its failure"
+)]
 
 mod common;
 

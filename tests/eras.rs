@@ -1,5 +1,10 @@
 //! The two protocol eras against the bundled demo server, a real child process, and what each one
 //! puts on the wire (the server's journal).
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a test: a panic is its failure"
+)]
 
 mod common;
 

@@ -1,6 +1,11 @@
 //! Many connections in one process: placed over the pool of arbiters (no thread per
 //! connection), counted there while they live; over HTTP, sharing their thread's HTTP client.
 //! Counts, not time.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a test: a panic is its failure"
+)]
 
 mod common;
 #[path = "common/fault_proxy.rs"]

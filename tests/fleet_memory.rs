@@ -5,6 +5,11 @@
 //!
 //! One test in its own binary: the counting allocator sees the whole process, so nothing else
 //! may run beside it.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a test: a panic is its failure"
+)]
 
 mod common;
 

@@ -5,7 +5,16 @@
 //! provider, signs in through its pages, and calls through the gateway with the token, which
 //! the gateway checks against the provider's JWKS; a forged token is refused.
 #![cfg(all(feature = "auth", feature = "actix-web"))]
-#![allow(dead_code, unused_imports)]
+#![allow(
+    dead_code,
+    unused_imports,
+    reason = "it includes helpers shared by other tests"
+)]
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a test: a panic is its failure"
+)]
 
 include!("support/oidc.rs");
 

@@ -4,6 +4,11 @@
 //! it, and the upstream server reads that CLIENT span as its parent. The duration histogram is
 //! exported too, before the gateway exits.
 #![cfg(feature = "otel")]
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a test: a panic is its failure"
+)]
 
 mod common;
 #[path = "support/gateway_stdio.rs"]

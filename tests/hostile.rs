@@ -5,6 +5,11 @@
 //!
 //! Each mode's expected outcome is in [`CASES`], one row per mode: the table the tests check.
 #![cfg(unix)]
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a test: a panic is its failure"
+)]
 
 mod common;
 

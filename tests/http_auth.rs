@@ -3,6 +3,11 @@
 //! registration, an authorization endpoint that approves by itself, a token endpoint the test can
 //! hold, fail, or make issue refresh tokens). What is asserted is what reached them.
 #![cfg(all(feature = "auth", feature = "actix-web"))]
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a test: a panic is its failure"
+)]
 
 use std::{
     future::IntoFuture,
@@ -31,7 +36,7 @@ use common::eventually;
 #[path = "support/redis.rs"]
 mod redis_server;
 #[path = "../examples/web_auth.rs"]
-#[allow(dead_code)]
+#[allow(dead_code, reason = "the example's main is not run here")]
 mod web_auth;
 
 #[derive(Default)]

@@ -1,6 +1,11 @@
 //! Cancellation over Streamable HTTP, observed at a real server process: the demo server in its
 //! HTTP mode counts the cancels that reached a running request, whichever way they came.
 #![cfg(feature = "http")]
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a test: a panic is its failure"
+)]
 
 mod common;
 

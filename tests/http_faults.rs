@@ -9,6 +9,11 @@
 //! client, none pending at the server, no client connection open at the proxy once the client
 //! is closed and dropped.
 #![cfg(feature = "http")]
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a test: a panic is its failure"
+)]
 
 mod common;
 #[path = "common/fault_proxy.rs"]

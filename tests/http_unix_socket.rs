@@ -2,6 +2,11 @@
 //! reached by `HttpTransport::unix_socket`, by an `mcp.json` server's `socket`, and by the
 //! command line's `--socket`; in both eras, with a cancel seen at the server.
 #![cfg(all(feature = "http", unix))]
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a test: a panic is its failure"
+)]
 
 mod common;
 

@@ -2,6 +2,11 @@
 //! request (method, headers, body) and answers as each test needs (JSON, an event stream held
 //! open, error statuses). What is asserted is what reached the server.
 #![cfg(all(feature = "http", feature = "actix-web"))]
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a test: a panic is its failure"
+)]
 
 use std::{
     collections::HashMap,

@@ -2,6 +2,11 @@
 //! headless Chromium, and its JSON API. What counts is at the MCP server: the call cancelled
 //! from the page gets its cancel there, and nothing is left running.
 #![cfg(all(feature = "actix-web", feature = "http"))]
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a test: a panic is its failure"
+)]
 
 mod common;
 #[path = "common/webdriver.rs"]

@@ -1,6 +1,11 @@
 //! Interop with the official reference server, `@modelcontextprotocol/server-everything`
 //! (npm, pinned; see `common/everything.rs` for how it is installed), over stdio and over
 //! Streamable HTTP (its `streamableHttp` mode, on 127.0.0.1). Each check runs on both.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a test: a panic is its failure"
+)]
 
 use std::{
     sync::{

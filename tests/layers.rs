@@ -5,6 +5,11 @@
 //! Layers, bottom to top (ARCHITECTURE.md draws them):
 //! visible → cancellation → protocol → error, timeout → auth → transport → connection → client → config →
 //! servers, web
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a test: a panic is its failure"
+)]
 
 use std::{collections::BTreeSet, fs, path::Path};
 

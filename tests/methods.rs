@@ -1,4 +1,9 @@
 //! Every client method against the bundled demo server, a real child process.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a test: a panic is its failure"
+)]
 
 mod common;
 

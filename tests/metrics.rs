@@ -2,6 +2,11 @@
 //! in-memory exporter: `mcp.client.operation.duration` by method, tool and `error.type`, the
 //! requests given up by way, the requests in flight back to zero, and the session's duration
 //! once the client is gone. Calls to a real demo server process over stdio.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a test: a panic is its failure"
+)]
 
 mod common;
 

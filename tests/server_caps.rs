@@ -2,6 +2,11 @@
 //! make us hold"): its requests in flight to our handlers, the answers it does not read, the
 //! tasks it asks of us, and the status notifications of a task we follow. Each test plays the
 //! server with the in-memory peer and observes the cap on the wire and in the counters.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a test: a panic is its failure"
+)]
 
 use std::time::Duration;
 

@@ -1,6 +1,11 @@
 //! [`Servers`], the many-server manager, with real demo server processes: one connection per
 //! server shared by every caller, a crashed server replaced on next use, a server that cannot be
 //! started backed off.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a test: a panic is its failure"
+)]
 
 mod common;
 

@@ -2,6 +2,11 @@
 //! most `start_parallelism` of them are in their handshake at once, and a server's list time
 //! limit counts from its own turn, not from the start of a long queue; stopping the manager
 //! mid-start leaves no server process, now or later.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a test: a panic is its failure"
+)]
 
 #[path = "support/children.rs"]
 mod children;

@@ -11,7 +11,16 @@
 //! provider answered `200, 400, 400` and revoked the grant. Before the sign-in was coordinated,
 //! each command needing one opened its own window.
 #![cfg(all(feature = "auth", feature = "actix-web", feature = "redis"))]
-#![allow(dead_code, unused_imports)]
+#![allow(
+    dead_code,
+    unused_imports,
+    reason = "it includes helpers shared by other tests"
+)]
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a test: a panic is its failure"
+)]
 
 #[path = "support/gateway_stdio.rs"]
 mod gateway_stdio;

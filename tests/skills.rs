@@ -3,6 +3,11 @@
 //! is refused with its typed error, its text never handed out. The command line's `skills` and
 //! `skill NAME` do the same, for one server or across the servers of an `mcp.json`.
 #![cfg(feature = "skills")]
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a test: a panic is its failure"
+)]
 
 mod common;
 

@@ -2,6 +2,11 @@
 //! like any call, and cancelling it at every moment of its life is checked at the server (its
 //! counters and the journal of every line it read): `tasks/cancel` for a task, never a
 //! `notifications/cancelled`, nothing at all for a call never written.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a test: a panic is its failure"
+)]
 
 mod common;
 

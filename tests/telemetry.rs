@@ -2,6 +2,11 @@
 //! subscriber (and so `tracing-opentelemetry`) receives it: its name, kind and attributes, and
 //! each outcome (answered, a tool's error, the server's error, cancelled, timed out, dropped)
 //! as `error.type` and the span status. Calls to a real demo server process over stdio.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a test: a panic is its failure"
+)]
 
 mod common;
 

@@ -3,6 +3,11 @@
 //! `tracing-opentelemetry` exports as a CLIENT span named by the MCP conventions, child of the
 //! caller's. Seen in what the demo server read, and in the spans a server on the official
 //! Python SDK (with OpenTelemetry's Python SDK) makes of the call, over stdio and Streamable HTTP.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a test: a panic is its failure"
+)]
 
 mod common;
 

@@ -2,6 +2,11 @@
 //!
 //! The peer sees every frame the client writes and decides when a batch counts as written,
 //! which lets these tests hold a request "being written" and check what the client does then.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a test: a panic is its failure"
+)]
 
 use std::time::Duration;
 

@@ -26,6 +26,11 @@
 //! of their request and requests still running: correctness is measured at the server.
 //!
 //! New transports plug in as new `Driver`s (clients/) and scenarios (scenarios.rs).
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a benchmark: a panic is a failed run"
+)]
 
 #[path = "../../tests/support/children.rs"]
 mod children;

@@ -474,7 +474,10 @@ pub fn orchestrate(smoke: bool) -> ExitCode {
     println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|");
     let dir = std::env::temp_dir().join(format!("actix-mcp-storm-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
-    #[cfg_attr(not(feature = "redis"), allow(unused_mut))]
+    #[cfg_attr(
+        not(feature = "redis"),
+        allow(unused_mut, reason = "mutated with redis only")
+    )]
     let mut places = vec![("file", Place::File(dir.join("credentials.json")))];
     #[cfg(feature = "redis")]
     let redis = redis_server::start();

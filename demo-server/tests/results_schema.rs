@@ -2,6 +2,11 @@
 //! revision's published JSON schema (`tests/data/schema/`, unmodified copies), the one for the
 //! result type of the method asked. In 2026-07-28 that holds the `resultType` every result must
 //! carry and the cache hints of the list results and `resources/read`.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a test: a panic is its failure"
+)]
 
 use std::{
     io::{BufRead, BufReader, Write},

@@ -12,6 +12,11 @@
 //! - Python v1 (`mcp` 1.30.0) at 2026-07-28: the same; its `LATEST_PROTOCOL_VERSION` is
 //!   `2025-11-25`, `ClientSession` connects only by `initialize`, and nothing in it sends
 //!   `server/discover`.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a test: a panic is its failure"
+)]
 
 mod support;
 

@@ -4,6 +4,11 @@
 //! `--names plain`, in front of a server on the official Python SDK that has the suite's own
 //! fixtures (`data/conformance_fixtures.py`: `test_simple_text`, ...), every scenario of both
 //! eras, the 2026-07-28 multi-round-trip ones through the gateway's `input_required`.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a test: a panic is its failure"
+)]
 
 #[path = "../../tests/support/conformance_report.rs"]
 mod conformance_report;

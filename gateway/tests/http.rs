@@ -2,6 +2,11 @@
 //! servers: a client of this library lists and calls through it, a downstream cancel reaches the
 //! upstream server after its request, and a session closed mid-call (`DELETE`) cancels it
 //! upstream. Two downstream sessions share the one upstream connection of each server.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a test: a panic is its failure"
+)]
 
 mod support;
 

@@ -3,6 +3,11 @@
 //! sessions, bodies and stream buffers are bounded, a stalled body is not waited for forever,
 //! what is not JSON-RPC is refused before it goes upstream, a client that goes away or a SIGTERM
 //! cancels the calls in flight.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a test: a panic is its failure"
+)]
 
 mod support;
 #[path = "support/wire.rs"]

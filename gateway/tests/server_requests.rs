@@ -7,6 +7,11 @@
 //! caller is asked the multi-round-trip way: its call is answered `input_required`, and its
 //! retry's input answers the upstream server, whose answer goes to the retry.
 //! An upstream cancel of its request reaches the downstream handler.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a test: a panic is its failure"
+)]
 
 mod support;
 

@@ -2,6 +2,11 @@
 //! reads): one catalogue under `server__tool` names, calls routed to their server, and every
 //! cancellation carried to the upstream server, ordered after its request, whether the
 //! downstream client cancels or goes away.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a test: a panic is its failure"
+)]
 
 mod support;
 

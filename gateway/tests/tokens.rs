@@ -3,6 +3,11 @@
 //! what a token must be to be let in, what a refusal says on the wire, what the issuer's JWKS
 //! is asked for, and that one user's token never opens another user's session or its logs.
 //! Every refused call is checked at the upstream server too: nothing of it reached server `a`.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a test: a panic is its failure"
+)]
 
 mod support;
 

@@ -474,7 +474,7 @@ impl ConnectOptions {
                 span,
             )
             .await?;
-        #[allow(unused_mut)]
+        #[allow(unused_mut, reason = "mutated with some features only")]
         let mut shared = Shared::new(
             Link { addr, inbox },
             self.handlers.clone(),

@@ -141,7 +141,8 @@ impl OutputCheck {
     }
 }
 
-#[cfg(all(test, feature = "output-schema"))]
+#[cfg(test)]
+#[cfg(feature = "output-schema")]
 mod tests {
     use super::*;
     use serde_json::json;

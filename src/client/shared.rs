@@ -81,7 +81,10 @@ pub(crate) struct Shared {
     /// List pages a 2026-07-28 server marked cacheable.
     pub list_cache: Arc<ListCache>,
     /// Whether requests carry the caller's trace context (`ConnectOptions::trace_context`).
-    #[cfg_attr(not(feature = "otel"), allow(dead_code))]
+    #[cfg_attr(
+        not(feature = "otel"),
+        allow(dead_code, reason = "read with otel only")
+    )]
     pub trace_context: bool,
     /// The instruments, when a meter was given (`ConnectOptions::metrics`).
     #[cfg(feature = "otel")]

@@ -22,7 +22,7 @@ pub(super) struct FileShape {
     pub(super) servers: Option<Object<BTreeMap<String, Object<ServerShape>>>>,
     /// VS Code's prompted inputs: not supported (a `${input:..}` that uses one is an error for
     /// its field); only their shape is checked.
-    #[allow(dead_code)]
+    #[allow(dead_code, reason = "read for its shape only")]
     pub(super) inputs: Option<Vec<IgnoredAny>>,
 }
 

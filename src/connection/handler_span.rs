@@ -56,7 +56,8 @@ fn remote_parent(meta: &Value) -> Option<opentelemetry::Context> {
         .then(|| opentelemetry::Context::new().with_remote_span_context(context))
 }
 
-#[cfg(all(test, feature = "otel"))]
+#[cfg(test)]
+#[cfg(feature = "otel")]
 mod tests {
     use super::*;
     use opentelemetry::trace::TraceContextExt;

@@ -40,7 +40,10 @@ pub use messages::{
 };
 pub(crate) use messages::{ServerRequestDone, ServerTaskDone, UseProtocol};
 use requests::Hold;
-#[cfg_attr(not(feature = "otel"), allow(unused_imports))]
+#[cfg_attr(
+    not(feature = "otel"),
+    allow(unused_imports, reason = "used with otel only")
+)]
 pub(crate) use requests::RequestCounters;
 
 use self::{

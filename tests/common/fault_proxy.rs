@@ -10,7 +10,7 @@
 //! fires injects its [`Fault`]; without one the request is forwarded as it is and the answer
 //! streamed back. [`FaultProxy::drop_event_streams`] breaks the GET streams open now, and
 //! [`FaultProxy::set_backend`] points the proxy at another server (a restart).
-#![allow(dead_code)]
+#![allow(dead_code, reason = "shared by several crates, each using a part")]
 
 use std::{
     future::Future,

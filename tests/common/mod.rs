@@ -1,5 +1,5 @@
 //! Helpers shared by the tests that run the bundled demo server as a real child process.
-#![allow(dead_code)]
+#![allow(dead_code, reason = "shared by several crates, each using a part")]
 
 pub mod everything;
 pub mod python;

@@ -1,7 +1,7 @@
 //! Debian's `redis-server` on 127.0.0.1 and a free port, for the tests and the benchmark:
 //! installed with apt when missing (as the other peers are installed on first use), started
 //! without persistence, killed on drop.
-#![allow(dead_code)]
+#![allow(dead_code, reason = "shared by several crates, each using a part")]
 
 use std::{
     io::{Read, Write},

@@ -9,7 +9,7 @@
 //! that build is a no-op.
 //!
 //! Included with `#[path]` by `tests/common/mod.rs`, `benches/compare/main.rs` and the examples.
-#![allow(dead_code)]
+#![allow(dead_code, reason = "shared by several crates, each using a part")]
 
 use std::{
     ffi::OsString,

@@ -142,7 +142,10 @@ pub trait Driver: Sized {
 
     /// `tools/call task_sleep {ms}` run as a task, cancelled through the client's explicit API
     /// (`tasks/cancel`); `None` for a client without tasks.
-    #[allow(clippy::type_complexity)]
+    #[allow(
+        clippy::type_complexity,
+        reason = "a boxed future of a boxed future, said once"
+    )]
     fn task_cancellable(
         &self,
         _ms: u64,

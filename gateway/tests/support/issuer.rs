@@ -3,7 +3,7 @@
 //! `kid`), on a free port of 127.0.0.1. It counts the JWKS fetches, can answer them `500`, can
 //! rotate to a new key, and mints access tokens (plain, or bound to a DPoP key, RFC 9449) and
 //! DPoP proofs.
-#![allow(dead_code)]
+#![allow(dead_code, reason = "shared by several crates, each using a part")]
 
 use std::{
     io::{Read, Write},

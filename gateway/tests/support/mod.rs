@@ -1,6 +1,6 @@
 //! Two demo servers (real processes, each journalling what it reads) behind the gateway, and
 //! what the tests ask of their journals.
-#![allow(dead_code)]
+#![allow(dead_code, reason = "shared by several crates, each using a part")]
 
 #[path = "../../../tests/support/workspace_bins.rs"]
 mod workspace_bins;

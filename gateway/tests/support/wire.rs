@@ -2,7 +2,7 @@
 //! hides: a body that stalls, a connection dropped mid-call, a stream left unread, headers of
 //! their own. Every request says `Connection: close`, so a response ends with its connection.
 //! Also the gateway's resident memory, from `/proc`.
-#![allow(dead_code)]
+#![allow(dead_code, reason = "shared by several crates, each using a part")]
 
 use std::{
     io::{ErrorKind, Read, Write},

@@ -215,7 +215,7 @@ fn with_suffix(path: &Path, suffix: &str) -> PathBuf {
 
 /// Open options that create files readable and writable by their owner only (unix).
 fn owner_only() -> OpenOptions {
-    #[allow(unused_mut)]
+    #[allow(unused_mut, reason = "mutated on unix only")]
     let mut options = OpenOptions::new();
     #[cfg(unix)]
     {
