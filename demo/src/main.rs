@@ -13,7 +13,8 @@ mod workspace_bins;
 
 use std::time::{Duration, Instant};
 
-use actix_mcp::{Cancellation, Client, Error, StdioTransport};
+use actix_mcp::{CallToolResult, Cancellation, Client, Error, StdioTransport};
+use actix_rt::task::JoinHandle;
 use clap::Parser;
 use serde_json::json;
 
@@ -59,86 +60,8 @@ async fn run(args: Args, server: std::path::PathBuf) -> Result<(), Error> {
         client.server_info().version,
         client.protocol_version()
     );
-
-    // 1. Many concurrent calls on one connection, answered out of order.
-    let started = Instant::now();
-    let echoes: Vec<_> = (0..args.echoes)
-        .map(|i| {
-            let client = client.clone();
-            actix_rt::spawn(async move {
-                let text = format!("message {i}");
-                let result = client.call_tool("echo", json!({ "text": text })).await?;
-                Ok::<_, Error>(result.text() == text)
-            })
-        })
-        .collect();
-    let mut correct = 0;
-    for echo in echoes {
-        if matches!(echo.await, Ok(Ok(true))) {
-            correct += 1;
-        }
-    }
-    let elapsed = started.elapsed();
-    println!(
-        "{correct}/{} concurrent echo calls answered correctly in {:.1} ms ({:.0} calls/s)",
-        args.echoes,
-        elapsed.as_secs_f64() * 1e3,
-        args.echoes as f64 / elapsed.as_secs_f64()
-    );
-
-    // 2. Long calls, cancelled three ways.
-    let token = Cancellation::new();
-    let third = args.sleepers / 3;
-    let mut by_token = Vec::new();
-    let mut dropped = Vec::new();
-    let mut timed = Vec::new();
-    for i in 0..args.sleepers {
-        let client = client.clone();
-        let sleep = json!({ "ms": 60_000 });
-        match i % 3 {
-            0 => {
-                let token = token.clone();
-                by_token.push(actix_rt::spawn(async move {
-                    client.call_tool("sleep", sleep).cancellation(&token).await
-                }));
-            }
-            1 => dropped.push(actix_rt::spawn(async move {
-                client.call_tool("sleep", sleep).await
-            })),
-            _ => timed.push(actix_rt::spawn(async move {
-                client
-                    .call_tool("sleep", sleep)
-                    .timeout(Duration::from_millis(300))
-                    .await
-            })),
-        }
-    }
-    wait_until(&client, "pending", args.sleepers as u64).await?;
-    println!("{} sleep calls running at the server", args.sleepers);
-
-    let cancel_started = Instant::now();
-    token.cancel_with_reason("demo: user pressed stop");
-    let mut cancelled = 0;
-    for call in by_token {
-        if matches!(call.await, Ok(Err(Error::Cancelled { .. }))) {
-            cancelled += 1;
-        }
-    }
-    println!(
-        "{cancelled}/{third} cancelled by token, callers woken in {:.2} ms",
-        cancel_started.elapsed().as_secs_f64() * 1e3
-    );
-    for call in &dropped {
-        call.abort();
-    }
-    println!("{} dropped futures", dropped.len());
-    let mut timeouts = 0;
-    for call in timed {
-        if matches!(call.await, Ok(Err(Error::Timeout { .. }))) {
-            timeouts += 1;
-        }
-    }
-    println!("{timeouts} timed out after 300 ms");
+    concurrent_echoes(&client, args.echoes).await;
+    cancelled_three_ways(&client, args.sleepers).await?;
 
     let stats = wait_until(&client, "pending", 0).await?;
     println!(
@@ -152,6 +75,103 @@ async fn run(args: Args, server: std::path::PathBuf) -> Result<(), Error> {
     );
     client.close().await;
     Ok(())
+}
+
+/// 1. Many concurrent calls on one connection, answered out of order.
+async fn concurrent_echoes(client: &Client, echoes: usize) {
+    let started = Instant::now();
+    let calls: Vec<_> = (0..echoes)
+        .map(|i| {
+            let client = client.clone();
+            actix_rt::spawn(async move {
+                let text = format!("message {i}");
+                let result = client.call_tool("echo", json!({ "text": text })).await?;
+                Ok::<_, Error>(result.text() == text)
+            })
+        })
+        .collect();
+    let mut correct = 0;
+    for echo in calls {
+        if matches!(echo.await, Ok(Ok(true))) {
+            correct += 1;
+        }
+    }
+    let elapsed = started.elapsed();
+    println!(
+        "{correct}/{echoes} concurrent echo calls answered correctly in {:.1} ms ({:.0} calls/s)",
+        elapsed.as_secs_f64() * 1e3,
+        echoes as f64 / elapsed.as_secs_f64()
+    );
+}
+
+/// The long calls of [`cancelled_three_ways`], by how each is ended.
+#[derive(Default)]
+struct Sleepers {
+    by_token: Vec<JoinHandle<Result<CallToolResult, Error>>>,
+    dropped: Vec<JoinHandle<Result<CallToolResult, Error>>>,
+    timed: Vec<JoinHandle<Result<CallToolResult, Error>>>,
+}
+
+/// 2. Long calls, cancelled three ways: by a token, by dropping the future, by a timeout.
+async fn cancelled_three_ways(client: &Client, sleepers: usize) -> Result<(), Error> {
+    let token = Cancellation::new();
+    let calls = start_sleepers(client, sleepers, &token);
+    wait_until(client, "pending", sleepers as u64).await?;
+    println!("{sleepers} sleep calls running at the server");
+
+    let cancel_started = Instant::now();
+    token.cancel_with_reason("demo: user pressed stop");
+    let mut cancelled = 0;
+    for call in calls.by_token {
+        if matches!(call.await, Ok(Err(Error::Cancelled { .. }))) {
+            cancelled += 1;
+        }
+    }
+    println!(
+        "{cancelled}/{} cancelled by token, callers woken in {:.2} ms",
+        sleepers / 3,
+        cancel_started.elapsed().as_secs_f64() * 1e3
+    );
+    for call in &calls.dropped {
+        call.abort();
+    }
+    println!("{} dropped futures", calls.dropped.len());
+    let mut timeouts = 0;
+    for call in calls.timed {
+        if matches!(call.await, Ok(Err(Error::Timeout { .. }))) {
+            timeouts += 1;
+        }
+    }
+    println!("{timeouts} timed out after 300 ms");
+    Ok(())
+}
+
+/// Starts `sleepers` one-minute calls, a third under `token`, a third to be dropped, a third
+/// with a 300 ms timeout.
+fn start_sleepers(client: &Client, sleepers: usize, token: &Cancellation) -> Sleepers {
+    let mut calls = Sleepers::default();
+    for i in 0..sleepers {
+        let client = client.clone();
+        let sleep = json!({ "ms": 60_000 });
+        match i % 3 {
+            0 => {
+                let token = token.clone();
+                calls.by_token.push(actix_rt::spawn(async move {
+                    client.call_tool("sleep", sleep).cancellation(&token).await
+                }));
+            }
+            1 => calls.dropped.push(actix_rt::spawn(async move {
+                client.call_tool("sleep", sleep).await
+            })),
+            _ => calls.timed.push(actix_rt::spawn(async move {
+                client
+                    .call_tool("sleep", sleep)
+                    .timeout(Duration::from_millis(300))
+                    .await
+            })),
+        }
+    }
+    calls
 }
 
 async fn wait_until(client: &Client, key: &str, want: u64) -> Result<serde_json::Value, Error> {
