@@ -164,7 +164,7 @@ async fn cacheable_lists_are_served_from_the_cache_until_their_list_changed() {
     assert_eq!(first, second);
     assert_eq!(list_requests(&client, "prompts/list").await, 1);
     let page = client.list_prompts(None).await.unwrap();
-    assert_eq!(page.ttl_ms, Some(600_000));
+    assert_eq!(page.page.ttl_ms, Some(600_000));
     assert_eq!(
         list_requests(&client, "prompts/list").await,
         1,

@@ -31,7 +31,7 @@ async fn every_list_follows_pages_of_the_server() {
         .unwrap();
     let first = client.list_tools(None).await.unwrap();
     assert_eq!(first.tools.len(), 2);
-    assert!(first.next_cursor.is_some());
+    assert!(first.page.next_cursor.is_some());
     let tools = client.tools().await.unwrap();
     assert!(tools.len() > 10 && tools.iter().any(|t| t.name == "sleep"));
     let resources = client.resources().await.unwrap();

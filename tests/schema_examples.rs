@@ -156,26 +156,30 @@ fn resources_and_prompts_carry_title_icons_annotations_and_cache_hints() {
     );
 
     let page: ListResourcesResult = first("2026-07-28", "ListResourcesResult");
-    assert_eq!(page.result_type, Some(ResultType::Complete));
-    assert_eq!(page.ttl_ms, Some(600_000));
-    assert_eq!(page.cache_scope, Some(CacheScope::Private));
+    assert_eq!(page.page.result_type, Some(ResultType::Complete));
+    assert_eq!(page.page.ttl_ms, Some(600_000));
+    assert_eq!(page.page.cache_scope, Some(CacheScope::Private));
     assert!(page.resources[0]
         .icons
         .as_ref()
         .is_some_and(|i| !i.is_empty()));
-    assert!(page.extra.is_empty(), "left in extra: {:?}", page.extra);
+    assert!(
+        page.page.extra.is_empty(),
+        "left in extra: {:?}",
+        page.page.extra
+    );
 
     let tools: ListToolsResult = first("2026-07-28", "ListToolsResult");
     assert!(
-        tools.ttl_ms.is_some() && tools.extra.is_empty(),
+        tools.page.ttl_ms.is_some() && tools.page.extra.is_empty(),
         "{:?}",
-        tools.extra
+        tools.page.extra
     );
     let prompts: ListPromptsResult = first("2026-07-28", "ListPromptsResult");
     assert!(
-        prompts.ttl_ms.is_some() && prompts.extra.is_empty(),
+        prompts.page.ttl_ms.is_some() && prompts.page.extra.is_empty(),
         "{:?}",
-        prompts.extra
+        prompts.page.extra
     );
 
     let prompt: GetPromptResult = first("2026-07-28", "GetPromptResult");

@@ -38,7 +38,7 @@ impl Page for ListToolsResult {
     type Item = Tool;
     const METHOD: &'static str = "tools/list";
     fn into_parts(self) -> (Vec<Tool>, Option<String>) {
-        (self.tools, self.next_cursor)
+        (self.tools, self.page.next_cursor)
     }
 }
 
@@ -46,7 +46,7 @@ impl Page for ListResourcesResult {
     type Item = Resource;
     const METHOD: &'static str = "resources/list";
     fn into_parts(self) -> (Vec<Resource>, Option<String>) {
-        (self.resources, self.next_cursor)
+        (self.resources, self.page.next_cursor)
     }
 }
 
@@ -54,7 +54,7 @@ impl Page for ListResourceTemplatesResult {
     type Item = ResourceTemplate;
     const METHOD: &'static str = "resources/templates/list";
     fn into_parts(self) -> (Vec<ResourceTemplate>, Option<String>) {
-        (self.resource_templates, self.next_cursor)
+        (self.resource_templates, self.page.next_cursor)
     }
 }
 
@@ -62,7 +62,7 @@ impl Page for ListPromptsResult {
     type Item = Prompt;
     const METHOD: &'static str = "prompts/list";
     fn into_parts(self) -> (Vec<Prompt>, Option<String>) {
-        (self.prompts, self.next_cursor)
+        (self.prompts, self.page.next_cursor)
     }
 }
 

@@ -308,7 +308,7 @@ impl Shared {
                     .refetch()
                     .timeout(super::DEFAULT_REQUEST_TIMEOUT)
                     .await?;
-            match page.next_cursor {
+            match page.page.next_cursor {
                 Some(next) if seen.insert(next.clone()) => cursor = Some(next),
                 _ => return Ok(()),
             }

@@ -5,7 +5,7 @@ use serde_json::{Map, Value};
 
 use super::{
     content::{ContentBlock, Role},
-    results::{CacheScope, ResultType},
+    results::{PageInfo, ResultType},
     tools::Icon,
 };
 
@@ -68,24 +68,9 @@ impl PromptArgument {
 pub struct ListPromptsResult {
     /// This page of prompts.
     pub prompts: Vec<Prompt>,
-    /// The cursor of the next page; `None` on the last.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub next_cursor: Option<String>,
-    /// 2026-07-28: `complete` when present (absent means the same).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub result_type: Option<ResultType>,
-    /// 2026-07-28: how long this result may be cached, in milliseconds.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub ttl_ms: Option<u64>,
-    /// 2026-07-28: who may keep the cached result.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub cache_scope: Option<CacheScope>,
-    /// The result's `_meta`.
-    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
-    pub meta: Option<Map<String, Value>>,
-    /// Fields this crate does not know, as sent.
+    /// Its cursor, caching hints, `_meta` and unknown fields, beside the items on the wire.
     #[serde(flatten)]
-    pub extra: Map<String, Value>,
+    pub page: PageInfo,
 }
 
 /// The answer to `prompts/get`: the prompt's messages.

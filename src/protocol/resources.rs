@@ -7,7 +7,7 @@ use serde_json::{Map, Value};
 use super::tools::ContentError;
 use super::{
     content::Annotations,
-    results::{CacheScope, ResultType},
+    results::{CacheScope, PageInfo, ResultType},
     tools::Icon,
 };
 
@@ -51,24 +51,9 @@ pub struct Resource {
 pub struct ListResourcesResult {
     /// This page of resources.
     pub resources: Vec<Resource>,
-    /// The cursor of the next page; `None` on the last.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub next_cursor: Option<String>,
-    /// 2026-07-28: `complete` when present (absent means the same).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub result_type: Option<ResultType>,
-    /// 2026-07-28: how long this result may be cached, in milliseconds.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub ttl_ms: Option<u64>,
-    /// 2026-07-28: who may keep the cached result.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub cache_scope: Option<CacheScope>,
-    /// The result's `_meta`.
-    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
-    pub meta: Option<Map<String, Value>>,
-    /// Fields this crate does not know, as sent.
+    /// Its cursor, caching hints, `_meta` and unknown fields, beside the items on the wire.
     #[serde(flatten)]
-    pub extra: Map<String, Value>,
+    pub page: PageInfo,
 }
 
 /// A family of resources, named by a URI template (`resources/templates/list`).
@@ -108,24 +93,9 @@ pub struct ResourceTemplate {
 pub struct ListResourceTemplatesResult {
     /// This page of templates.
     pub resource_templates: Vec<ResourceTemplate>,
-    /// The cursor of the next page; `None` on the last.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub next_cursor: Option<String>,
-    /// 2026-07-28: `complete` when present (absent means the same).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub result_type: Option<ResultType>,
-    /// 2026-07-28: how long this result may be cached, in milliseconds.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub ttl_ms: Option<u64>,
-    /// 2026-07-28: who may keep the cached result.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub cache_scope: Option<CacheScope>,
-    /// The result's `_meta`.
-    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
-    pub meta: Option<Map<String, Value>>,
-    /// Fields this crate does not know, as sent.
+    /// Its cursor, caching hints, `_meta` and unknown fields, beside the items on the wire.
     #[serde(flatten)]
-    pub extra: Map<String, Value>,
+    pub page: PageInfo,
 }
 
 /// The answer to `resources/read`.

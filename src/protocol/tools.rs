@@ -5,7 +5,7 @@ use serde_json::{Map, Value};
 
 use super::{
     content::ContentBlock,
-    results::{CacheScope, ResultType},
+    results::{PageInfo, ResultType},
 };
 
 /// A tool the server offers. Fields this crate does not know are kept in `extra`.
@@ -150,24 +150,9 @@ pub struct ToolExecution {
 pub struct ListToolsResult {
     /// This page of tools.
     pub tools: Vec<Tool>,
-    /// The cursor of the next page; `None` on the last.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub next_cursor: Option<String>,
-    /// 2026-07-28: `complete` when present (absent means the same).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub result_type: Option<ResultType>,
-    /// 2026-07-28: how long this result may be cached, in milliseconds.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub ttl_ms: Option<u64>,
-    /// 2026-07-28: who may keep the cached result.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub cache_scope: Option<CacheScope>,
-    /// The result's `_meta`.
-    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
-    pub meta: Option<Map<String, Value>>,
-    /// Fields this crate does not know, as sent.
+    /// Its cursor, caching hints, `_meta` and unknown fields, beside the items on the wire.
     #[serde(flatten)]
-    pub extra: Map<String, Value>,
+    pub page: PageInfo,
 }
 
 /// The answer to `tools/call`.
