@@ -46,6 +46,7 @@ mod workspace_bins;
 use std::{
     collections::BTreeMap,
     io::{BufRead, BufReader},
+    path::PathBuf,
     process::{Command, ExitCode, Stdio},
     time::Duration,
 };
@@ -344,6 +345,10 @@ async fn measure<D: Driver>(
     scenarios::run(&driver, scenario, sizes).await
 }
 
+/// Runs every (scenario, run, client) in a worker process of its own, then prints the table of
+/// medians and one JSON line per scenario and client. Fails if an actix-mcp run failed or left a
+/// [`MUST_BE_ZERO`] counter above zero; the other clients' failures are only reported (they are
+/// the comparison, not what is under test).
 fn orchestrate(
     args: &Args,
     server: &ServerCmd,
@@ -351,60 +356,105 @@ fn orchestrate(
     scenarios: &[String],
     runs: usize,
 ) -> ExitCode {
-    // The workers run the same server command line (the demo server's path, unless --server).
-    let server_line = match &args.server {
-        Some(line) => line.clone(),
-        None => match shlex::try_quote(&server.program) {
-            Ok(program) => program.into_owned(),
-            Err(e) => {
-                eprintln!("cannot quote {:?}: {e}", server.program);
-                return ExitCode::FAILURE;
-            }
-        },
-    };
-    let exe = match std::env::current_exe() {
-        Ok(exe) => exe,
+    let workers = match Workers::new(args, server) {
+        Ok(workers) => workers,
         Err(e) => {
-            eprintln!("cannot find this program: {e}");
+            eprintln!("{e}");
             return ExitCode::FAILURE;
         }
     };
-    let mut results: BTreeMap<(usize, String), PerClient> = BTreeMap::new();
+    let (mut results, runs_failed) = run_all(&workers, clients, scenarios, runs);
+    // Through a front, the latency each front adds over the direct connection: computed before
+    // the table so that it shows there as metrics of their own.
+    if args.gateway {
+        gateway::add_latency_added(&mut results);
+    }
+    print_table(&results, clients, ratio_pairs(args));
+    let counters_failed = print_medians(&results);
+    if runs_failed || counters_failed {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    }
+}
+
+/// (scenario's position on the command line, scenario) → its runs' metrics by client. The
+/// position keeps the table in the order the scenarios were asked for.
+type Results = BTreeMap<(usize, String), PerClient>;
+
+/// client → metric → one value per run.
+type PerClient = BTreeMap<String, BTreeMap<String, Vec<f64>>>;
+
+/// How the orchestrator starts a worker: this same program, with the options every worker of
+/// the run shares.
+struct Workers<'a> {
+    exe: PathBuf,
+    /// The workers run the same server command line (the demo server's path, unless --server).
+    server_line: String,
+    args: &'a Args,
+}
+
+impl<'a> Workers<'a> {
+    fn new(args: &'a Args, server: &ServerCmd) -> Result<Self, String> {
+        let server_line = match &args.server {
+            Some(line) => line.clone(),
+            None => shlex::try_quote(&server.program)
+                .map_err(|e| format!("cannot quote {:?}: {e}", server.program))?
+                .into_owned(),
+        };
+        let exe = std::env::current_exe().map_err(|e| format!("cannot find this program: {e}"))?;
+        Ok(Workers {
+            exe,
+            server_line,
+            args,
+        })
+    }
+
+    /// The worker for one client and scenario, passed on the orchestrator's own options (size,
+    /// server, transport, front, era) so that it measures what was asked for.
+    fn command(&self, client: &str, scenario: &str) -> Command {
+        let args = self.args;
+        let mut cmd = Command::new(&self.exe);
+        cmd.args(["--worker", client, "--scenario", scenario]);
+        if args.smoke {
+            cmd.arg("--smoke");
+        }
+        cmd.args(["--server", &self.server_line]);
+        if args.http {
+            cmd.arg("--http");
+        }
+        if args.gateway {
+            cmd.arg("--gateway");
+        }
+        if let Some(era) = args.era {
+            cmd.args(["--era", era.name()]);
+        }
+        cmd
+    }
+}
+
+/// Every scenario `runs` times, each run through every client in turn (so that a slow spell of
+/// the machine falls on all clients alike), one worker process each. Returns the metrics and
+/// whether an actix-mcp run failed.
+fn run_all(
+    workers: &Workers,
+    clients: &[String],
+    scenarios: &[String],
+    runs: usize,
+) -> (Results, bool) {
+    let mut results = Results::new();
     let mut failed = false;
     for (si, scenario) in scenarios.iter().enumerate() {
         for run in 0..runs {
             for client in clients {
+                // `fleet-100` is of the family `fleet`: the families only actix-mcp can run.
                 let family = scenario.split('-').next().unwrap_or(scenario);
                 if ACTIX_ONLY.contains(&family) && !client.starts_with("actix-mcp") {
                     continue;
                 }
                 eprintln!("scenario {scenario}, run {}/{runs}, {client}", run + 1);
-                let mut cmd = Command::new(&exe);
-                cmd.args(["--worker", client, "--scenario", scenario]);
-                if args.smoke {
-                    cmd.arg("--smoke");
-                }
-                cmd.args(["--server", &server_line]);
-                if args.http {
-                    cmd.arg("--http");
-                }
-                if args.gateway {
-                    cmd.arg("--gateway");
-                }
-                if let Some(era) = args.era {
-                    cmd.args(["--era", era.name()]);
-                }
-                match run_worker(cmd) {
-                    Ok(metrics) => {
-                        let per_client = results
-                            .entry((si, scenario.clone()))
-                            .or_default()
-                            .entry(client.clone())
-                            .or_default();
-                        for (k, v) in metrics {
-                            per_client.entry(k).or_default().push(v);
-                        }
-                    }
+                match run_worker(workers.command(client, scenario)) {
+                    Ok(metrics) => record(&mut results, (si, scenario), client, metrics),
                     Err(e) => {
                         eprintln!("  failed: {e}");
                         if client.starts_with("actix-mcp") {
@@ -415,15 +465,33 @@ fn orchestrate(
             }
         }
     }
+    (results, failed)
+}
 
-    let columns: Vec<&String> = clients.iter().collect();
-    print!("\n| scenario | metric |");
-    for client in &columns {
-        print!(" {client} |");
+/// Adds one run's metrics to the scenario's and client's values.
+fn record(
+    results: &mut Results,
+    (si, scenario): (usize, &str),
+    client: &str,
+    metrics: Vec<(String, f64)>,
+) {
+    let per_client = results
+        .entry((si, scenario.to_owned()))
+        .or_default()
+        .entry(client.to_owned())
+        .or_default();
+    for (k, v) in metrics {
+        per_client.entry(k).or_default().push(v);
     }
-    // actix-mcp against the raw client and rmcp on the same transport (over HTTP: HTTP/1.1,
-    // then HTTP/2); through a front, the gateway against each proxy.
-    let pairs: &[(&str, &[&str])] = if args.gateway {
+}
+
+/// The table's ratio columns: each of ours against the others it is compared with.
+type Pairs = &'static [(&'static str, &'static [&'static str])];
+
+/// actix-mcp against the raw client and rmcp on the same transport (over HTTP: HTTP/1.1, then
+/// HTTP/2); through a front, the gateway against each proxy.
+fn ratio_pairs(args: &Args) -> Pairs {
+    if args.gateway {
         &[("actix-mcp-gateway", &["mcp-proxy-npm", "mcp-proxy-py"])]
     } else if args.http {
         &[
@@ -432,48 +500,61 @@ fn orchestrate(
         ]
     } else {
         &[("actix-mcp", &["raw", "rmcp"])]
-    };
-    let ratios: usize = pairs.iter().map(|(_, others)| others.len()).sum();
+    }
+}
+
+/// The Markdown table: a row per scenario and metric, a column of medians per client, then the
+/// ratio columns; a blank line after it.
+fn print_table(results: &Results, clients: &[String], pairs: Pairs) {
+    print!("\n| scenario | metric |");
+    for client in clients {
+        print!(" {client} |");
+    }
     for (ours, others) in pairs {
         for other in *others {
             print!(" {ours} ÷ {other} |");
         }
     }
     println!();
-    if args.gateway {
-        gateway::add_latency_added(&mut results);
-    }
+    let ratios: usize = pairs.iter().map(|(_, others)| others.len()).sum();
     println!(
         "|---|---|{}{}",
-        "---|".repeat(columns.len()),
+        "---|".repeat(clients.len()),
         "---|".repeat(ratios)
     );
-    for ((_, scenario), per_client) in &results {
+    for ((_, scenario), per_client) in results {
+        // Every metric any client reported: a client without it shows a dash.
         let mut metrics: Vec<&String> = per_client.values().flat_map(|m| m.keys()).collect();
         metrics.sort();
         metrics.dedup();
         for metric in metrics {
-            let median = |client: &str| {
+            let median_of = |client: &str| {
                 per_client
                     .get(client)
                     .and_then(|m| m.get(metric))
                     .map(|v| median(v))
             };
             print!("| {scenario} | {metric} |");
-            for client in &columns {
-                print!(" {} |", fmt(median(client)));
+            for client in clients {
+                print!(" {} |", fmt(median_of(client)));
             }
             for (ours, others) in pairs {
-                let a = median(ours);
+                let a = median_of(ours);
                 for other in *others {
-                    print!(" {} |", ratio(a, median(other)));
+                    print!(" {} |", ratio(a, median_of(other)));
                 }
             }
             println!();
         }
     }
     println!();
-    for ((_, scenario), per_client) in &results {
+}
+
+/// One JSON line per scenario and client (the medians, for scripts to read), each followed by
+/// the check of actix-mcp's [`MUST_BE_ZERO`] counters. Returns whether a check failed.
+fn print_medians(results: &Results) -> bool {
+    let mut failed = false;
+    for ((_, scenario), per_client) in results {
         for (client, metrics) in per_client {
             let medians: serde_json::Map<String, Value> = metrics
                 .iter()
@@ -485,28 +566,27 @@ fn orchestrate(
                 json!({"scenario": scenario, "client": client, "runs": runs_done, "median": medians})
             );
             if client.starts_with("actix-mcp") {
-                for key in MUST_BE_ZERO {
-                    if let Some(values) = metrics.get(key) {
-                        if values.iter().any(|v| *v != 0.0) {
-                            eprintln!(
-                                "actix-mcp {scenario}: {key} = {values:?}, must be 0 in every run"
-                            );
-                            failed = true;
-                        }
-                    }
-                }
+                failed |= !zero_counters_hold(scenario, metrics);
             }
         }
     }
-    if failed {
-        ExitCode::FAILURE
-    } else {
-        ExitCode::SUCCESS
-    }
+    failed
 }
 
-/// client → metric → one value per run.
-type PerClient = BTreeMap<String, BTreeMap<String, Vec<f64>>>;
+/// Whether each of [`MUST_BE_ZERO`] that actix-mcp reported was zero in every run (not only in
+/// the median: one bad run is a bug). Says which was not.
+fn zero_counters_hold(scenario: &str, metrics: &BTreeMap<String, Vec<f64>>) -> bool {
+    let mut hold = true;
+    for key in MUST_BE_ZERO {
+        if let Some(values) = metrics.get(key) {
+            if values.iter().any(|v| *v != 0.0) {
+                eprintln!("actix-mcp {scenario}: {key} = {values:?}, must be 0 in every run");
+                hold = false;
+            }
+        }
+    }
+    hold
+}
 
 fn run_worker(mut cmd: Command) -> Result<Vec<(String, f64)>, String> {
     let mut child = cmd

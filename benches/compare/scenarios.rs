@@ -522,6 +522,32 @@ const SOAK_RSS_BUDGET_MIB: f64 = 8.0;
 /// cancel counters agreeing with what the client wrote (per cancel style), and RSS back within
 /// [`SOAK_RSS_BUDGET_MIB`] of RSS after a warm-up of the same mix.
 async fn soak<D: Driver>(d: &D, s: Sizes) -> Result<Metrics, String> {
+    let observed = soak_observe(d, s).await?;
+    let counts = SoakCounts::new(&observed);
+    Ok(soak_metrics(s, &observed, &counts))
+}
+
+/// What the soak saw: both sides' counters before and after, the callers' outcomes, the time
+/// and the memory.
+struct SoakObserved {
+    server0: Value,
+    server1: Value,
+    client0: ClientCounters,
+    client1: ClientCounters,
+    /// The measured run's outcomes.
+    tally: SoakTally,
+    /// The warm-up's and the run's outcomes together.
+    all: SoakTally,
+    elapsed: Duration,
+    /// The `stats` calls the settling made, after the warm-up and after the run: requests too.
+    stats_calls: u64,
+    rss_start: f64,
+    rss_end: f64,
+    rss_peak: f64,
+}
+
+/// The warm-up, then the measured run, each settled (tables empty) before memory is read.
+async fn soak_observe<D: Driver>(d: &D, s: Sizes) -> Result<SoakObserved, String> {
     // Both sides' counters before anything: the checks cover the warm-up too. Server first: its
     // own request is then among the client's writes already.
     let server0 = d.stats().await?;
@@ -540,74 +566,149 @@ async fn soak<D: Driver>(d: &D, s: Sizes) -> Result<Metrics, String> {
     let rss_end = rss_kib("VmRSS:");
     let rss_peak = rss_kib("VmHWM:");
     all.add(&tally);
+    Ok(SoakObserved {
+        server0,
+        server1,
+        client0,
+        client1,
+        tally,
+        all,
+        elapsed,
+        stats_calls: warm_stats_calls + stats_calls,
+        rss_start,
+        rss_end,
+        rss_peak,
+    })
+}
 
-    let sv = |key: &str| {
-        server1[key].as_u64().unwrap_or(0) as i64 - server0[key].as_u64().unwrap_or(0) as i64
-    };
-    let cl = |f: fn(&ClientCounters) -> u64| f(&client1) as i64 - f(&client0) as i64;
-    let written = cl(|c| c.requests_written);
-    let before_write = cl(|c| c.cancelled_before_write);
-    // Handed to the transport, held there, cancelled: in both counts above, never at the server.
-    let held_cancelled = cl(|c| c.cancelled_while_held);
-    let cancels_sent = cl(|c| c.cancels_sent);
-    let aborted = cl(|c| c.requests_aborted);
-    let late = cl(|c| c.late_responses);
-    let (server_requests, server_cancels, matched) =
-        (sv("requests"), sv("cancels"), sv("cancels_matched"));
-    let (unknown, ahead) = (sv("cancels_unknown"), sv("cancels_ahead"));
-    let token = all.token as i64;
-    let under = |have: i64, floor: i64| (floor - have).max(0);
-    // Written requests the server never read (a POST aborted before it did).
-    let unread = written - held_cancelled - server_requests;
-    // 2025-11-25 over HTTP/1.1: a request and its cancel are two POSTs on two connections, and
-    // the server may read the cancel first. The client then aborts the request's POST, and the
-    // server (hyper) drops a request whose connection closed before it was read: the cancel was
-    // for an id it never saw. Counted, and each must be such a pair.
-    let cross_connection = client1.http && !client1.http2 && !client1.cancels_by_abort;
+/// The counters' changes over the soak (warm-up included), the client's and the server's, and
+/// what the transport says about how they must relate.
+struct SoakCounts {
+    written: i64,
+    before_write: i64,
+    /// Handed to the transport, held there, cancelled: in both counts above, never at the server.
+    held_cancelled: i64,
+    cancels_sent: i64,
+    aborted: i64,
+    late: i64,
+    server_cancels: i64,
+    matched: i64,
+    unknown: i64,
+    ahead: i64,
+    /// Callers cancelled by a token (once running at the server).
+    token: i64,
+    /// Written requests the server never read (a POST aborted before it did).
+    unread: i64,
+    /// 2025-11-25 over HTTP/1.1: a request and its cancel are two POSTs on two connections, and
+    /// the server may read the cancel first. The client then aborts the request's POST, and the
+    /// server (hyper) drops a request whose connection closed before it was read: the cancel was
+    /// for an id it never saw. Counted, and each must be such a pair.
+    cross_connection: bool,
+    /// The client's transport: over HTTP, and cancelling a written request by aborting its POST.
+    http: bool,
+    cancels_by_abort: bool,
+}
 
-    // Every call but the pre-cancelled ones (plus the settling `stats` calls) was either written
-    // or cancelled before it was; the server read every written one, except a POST aborted
-    // before it did (cancel by abort; or the cross-connection case above).
-    let submitted =
-        (s.soak_warm + s.soak - all.pre) as i64 + (warm_stats_calls + stats_calls) as i64;
-    let mut write_mismatch =
-        (written + before_write - held_cancelled - submitted).abs() + under(unread, 0);
-    let unexplained_unknown = if cross_connection {
-        (unknown - unread).abs()
-    } else {
-        write_mismatch += if client1.cancels_by_abort {
-            0
-        } else {
-            unread.abs()
+impl SoakCounts {
+    fn new(o: &SoakObserved) -> Self {
+        let sv = |key: &str| {
+            o.server1[key].as_u64().unwrap_or(0) as i64
+                - o.server0[key].as_u64().unwrap_or(0) as i64
         };
-        unknown
-    };
-
-    // Cancelled sleeps are long: no answer races a cancel, so every cancel on the wire meets its
-    // request running at the server (or, cross-connection, unseen), and a token cancel (made
-    // once the sleep ran) always goes on the wire.
-    let mut cancel_mismatch = late;
-    if client1.cancels_by_abort {
-        // 2026-07-28 over HTTP: the POST is aborted, no notification; the server counts a cancel
-        // when it notices a POST gone before its answer, i.e. with its request running.
-        cancel_mismatch += cancels_sent + (server_cancels - matched).abs();
-        cancel_mismatch += under(aborted, matched) + under(matched, token);
-    } else {
-        let unseen = if cross_connection { unknown } else { 0 };
-        cancel_mismatch += aborted + (matched + unseen - cancels_sent).abs();
-        cancel_mismatch += under(cancels_sent, token);
-        cancel_mismatch += if client1.http {
-            // Legacy HTTP: the request's POST is aborted once its cancel was POSTed; the server
-            // counts that disconnect as a second, unmatched cancel.
-            under(server_cancels, cancels_sent)
-        } else {
-            (server_cancels - cancels_sent).abs()
-        };
+        let cl = |f: fn(&ClientCounters) -> u64| f(&o.client1) as i64 - f(&o.client0) as i64;
+        let written = cl(|c| c.requests_written);
+        let held_cancelled = cl(|c| c.cancelled_while_held);
+        let server_requests = sv("requests");
+        let client = &o.client1;
+        SoakCounts {
+            written,
+            before_write: cl(|c| c.cancelled_before_write),
+            held_cancelled,
+            cancels_sent: cl(|c| c.cancels_sent),
+            aborted: cl(|c| c.requests_aborted),
+            late: cl(|c| c.late_responses),
+            server_cancels: sv("cancels"),
+            matched: sv("cancels_matched"),
+            unknown: sv("cancels_unknown"),
+            ahead: sv("cancels_ahead"),
+            token: o.all.token as i64,
+            unread: written - held_cancelled - server_requests,
+            cross_connection: client.http && !client.http2 && !client.cancels_by_abort,
+            http: client.http,
+            cancels_by_abort: client.cancels_by_abort,
+        }
     }
+
+    /// Requests written against requests submitted, and the cancels for an id the server never
+    /// saw that nothing explains: `(write_count_mismatch, cancels_unknown)`.
+    fn write_check(&self, submitted: i64) -> (i64, i64) {
+        // Every call but the pre-cancelled ones (plus the settling `stats` calls) was either
+        // written or cancelled before it was; the server read every written one, except a POST
+        // aborted before it did (cancel by abort; or the cross-connection case).
+        let mut write_mismatch =
+            (self.written + self.before_write - self.held_cancelled - submitted).abs()
+                + shortfall(self.unread, 0);
+        let unexplained_unknown = if self.cross_connection {
+            (self.unknown - self.unread).abs()
+        } else {
+            write_mismatch += if self.cancels_by_abort {
+                0
+            } else {
+                self.unread.abs()
+            };
+            self.unknown
+        };
+        (write_mismatch, unexplained_unknown)
+    }
+
+    /// The cancels the client sent against those the server counted (`cancel_counter_mismatch`).
+    fn cancel_check(&self) -> i64 {
+        // Cancelled sleeps are long: no answer races a cancel, so every cancel on the wire meets
+        // its request running at the server (or, cross-connection, unseen), and a token cancel
+        // (made once the sleep ran) always goes on the wire.
+        let mut cancel_mismatch = self.late;
+        if self.cancels_by_abort {
+            // 2026-07-28 over HTTP: the POST is aborted, no notification; the server counts a
+            // cancel when it notices a POST gone before its answer, i.e. with its request
+            // running.
+            cancel_mismatch += self.cancels_sent + (self.server_cancels - self.matched).abs();
+            cancel_mismatch +=
+                shortfall(self.aborted, self.matched) + shortfall(self.matched, self.token);
+        } else {
+            let unseen = if self.cross_connection {
+                self.unknown
+            } else {
+                0
+            };
+            cancel_mismatch += self.aborted + (self.matched + unseen - self.cancels_sent).abs();
+            cancel_mismatch += shortfall(self.cancels_sent, self.token);
+            cancel_mismatch += if self.http {
+                // Legacy HTTP: the request's POST is aborted once its cancel was POSTed; the
+                // server counts that disconnect as a second, unmatched cancel.
+                shortfall(self.server_cancels, self.cancels_sent)
+            } else {
+                (self.server_cancels - self.cancels_sent).abs()
+            };
+        }
+        cancel_mismatch
+    }
+}
+
+/// How far `have` falls short of `floor` (0 if it does not).
+fn shortfall(have: i64, floor: i64) -> i64 {
+    (floor - have).max(0)
+}
+
+/// The soak's figures: the measured run's first, then the checks over warm-up and run together.
+fn soak_metrics(s: Sizes, o: &SoakObserved, c: &SoakCounts) -> Metrics {
+    let submitted = (s.soak_warm + s.soak - o.all.pre) as i64 + o.stats_calls as i64;
+    let (write_mismatch, unexplained_unknown) = c.write_check(submitted);
+    let cancel_mismatch = c.cancel_check();
+    let tally = &o.tally;
     let mib = |kib: f64| kib / 1024.0;
-    Ok(vec![
-        ("req_per_s", s.soak as f64 / elapsed.as_secs_f64()),
-        ("duration_s", elapsed.as_secs_f64()),
+    vec![
+        ("req_per_s", s.soak as f64 / o.elapsed.as_secs_f64()),
+        ("duration_s", o.elapsed.as_secs_f64()),
         ("requests", s.soak as f64),
         ("completed", (tally.echo + tally.sleep) as f64),
         ("cancelled_token", tally.token as f64),
@@ -615,36 +716,36 @@ async fn soak<D: Driver>(d: &D, s: Sizes) -> Result<Metrics, String> {
         ("cancelled_timeout", tally.timeout as f64),
         ("cancelled_pre", tally.pre as f64),
         // From here on: warm-up and run together.
-        ("mismatched_outcomes", all.mismatches as f64),
-        ("in_flight_after", client1.in_flight as f64),
-        ("server_pending_after", count(&server1, "pending")),
-        ("cancels_ahead", ahead as f64),
+        ("mismatched_outcomes", o.all.mismatches as f64),
+        ("in_flight_after", o.client1.in_flight as f64),
+        ("server_pending_after", count(&o.server1, "pending")),
+        ("cancels_ahead", c.ahead as f64),
         ("cancels_unknown", unexplained_unknown as f64),
         (
             "cancels_before_unread_request",
-            if cross_connection {
-                unknown as f64
+            if c.cross_connection {
+                c.unknown as f64
             } else {
                 0.0
             },
         ),
-        ("cancels_sent", cancels_sent as f64),
-        ("requests_aborted", aborted as f64),
-        ("server_cancels", server_cancels as f64),
-        ("server_cancels_matched", matched as f64),
-        ("written_not_read_by_server", unread as f64),
-        ("cancelled_before_write", before_write as f64),
-        ("cancelled_while_held", held_cancelled as f64),
+        ("cancels_sent", c.cancels_sent as f64),
+        ("requests_aborted", c.aborted as f64),
+        ("server_cancels", c.server_cancels as f64),
+        ("server_cancels_matched", c.matched as f64),
+        ("written_not_read_by_server", c.unread as f64),
+        ("cancelled_before_write", c.before_write as f64),
+        ("cancelled_while_held", c.held_cancelled as f64),
         ("cancel_counter_mismatch", cancel_mismatch as f64),
         ("write_count_mismatch", write_mismatch as f64),
-        ("rss_start_mib", mib(rss_start)),
-        ("rss_end_mib", mib(rss_end)),
-        ("rss_peak_mib", mib(rss_peak)),
+        ("rss_start_mib", mib(o.rss_start)),
+        ("rss_end_mib", mib(o.rss_end)),
+        ("rss_peak_mib", mib(o.rss_peak)),
         (
             "rss_over_budget_mib",
-            (mib(rss_end - rss_start) - SOAK_RSS_BUDGET_MIB).max(0.0),
+            (mib(o.rss_end - o.rss_start) - SOAK_RSS_BUDGET_MIB).max(0.0),
         ),
-    ])
+    ]
 }
 
 /// What the soak's callers saw, by plan.
