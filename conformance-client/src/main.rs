@@ -11,7 +11,7 @@ use actix_mcp::{
     client::skills,
     Client, ElicitResult, Error, HttpTransport, ProtocolEra,
 };
-use serde_json::json;
+use serde_json::{json, Value};
 
 #[actix::main]
 async fn main() -> ExitCode {
@@ -33,7 +33,22 @@ async fn main() -> ExitCode {
     }
 }
 
+/// Connects as the scenario's revision and context say, does what the scenario asks, and closes
+/// the session. An error fails the scenario at once, without the shutdown.
 async fn run(scenario: &str, url: &str) -> Result<(), Error> {
+    let context: Value = std::env::var("MCP_CONFORMANCE_CONTEXT")
+        .ok()
+        .and_then(|c| serde_json::from_str(&c).ok())
+        .unwrap_or_default();
+    let client = connect(url, &context).await?;
+    act(scenario, &client, &context).await?;
+    client.shutdown().await;
+    Ok(())
+}
+
+/// The client the suite's servers expect: the scenario's era, every form accepted, the Skills
+/// extension declared, and authorization (see [`oauth_config`]) when the server asks for it.
+async fn connect(url: &str, context: &Value) -> Result<Client, Error> {
     // The suite says which revision the scenario runs at: up to 2025-11-25 the handshake,
     // 2026-07-28 the stateless era.
     let version = std::env::var("MCP_CONFORMANCE_PROTOCOL_VERSION").unwrap_or_default();
@@ -46,14 +61,20 @@ async fn run(scenario: &str, url: &str) -> Result<(), Error> {
         .era(era)
         // Accept every form, filled from the schema's defaults (SEP-1034).
         .on_form_elicitation(|_, _| async { Ok(ElicitResult::accept(serde_json::Map::new())) });
-    let context: serde_json::Value = std::env::var("MCP_CONFORMANCE_CONTEXT")
-        .ok()
-        .and_then(|c| serde_json::from_str(&c).ok())
-        .unwrap_or_default();
-    // Authorization when the server asks: the suite's authorization servers approve by
-    // themselves, so the headless agent reads the code from the redirect. The client is
-    // pre-registered when the context says so, else known by its metadata document URL (CIMD)
-    // where supported, else registered.
+    // The suite's authorization servers approve by themselves, so the headless agent reads the
+    // code from the redirect.
+    let oauth = OAuth::new(
+        Headless::new("http://localhost:3000/callback"),
+        oauth_config(context)?,
+    );
+    let builder = builder.extension(skills::EXTENSION, json!({}));
+    builder.connect(HttpTransport::new(url).auth(oauth)).await
+}
+
+/// The credentials the scenario's context hands over. The client is pre-registered when the
+/// context says so, else known by its metadata document URL (CIMD) where supported, else
+/// registered; a secret, a private key, a JWT or an identity assertion are used when given.
+fn oauth_config(context: &Value) -> Result<OAuthConfig, Error> {
     let cimd = "https://conformance-test.local/client-metadata.json";
     let mut config = OAuthConfig::default().client_metadata_url(parsed(cimd)?);
     if let Some(id) = context["client_id"].as_str() {
@@ -78,30 +99,17 @@ async fn run(scenario: &str, url: &str) -> Result<(), Error> {
             client_id: context["idp_client_id"].as_str().map(str::to_owned),
         });
     }
-    let oauth = OAuth::new(Headless::new("http://localhost:3000/callback"), config);
-    let builder = builder.extension(skills::EXTENSION, json!({}));
-    let client = builder.connect(HttpTransport::new(url).auth(oauth)).await?;
+    Ok(config)
+}
+
+/// What the scenario asks of a connected client, by the scenario's name.
+async fn act(scenario: &str, client: &Client, context: &Value) -> Result<(), Error> {
     match scenario {
-        // Skills (SEP-2640): listed, nothing fetched ahead of need; each skill loaded (its
-        // SKILL.md verified and its frontmatter compared), and only a verified one's other files
-        // read (each verified too).
+        // Skills (SEP-2640): listed, nothing fetched ahead of need.
         "sep-2640-client-no-prefetch" => {
             client.skills().await?;
         }
-        _ if scenario.starts_with("sep-2640-client-") => {
-            for skill in client.skills().await? {
-                if let Err(e) = skill.load().await {
-                    eprintln!("{scenario}: skill refused: {e}");
-                    continue;
-                }
-                let files = skill.entry().resources.iter();
-                for file in files.filter(|f| f.uri != skill.entry().uri) {
-                    if let Err(e) = skill.read(&file.uri).await {
-                        eprintln!("{scenario}: file refused: {e}");
-                    }
-                }
-            }
-        }
+        _ if scenario.starts_with("sep-2640-client-") => load_skills(scenario, client).await?,
         "tools_call" => {
             client.tools().await?;
             client
@@ -117,29 +125,49 @@ async fn run(scenario: &str, url: &str) -> Result<(), Error> {
                     .await?;
             }
         }
-        // The calls the scenario's context names, with their arguments; otherwise every tool
-        // (each scenario's server acts when its tool is called). A tool the server cannot call is
-        // its business; the scenario's checks say what mattered.
-        _ => {
-            let tools = client.tools().await?;
-            if let Some(calls) = context["toolCalls"].as_array() {
-                for call in calls {
-                    let name = call["name"].as_str().unwrap_or_default();
-                    if let Err(e) = client.call_tool(name, call["arguments"].clone()).await {
-                        eprintln!("{scenario}: {name}: {e}");
-                    }
-                }
-                client.shutdown().await;
-                return Ok(());
-            }
-            for tool in tools {
-                if let Err(e) = client.call_tool(&tool.name, json!({})).await {
-                    eprintln!("{scenario}: {}: {e}", tool.name);
-                }
+        _ => call_tools(scenario, client, context).await?,
+    }
+    Ok(())
+}
+
+/// Skills (SEP-2640): each skill loaded (its SKILL.md verified and its frontmatter compared),
+/// and only a verified one's other files read (each verified too). A refusal is reported, not
+/// fatal: refusing a tampered skill or file is what the scenario checks.
+async fn load_skills(scenario: &str, client: &Client) -> Result<(), Error> {
+    for skill in client.skills().await? {
+        if let Err(e) = skill.load().await {
+            eprintln!("{scenario}: skill refused: {e}");
+            continue;
+        }
+        let files = skill.entry().resources.iter();
+        for file in files.filter(|f| f.uri != skill.entry().uri) {
+            if let Err(e) = skill.read(&file.uri).await {
+                eprintln!("{scenario}: file refused: {e}");
             }
         }
     }
-    client.shutdown().await;
+    Ok(())
+}
+
+/// The calls the scenario's context names, with their arguments; otherwise every tool (each
+/// scenario's server acts when its tool is called). A tool the server cannot call is its
+/// business; the scenario's checks say what mattered.
+async fn call_tools(scenario: &str, client: &Client, context: &Value) -> Result<(), Error> {
+    let tools = client.tools().await?;
+    if let Some(calls) = context["toolCalls"].as_array() {
+        for call in calls {
+            let name = call["name"].as_str().unwrap_or_default();
+            if let Err(e) = client.call_tool(name, call["arguments"].clone()).await {
+                eprintln!("{scenario}: {name}: {e}");
+            }
+        }
+        return Ok(());
+    }
+    for tool in tools {
+        if let Err(e) = client.call_tool(&tool.name, json!({})).await {
+            eprintln!("{scenario}: {}: {e}", tool.name);
+        }
+    }
     Ok(())
 }
 
