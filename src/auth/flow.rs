@@ -16,8 +16,9 @@ use super::{
     failure,
     fetch::Fetcher,
     grants::{self, JWT_BEARER},
+    identity,
     store::Lease,
-    vocabulary::{choose_scopes, is_dpop, needs_refresh, now_secs, store_key, Found},
+    vocabulary::{apply_answer, choose_scopes, is_dpop, needs_refresh, now_secs, store_key, Found},
     web::Pending,
     AuthErrorKind, Credentials, IdentityAssertion, OAuth,
 };
@@ -392,6 +393,48 @@ impl OAuth {
         };
         self.grant_without_user(&fetcher, &found, form, scopes)
             .await
+    }
+
+    /// This client's identity at the authorization server `found` names (`identity.rs`), with
+    /// the credentials held for that issuer, if any.
+    pub(super) async fn identity(
+        &self,
+        fetcher: &Fetcher,
+        found: &Found,
+    ) -> Result<Credentials, Error> {
+        let granted = {
+            let state = self.state();
+            let granted = state.granted.as_ref().filter(|g| g.issuer == found.issuer);
+            granted.map(|g| g.credentials.clone())
+        };
+        let redirect_uri = self.inner.agent.redirect_uri();
+        identity::identity(&self.inner.config, redirect_uri, granted, fetcher, found).await
+    }
+
+    /// A grant at the token endpoint without a user (client credentials, `jwt-bearer`): the
+    /// request as `grants.rs` makes it, posted with a DPoP proof if the client proves
+    /// possession, and the answer kept.
+    async fn grant_without_user(
+        &self,
+        fetcher: &Fetcher,
+        found: &Found,
+        form: grants::Form,
+        scopes: Vec<String>,
+    ) -> Result<(), Error> {
+        let request = grants::without_user(&self.inner.config, found, form, &scopes)?;
+        let answer = self
+            .post_grant_with_dpop(
+                fetcher,
+                &request.endpoint,
+                &request.form,
+                request.authorization.as_deref(),
+            )
+            .await?;
+        let mut credentials = request.credentials;
+        apply_answer(&mut credentials, answer, scopes, now_secs());
+        self.keep(&found.metadata, &found.resource, credentials)
+            .await;
+        Ok(())
     }
 
     /// Takes up the credentials the store keeps for this authorization server and resource, if

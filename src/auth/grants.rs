@@ -14,8 +14,8 @@ use super::{
     fetch::Fetcher,
     identity::secret_method,
     jwt::Es256Key,
-    vocabulary::{apply_answer, now_secs, Found, TokenAnswer},
-    AuthErrorKind, Credentials, OAuth, TokenAuthMethod,
+    vocabulary::{now_secs, Found, TokenAnswer},
+    AuthErrorKind, Credentials, OAuthConfig, TokenAuthMethod,
 };
 use crate::error::Error;
 
@@ -235,54 +235,59 @@ pub(crate) async fn identity_assertion_grant(
     Ok(answer.access_token)
 }
 
-impl OAuth {
-    /// A grant at the token endpoint without a user: client credentials, `jwt-bearer`.
-    pub(super) async fn grant_without_user(
-        &self,
-        fetcher: &Fetcher,
-        found: &Found,
-        mut form: Form,
-        scopes: Vec<String>,
-    ) -> Result<(), Error> {
-        let config = &self.inner.config;
-        let key = match &config.private_key_pem {
-            Some(pem) => Some(Es256Key::from_pem(pem)?),
-            None => None,
-        };
-        let credentials = Credentials {
-            client_id: config.client_id.clone().unwrap_or_default(),
-            client_secret: config.client_secret.clone(),
-            auth_method: match key {
-                Some(_) => TokenAuthMethod::PrivateKeyJwt,
-                None => secret_method(config.client_secret.is_some(), &found.metadata),
-            },
-            ..Credentials::default()
-        };
-        let endpoint = found.metadata.token_endpoint.as_ref().ok_or_else(|| {
-            failure(
-                AuthErrorKind::Discovery,
-                format!("{:?} has no token endpoint", found.issuer),
-            )
-        })?;
-        super::discovery::require_secure("token endpoint", endpoint)?;
-        let (client_form, authorization) =
-            client_authentication(&credentials, key.as_ref(), &found.metadata.issuer)?;
-        extend_grant_form(
-            &mut form,
-            &credentials,
-            client_form,
-            &scopes,
-            &found.resource,
-        );
-        let answer = self
-            .post_grant_with_dpop(fetcher, endpoint, &form, authorization.as_deref())
-            .await?;
-        let mut credentials = credentials;
-        apply_answer(&mut credentials, answer, scopes, now_secs());
-        self.keep(&found.metadata, &found.resource, credentials)
-            .await;
-        Ok(())
-    }
+/// A grant without a user, ready to post: where, the form, the client's `Authorization`
+/// header if it authenticates with one, and the credentials the answer completes.
+pub(super) struct WithoutUser {
+    pub endpoint: Url,
+    pub form: Form,
+    pub authorization: Option<String>,
+    pub credentials: Credentials,
+}
+
+/// The request of a grant at the token endpoint without a user (client credentials,
+/// `jwt-bearer`): the client as `config` says (a secret or a `private_key_jwt` assertion),
+/// `form` completed with the client's authentication, `scopes` and the RFC 8707 `resource`.
+pub(super) fn without_user(
+    config: &OAuthConfig,
+    found: &Found,
+    mut form: Form,
+    scopes: &[String],
+) -> Result<WithoutUser, Error> {
+    let key = match &config.private_key_pem {
+        Some(pem) => Some(Es256Key::from_pem(pem)?),
+        None => None,
+    };
+    let credentials = Credentials {
+        client_id: config.client_id.clone().unwrap_or_default(),
+        client_secret: config.client_secret.clone(),
+        auth_method: match key {
+            Some(_) => TokenAuthMethod::PrivateKeyJwt,
+            None => secret_method(config.client_secret.is_some(), &found.metadata),
+        },
+        ..Credentials::default()
+    };
+    let endpoint = found.metadata.token_endpoint.clone().ok_or_else(|| {
+        failure(
+            AuthErrorKind::Discovery,
+            format!("{:?} has no token endpoint", found.issuer),
+        )
+    })?;
+    super::discovery::require_secure("token endpoint", &endpoint)?;
+    let (client_form, authorization) =
+        client_authentication(&credentials, key.as_ref(), &found.metadata.issuer)?;
+    extend_grant_form(
+        &mut form,
+        &credentials,
+        client_form,
+        scopes,
+        &found.resource,
+    );
+    Ok(WithoutUser {
+        endpoint,
+        form,
+        authorization,
+        credentials,
+    })
 }
 
 /// A grant's form: the client's authentication (nothing for a client without an id, as a
@@ -391,5 +396,77 @@ mod tests {
                 ("resource", "https://mcp".to_owned()),
             ]
         );
+    }
+
+    fn found(token_endpoint: &str) -> Found {
+        let metadata = serde_json::json!({"issuer": "https://as.example.com",
+            "token_endpoint": token_endpoint,
+            "token_endpoint_auth_methods_supported": ["client_secret_basic"]});
+        Found {
+            issuer: "https://as.example.com".into(),
+            resource: "https://mcp.example.com/mcp".into(),
+            scopes_supported: None,
+            metadata: serde_json::from_value(metadata).unwrap(),
+        }
+    }
+
+    #[test]
+    fn a_grant_without_user_carries_the_client_the_scopes_and_the_resource() {
+        let config = OAuthConfig::default()
+            .client_id("m2m")
+            .client_secret("s3cret");
+        let form = vec![("grant_type", "client_credentials".to_owned())];
+        let scopes = ["read".to_owned()];
+        let request = without_user(
+            &config,
+            &found("https://as.example.com/token"),
+            form,
+            &scopes,
+        )
+        .unwrap();
+        assert_eq!(request.endpoint.as_str(), "https://as.example.com/token");
+        assert_eq!(request.credentials.client_id, "m2m");
+        let basic = STANDARD.encode("m2m:s3cret");
+        assert_eq!(request.authorization, Some(format!("Basic {basic}")));
+        let get = |name: &str| {
+            request
+                .form
+                .iter()
+                .find(|(k, _)| *k == name)
+                .map(|(_, v)| v)
+        };
+        assert_eq!(
+            get("grant_type").map(String::as_str),
+            Some("client_credentials")
+        );
+        assert_eq!(get("scope").map(String::as_str), Some("read"));
+        assert_eq!(
+            get("resource").map(String::as_str),
+            Some("https://mcp.example.com/mcp")
+        );
+        assert!(
+            get("client_secret").is_none(),
+            "the secret goes in the header only"
+        );
+    }
+
+    #[test]
+    fn a_grant_without_user_needs_a_secure_token_endpoint() {
+        let config = OAuthConfig::default().client_id("m2m");
+        let insecure = without_user(&config, &found("http://as.example.com/token"), vec![], &[]);
+        let Err(Error::Unauthorized { kind, .. }) = insecure else {
+            panic!("an http token endpoint off loopback was taken");
+        };
+        assert_eq!(kind, AuthErrorKind::InsecureEndpoint);
+        let mut none = found("https://as.example.com/token");
+        none.metadata.token_endpoint = None;
+        let missing = without_user(&config, &none, vec![], &[]);
+        assert!(matches!(
+            missing,
+            Err(Error::Unauthorized {
+                kind: AuthErrorKind::Discovery,
+                ..
+            })
+        ));
     }
 }

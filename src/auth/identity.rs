@@ -11,7 +11,7 @@ use super::{
     failure,
     fetch::Fetcher,
     vocabulary::{store_key, Found},
-    ApplicationType, AuthErrorKind, Credentials, OAuth, TokenAuthMethod,
+    ApplicationType, AuthErrorKind, Credentials, TokenAuthMethod,
 };
 use crate::error::Error;
 
@@ -171,45 +171,39 @@ fn registered_credentials(
     })
 }
 
-impl OAuth {
-    /// This client's identity at the authorization server `found` names.
-    pub(super) async fn identity(
-        &self,
-        fetcher: &Fetcher,
-        found: &Found,
-    ) -> Result<Credentials, Error> {
-        let config = &self.inner.config;
-        // Held for this issuer (never another's: a migrated resource gets a new registration).
-        let granted = {
-            let state = self.state();
-            let granted = state.granted.as_ref().filter(|g| g.issuer == found.issuer);
-            granted.map(|g| g.credentials.clone())
-        };
-        let held = match granted {
-            Some(granted) => Some(granted),
-            None => {
-                let key = store_key(&found.issuer, &found.resource);
-                let stored = config.store.read(&key).await?;
-                stored.map(|s| s.credentials)
+/// This client's identity at the authorization server `found` names: `granted` (the
+/// credentials held for that issuer, never another's: a migrated resource gets a new
+/// registration), else those stored for it, else as `config` chooses, registering if it must.
+pub(super) async fn identity(
+    config: &OAuthConfig,
+    redirect_uri: String,
+    granted: Option<Credentials>,
+    fetcher: &Fetcher,
+    found: &Found,
+) -> Result<Credentials, Error> {
+    let held = match granted {
+        Some(granted) => Some(granted),
+        None => {
+            let key = store_key(&found.issuer, &found.resource);
+            let stored = config.store.read(&key).await?;
+            stored.map(|s| s.credentials)
+        }
+    };
+    let held = || held;
+    match choose_identity(config, redirect_uri, &found.metadata, held)? {
+        Identity::Known(credentials) => Ok(credentials),
+        Identity::Register { endpoint, request } => {
+            let (status, answer) = fetcher.post_json(endpoint, &request).await?;
+            if !(200..300).contains(&status) {
+                return Err(failure(
+                    AuthErrorKind::Registration,
+                    format!(
+                        "{:?} refused the registration (HTTP {status})",
+                        found.issuer
+                    ),
+                ));
             }
-        };
-        let held = || held;
-        let redirect_uri = self.inner.agent.redirect_uri();
-        match choose_identity(config, redirect_uri, &found.metadata, held)? {
-            Identity::Known(credentials) => Ok(credentials),
-            Identity::Register { endpoint, request } => {
-                let (status, answer) = fetcher.post_json(endpoint, &request).await?;
-                if !(200..300).contains(&status) {
-                    return Err(failure(
-                        AuthErrorKind::Registration,
-                        format!(
-                            "{:?} refused the registration (HTTP {status})",
-                            found.issuer
-                        ),
-                    ));
-                }
-                registered_credentials(&answer, &found.metadata)
-            }
+            registered_credentials(&answer, &found.metadata)
         }
     }
 }

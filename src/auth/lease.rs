@@ -83,6 +83,8 @@ pub(super) enum Action<W, O> {
 #[derive(Debug)]
 enum Phase<O> {
     Leasing,
+    /// Giving back a lease too short for the work, to take a new one.
+    GivingBack,
     Waiting,
     Deciding(Lease),
     Working(Lease),
@@ -161,7 +163,7 @@ where
                 Step::Work(_)
                     if lease.deadline_ms.saturating_sub(now_ms) < millis(self.job.margin()) =>
                 {
-                    self.phase = Phase::Leasing;
+                    self.phase = Phase::GivingBack;
                     Action::Release(lease)
                 }
                 Step::Work(work) => {
@@ -236,15 +238,12 @@ where
     pub fn released(&mut self) -> Action<J::Work, J::Outcome> {
         match std::mem::replace(&mut self.phase, Phase::Done) {
             Phase::Releasing(outcome) => self.done(outcome),
-            // A lease given back to take a longer one.
-            Phase::Leasing => Self::lease_again(&mut self.phase),
+            Phase::GivingBack => {
+                self.phase = Phase::Leasing;
+                Action::TryLease
+            }
             other => self.unexpected(other),
         }
-    }
-
-    fn lease_again(phase: &mut Phase<J::Outcome>) -> Action<J::Work, J::Outcome> {
-        *phase = Phase::Leasing;
-        Action::TryLease
     }
 
     fn release(&mut self, lease: Lease, outcome: J::Outcome) -> Action<J::Work, J::Outcome> {
@@ -262,5 +261,141 @@ where
         tracing::error!(?phase, "lease protocol answered out of order");
         let outcome = self.job.out_of_order();
         self.done(outcome)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A job that adopts a stored token named "theirs", and otherwise works once.
+    struct Toy;
+
+    impl LeaseJob for Toy {
+        type Work = &'static str;
+        type Outcome = &'static str;
+
+        fn adopt(&self, stored: Credentials, _now_ms: u64) -> Option<&'static str> {
+            (stored.access_token.as_deref() == Some("theirs")).then_some("adopted")
+        }
+
+        fn decide(
+            &mut self,
+            stored: Option<Credentials>,
+            now_ms: u64,
+        ) -> Step<&'static str, &'static str> {
+            match stored.and_then(|stored| self.adopt(stored, now_ms)) {
+                Some(adopted) => Step::End(adopted),
+                None => Step::Work("work"),
+            }
+        }
+
+        fn margin(&self) -> Duration {
+            Duration::from_secs(10)
+        }
+
+        fn timed_out(&self) -> &'static str {
+            "timed out"
+        }
+
+        fn out_of_order(&self) -> &'static str {
+            "out of order"
+        }
+    }
+
+    fn lease(deadline_ms: u64) -> Lease {
+        Lease {
+            key: "k".into(),
+            fence: 1,
+            deadline_ms,
+        }
+    }
+
+    fn theirs() -> Credentials {
+        Credentials {
+            access_token: Some("theirs".into()),
+            ..Credentials::default()
+        }
+    }
+
+    fn start() -> LeaseProtocol<Toy> {
+        let (protocol, first) = LeaseProtocol::begin(
+            Toy,
+            0,
+            Duration::from_secs(5),
+            (Duration::ZERO, Duration::ZERO),
+        );
+        assert_eq!(first, Action::TryLease);
+        protocol
+    }
+
+    #[test]
+    fn the_holder_works_under_its_lease_then_releases_it() {
+        let mut protocol = start();
+        assert_eq!(protocol.leased(Some(lease(15_000))), Action::Read);
+        assert_eq!(protocol.read(None, 0), Action::Work("work"));
+        assert_eq!(protocol.renewal(), Some(lease(15_000)));
+        assert!(!protocol.renewed(Some(lease(20_000))));
+        assert_eq!(protocol.worked(Step::Work("more")), Action::Work("more"));
+        assert_eq!(
+            protocol.worked(Step::End("done")),
+            Action::Release(lease(20_000))
+        );
+        assert_eq!(protocol.released(), Action::Done("done"));
+    }
+
+    #[test]
+    fn another_result_is_adopted_by_the_holder_and_by_a_waiter() {
+        let mut holder = start();
+        holder.leased(Some(lease(15_000)));
+        assert_eq!(
+            holder.read(Some(theirs()), 0),
+            Action::Release(lease(15_000))
+        );
+        assert_eq!(holder.released(), Action::Done("adopted"));
+        let mut waiter = start();
+        assert_eq!(waiter.leased(None), Action::Read);
+        assert_eq!(waiter.read(Some(theirs()), 0), Action::Done("adopted"));
+    }
+
+    #[test]
+    fn a_waiter_sleeps_and_tries_again_until_its_bound() {
+        let mut waiter = start();
+        waiter.leased(None);
+        assert!(matches!(waiter.read(None, 1_000), Action::Sleep(_)));
+        assert_eq!(waiter.woke(), Action::TryLease);
+        waiter.leased(None);
+        assert_eq!(waiter.read(None, 5_000), Action::Done("timed out"));
+    }
+
+    #[test]
+    fn a_lease_too_short_for_the_work_is_given_back_and_taken_anew() {
+        let mut protocol = start();
+        protocol.leased(Some(lease(9_000)));
+        assert_eq!(protocol.read(None, 0), Action::Release(lease(9_000)));
+        assert_eq!(protocol.released(), Action::TryLease);
+        protocol.leased(Some(lease(15_000)));
+        assert_eq!(protocol.read(None, 0), Action::Work("work"));
+    }
+
+    #[test]
+    fn a_lease_lost_while_working_is_reported_once_and_not_renewed_again() {
+        let mut protocol = start();
+        protocol.leased(Some(lease(15_000)));
+        protocol.read(None, 0);
+        assert!(protocol.renewed(None), "reported the first time");
+        assert!(!protocol.renewed(None));
+        assert_eq!(protocol.renewal(), None);
+    }
+
+    #[test]
+    fn an_answer_out_of_order_ends_it_doing_nothing_more() {
+        let mut protocol = start();
+        assert_eq!(protocol.released(), Action::Done("out of order"));
+        let mut protocol = start();
+        assert_eq!(
+            protocol.worked(Step::End("x")),
+            Action::Done("out of order")
+        );
     }
 }
