@@ -144,3 +144,80 @@ impl SignInCoordinator {
         self.worked(Step::End(outcome))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::auth::lease::Action as A;
+    use crate::auth::store::Lease;
+
+    fn token(access: &str, expires_at: Option<u64>, scopes: &[&str]) -> Credentials {
+        Credentials {
+            access_token: Some(access.into()),
+            expires_at,
+            scopes: scopes.iter().map(|s| (*s).to_owned()).collect(),
+            ..Credentials::default()
+        }
+    }
+
+    #[test]
+    fn only_another_live_token_with_every_scope_wanted_is_someone_elses_sign_in() {
+        let wanted = ["files".to_owned()];
+        let theirs = token("new", Some(200), &["files", "mail"]);
+        assert!(signed_in_by_another(&theirs, Some("old"), &wanted, 100));
+        let refused_again = token("old", Some(200), &["files"]);
+        assert!(!signed_in_by_another(
+            &refused_again,
+            Some("old"),
+            &wanted,
+            100
+        ));
+        let expired = token("new", Some(100), &["files"]);
+        assert!(!signed_in_by_another(&expired, Some("old"), &wanted, 100));
+        let narrower = token("new", None, &["mail"]);
+        assert!(!signed_in_by_another(&narrower, Some("old"), &wanted, 100));
+        let no_token = Credentials::default();
+        assert!(!signed_in_by_another(&no_token, None, &[], 100));
+    }
+
+    #[test]
+    fn the_holder_adopts_a_token_stored_meanwhile_else_signs_in_and_reports_how_it_went() {
+        let lease = Lease {
+            key: "sign-in k".into(),
+            fence: 1,
+            deadline_ms: 15_000,
+        };
+        let (mut adopting, _) =
+            SignInCoordinator::start(Some("old".into()), Vec::new(), 0, Duration::from_secs(1));
+        adopting.leased(Some(lease.clone()));
+        let stored = token("new", None, &[]);
+        assert_eq!(
+            adopting.read(Some(stored.clone()), 0),
+            A::Release(lease.clone())
+        );
+        assert_eq!(
+            adopting.released(),
+            A::Done(Outcome::Adopted(Box::new(stored)))
+        );
+
+        let (mut signing, _) =
+            SignInCoordinator::start(None, Vec::new(), 0, Duration::from_secs(1));
+        signing.leased(Some(lease.clone()));
+        assert_eq!(signing.read(None, 0), A::Work(SignIn));
+        assert_eq!(signing.signed_in(false), A::Release(lease));
+        assert_eq!(signing.released(), A::Done(Outcome::SignInFailed));
+    }
+
+    #[test]
+    fn a_waiter_is_bounded_by_the_person_and_two_leases() {
+        let bound = SignInCoordinator::wait_bound(Duration::from_secs(300));
+        assert_eq!(bound, Duration::from_secs(300) + SIGN_IN_LEASE_TTL * 2);
+        let (mut waiting, _) = SignInCoordinator::start(None, Vec::new(), 0, bound);
+        waiting.leased(None);
+        assert!(matches!(waiting.read(None, 1_000), A::Sleep(_)));
+        waiting.woke();
+        waiting.leased(None);
+        let past = u64::try_from(bound.as_millis()).unwrap();
+        assert_eq!(waiting.read(None, past), A::Done(Outcome::TimedOut));
+    }
+}
