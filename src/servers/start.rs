@@ -55,3 +55,53 @@ impl Start {
         self.done.clone()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A connect that ends when `go` is sent, failing (no client is needed to test the slots).
+    async fn held(go: tokio::sync::oneshot::Receiver<()>) -> Result<Client, Error> {
+        let _ = go.await;
+        Err(Error::Misuse("no server here".into()))
+    }
+
+    #[tokio::test]
+    async fn a_start_waits_for_a_free_slot_and_holds_it_until_its_connect_ends() {
+        let slots = Arc::new(Semaphore::new(1));
+        let (first_go, first_wait) = tokio::sync::oneshot::channel();
+        let (second_go, second_wait) = tokio::sync::oneshot::channel();
+        let first = Start::new(slots.clone(), held(first_wait));
+        let second = Start::new(slots.clone(), held(second_wait));
+        let first_done = tokio::spawn(first.done());
+        let second_done = tokio::spawn(second.done());
+        first.slot_taken().await;
+        assert_eq!(slots.available_permits(), 0, "the first holds the one slot");
+        let second_slot = second.slot_taken();
+        tokio::pin!(second_slot);
+        assert!(
+            futures::poll!(second_slot.as_mut()).is_pending(),
+            "the second waits for it"
+        );
+        let _ = first_go.send(());
+        assert!(first_done.await.unwrap().is_err());
+        second_slot.await;
+        let _ = second_go.send(());
+        assert!(second_done.await.unwrap().is_err());
+        assert_eq!(slots.available_permits(), 1, "every slot given back");
+    }
+
+    #[tokio::test]
+    async fn every_caller_shares_the_one_connect() {
+        let slots = Arc::new(Semaphore::new(1));
+        let runs = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let counted = runs.clone();
+        let start = Start::new(slots, async move {
+            counted.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            Err(Error::Misuse("no server here".into()))
+        });
+        let (a, b) = futures::join!(start.done(), start.clone().done());
+        assert!(a.is_err() && b.is_err());
+        assert_eq!(runs.load(std::sync::atomic::Ordering::SeqCst), 1);
+    }
+}
