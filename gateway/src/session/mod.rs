@@ -442,19 +442,21 @@ impl Session {
         self.state.borrow_mut().in_flight.cancel(id, Some(reason));
     }
 
-    /// The downstream client went away: every call it left in flight is cancelled upstream
-    /// (what upstream servers asked of it is answered with an error), and
-    /// their tasks have ended (each cancel handed to its connection) when this returns.
+    /// The downstream client went away: every call it left in flight is cancelled upstream,
+    /// their tasks have ended (each cancel handed to its connection), and only then is what
+    /// upstream servers asked of it answered with an error. In that order: a server whose
+    /// request is refused may end the call by itself, and its answer would then make the cancel
+    /// owed no more (a late answer needs none), so the cancel goes first.
     pub async fn end(&self, reason: &str) {
         self.upstream.downstream.leave(self.key);
         self.leave_subscriptions();
-        self.state.borrow_mut().asked.clear();
         let cancelled = self.state.borrow_mut().in_flight.cancel_all(reason);
         tracing::debug!(cancelled, "downstream session ended");
         let tasks = std::mem::take(&mut self.state.borrow_mut().tasks);
         for task in tasks {
             let _ = task.await;
         }
+        self.state.borrow_mut().asked.clear();
     }
 }
 
