@@ -443,20 +443,27 @@ impl Session {
     }
 
     /// The downstream client went away: every call it left in flight is cancelled upstream,
-    /// their tasks have ended (each cancel handed to its connection), and only then is what
-    /// upstream servers asked of it answered with an error. In that order: a server whose
-    /// request is refused may end the call by itself, and its answer would then make the cancel
-    /// owed no more (a late answer needs none), so the cancel goes first.
+    /// what upstream servers asked of it is answered with an error, and its tasks have ended
+    /// (each cancel handed to its connection) when this returns.
+    ///
+    /// The cancels go first: a server whose request is refused may end the call by itself, and
+    /// its answer would make the cancel owed no more. Yielding once lets the calls just
+    /// cancelled run (they were woken before this task) and hand their cancels over before the
+    /// refusals; waiting for every task instead could wait on a server that answers nothing
+    /// until its own request is answered.
     pub async fn end(&self, reason: &str) {
         self.upstream.downstream.leave(self.key);
         self.leave_subscriptions();
         let cancelled = self.state.borrow_mut().in_flight.cancel_all(reason);
         tracing::debug!(cancelled, "downstream session ended");
+        if cancelled > 0 {
+            tokio::task::yield_now().await;
+        }
+        self.state.borrow_mut().asked.clear();
         let tasks = std::mem::take(&mut self.state.borrow_mut().tasks);
         for task in tasks {
             let _ = task.await;
         }
-        self.state.borrow_mut().asked.clear();
     }
 }
 
