@@ -853,6 +853,32 @@ async fn a_web_service_signs_a_user_in_and_calls_tools_on_their_behalf() {
     );
 }
 
+/// A loopback port free a moment ago, for the CLI's callback listener.
+fn free_port() -> String {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1");
+    listener
+        .local_addr()
+        .expect("its address")
+        .port()
+        .to_string()
+}
+
+/// The authorization URL the CLI prints on stderr when it needs a sign-in.
+async fn authorization_url(
+    stderr: &mut tokio::io::Lines<tokio::io::BufReader<tokio::process::ChildStderr>>,
+) -> String {
+    loop {
+        let line = stderr
+            .next_line()
+            .await
+            .unwrap()
+            .expect("the CLI prints the authorization URL");
+        if let Some(url) = line.trim().strip_prefix("http") {
+            return format!("http{url}");
+        }
+    }
+}
+
 /// The CLI's flow (`actix-mcp --url …` against a server that answers 401): it prints the
 /// authorization URL, waits on its loopback callback, and keeps the tokens in an owner-only file,
 /// so the next run needs no browser.
@@ -863,12 +889,7 @@ async fn the_cli_signs_in_with_a_loopback_callback_and_keeps_the_tokens() {
     let config_home =
         std::env::temp_dir().join(format!("actix-mcp-cli-auth-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&config_home);
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-        .to_string();
+    let port = free_port();
     let run = || {
         tokio::process::Command::new(common::program(common::workspace_bins::CLI))
             .args([
@@ -889,16 +910,7 @@ async fn the_cli_signs_in_with_a_loopback_callback_and_keeps_the_tokens() {
     };
     let mut first = run();
     let mut stderr = BufReader::new(first.stderr.take().unwrap()).lines();
-    let authorize = loop {
-        let line = stderr
-            .next_line()
-            .await
-            .unwrap()
-            .expect("the CLI prints the authorization URL");
-        if let Some(url) = line.trim().strip_prefix("http") {
-            break format!("http{url}");
-        }
-    };
+    let authorize = authorization_url(&mut stderr).await;
     // The "browser": the authorization server approves and sends it to the CLI's callback.
     let browser = reqwest::Client::builder()
         .redirect(reqwest::redirect::Policy::none())
@@ -942,12 +954,7 @@ async fn the_cli_bounds_the_browser_wait_by_its_sign_in_timeout() {
     let config_home =
         std::env::temp_dir().join(format!("actix-mcp-cli-sign-in-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&config_home);
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-        .to_string();
+    let port = free_port();
     // Nobody opens the URL: the sign-in never comes back. The connect timeout is shorter than
     // the sign-in's, and must not end the wait.
     let output = tokio::process::Command::new(common::program(common::workspace_bins::CLI))
@@ -989,12 +996,7 @@ async fn the_cli_bounds_a_hanging_token_endpoint_by_its_connect_timeout() {
     let config_home =
         std::env::temp_dir().join(format!("actix-mcp-cli-hang-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&config_home);
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-        .to_string();
+    let port = free_port();
     let mut cli = tokio::process::Command::new(common::program(common::workspace_bins::CLI))
         .args(["--url", &url, "--callback-port", &port])
         .args(["--connect-timeout", "1", "--sign-in-timeout", "60"])
@@ -1006,16 +1008,7 @@ async fn the_cli_bounds_a_hanging_token_endpoint_by_its_connect_timeout() {
         .spawn()
         .expect("the CLI starts");
     let mut stderr = BufReader::new(cli.stderr.take().unwrap()).lines();
-    let authorize = loop {
-        let line = stderr
-            .next_line()
-            .await
-            .unwrap()
-            .expect("the authorization URL");
-        if let Some(url) = line.trim().strip_prefix("http") {
-            break format!("http{url}");
-        }
-    };
+    let authorize = authorization_url(&mut stderr).await;
     let browser = reqwest::Client::builder()
         .redirect(reqwest::redirect::Policy::none())
         .build()
