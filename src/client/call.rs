@@ -150,6 +150,26 @@ impl<T> Call<T> {
         }
     }
 
+    /// The result as the server sent it, its JSON text unread: for passing it on unchanged
+    /// (a gateway's answer), with its key order and numbers as they were. What the call checks
+    /// of a result (a tool's output schema, a page's tools) is still checked.
+    pub fn raw(self) -> Call<RawResult> {
+        self.answering()
+    }
+
+    /// The same call, its result read as `U`.
+    pub(crate) fn answering<U>(self) -> Call<U> {
+        Call {
+            link: self.link,
+            request: self.request,
+            timeout: self.timeout,
+            meta: self.meta,
+            progress: self.progress,
+            extras: self.extras,
+            _result: PhantomData,
+        }
+    }
+
     /// The extras, made on first need.
     fn extras(&mut self) -> &mut Extras {
         self.extras.get_or_insert_with(Box::default)

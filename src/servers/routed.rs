@@ -5,10 +5,12 @@
 
 use std::{
     future::{Future, IntoFuture},
+    marker::PhantomData,
     pin::Pin,
     time::Duration,
 };
 
+use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 
 use super::{catalogue, lists::Kinds, live, CallInFlight, Servers, ServersError, ToolStats};
@@ -17,20 +19,53 @@ use crate::{
     client::{Client, ProgressStream},
     error::Error,
     protocol::{
+        jsonrpc::RawResult,
         notifications::{Progress, ProgressCallback},
         tools::CallToolResult,
     },
 };
 
+/// What a routed call answers: the typed [`CallToolResult`], or the result as the server sent
+/// it ([`RoutedCall::raw`]).
+pub trait RoutedResult: DeserializeOwned + Send + 'static + private::Sealed {
+    /// Whether the tool reported a failure of its own (`isError: true`), for its figures.
+    fn tool_failed(&self) -> bool;
+}
+
+mod private {
+    pub trait Sealed {}
+    impl Sealed for super::CallToolResult {}
+    impl Sealed for super::RawResult {}
+}
+
+impl RoutedResult for CallToolResult {
+    fn tool_failed(&self) -> bool {
+        self.failed()
+    }
+}
+
+impl RoutedResult for RawResult {
+    fn tool_failed(&self) -> bool {
+        #[derive(serde::Deserialize)]
+        struct Flag {
+            #[serde(rename = "isError", default)]
+            is_error: Option<bool>,
+        }
+        serde_json::from_str::<Flag>(self.get()).is_ok_and(|flag| flag.is_error == Some(true))
+    }
+}
+
 /// A `tools/call` routed by name ([`Servers::call`]): set a token and a timeout, then await.
+/// It answers a [`CallToolResult`], or with [`raw`](Self::raw) the result as the server sent it.
 #[must_use = "a RoutedCall does nothing until it is awaited"]
-pub struct RoutedCall {
+pub struct RoutedCall<T = CallToolResult> {
     target: Target,
     arguments: Value,
     cancellation: Option<Cancellation>,
     timeout: Option<Duration>,
     meta: Option<Map<String, Value>>,
     progress: Option<ProgressCallback>,
+    _result: PhantomData<fn() -> T>,
 }
 
 /// Where a routed call goes. Apart from the call's settings, whose progress callback is not
@@ -121,9 +156,26 @@ impl RoutedCall {
             timeout: None,
             meta: None,
             progress: None,
+            _result: PhantomData,
         }
     }
 
+    /// The result as the server sent it, its JSON text unread (see [`Call::raw`](crate::Call::raw)):
+    /// for passing it on unchanged.
+    pub fn raw(self) -> RoutedCall<RawResult> {
+        RoutedCall {
+            target: self.target,
+            arguments: self.arguments,
+            cancellation: self.cancellation,
+            timeout: self.timeout,
+            meta: self.meta,
+            progress: self.progress,
+            _result: PhantomData,
+        }
+    }
+}
+
+impl<T: RoutedResult> RoutedCall<T> {
     /// Calls `callback` with each progress update of the call, as
     /// [`Call::on_progress`](crate::Call::on_progress) (the inspector still sees them too).
     pub fn on_progress(mut self, callback: impl FnMut(Progress) + Send + 'static) -> Self {
@@ -157,8 +209,8 @@ impl RoutedCall {
     }
 }
 
-impl IntoFuture for RoutedCall {
-    type Output = Result<CallToolResult, ServersError>;
+impl<T: RoutedResult> IntoFuture for RoutedCall<T> {
+    type Output = Result<T, ServersError>;
     type IntoFuture = Pin<Box<dyn Future<Output = Self::Output> + Send>>;
 
     fn into_future(self) -> Self::IntoFuture {
@@ -171,9 +223,9 @@ impl IntoFuture for RoutedCall {
     }
 }
 
-impl RoutedCall {
+impl<T: RoutedResult> RoutedCall<T> {
     /// The call, kept in flight meanwhile and counted for its tool as it ends.
-    async fn run_tracked(mut self, live: &live::Shared) -> Result<CallToolResult, ServersError> {
+    async fn run_tracked(mut self, live: &live::Shared) -> Result<T, ServersError> {
         // The call's own token: cancelled by the caller's, or from the inspector.
         let stop = Cancellation::new();
         let registration = live::register(live, &self.target.tool, stop.clone());
@@ -196,7 +248,7 @@ impl RoutedCall {
         outcome
     }
 
-    async fn run(self, live: Option<&live::Registration>) -> Result<CallToolResult, ServersError> {
+    async fn run(self, live: Option<&live::Registration>) -> Result<T, ServersError> {
         let token = self.cancellation.clone();
         let (client, tool) = self.target.find(token.as_ref(), live).await?;
         self.send(&client, &tool, token.as_ref(), live).await
@@ -209,10 +261,9 @@ impl RoutedCall {
         tool: &str,
         token: Option<&Cancellation>,
         live: Option<&live::Registration>,
-    ) -> Result<CallToolResult, ServersError> {
-        let mut call = client
-            .call_tool(tool, self.arguments)
-            .cancellation_opt(token);
+    ) -> Result<T, ServersError> {
+        let call = client.call_tool(tool, self.arguments).answering::<T>();
+        let mut call = call.cancellation_opt(token);
         if let Some(after) = self.timeout {
             call = call.timeout(after);
         }
@@ -275,10 +326,10 @@ fn progress_callback(
 }
 
 /// How a routed call ended, for its tool's figures: a timeout counts as a cancel.
-fn outcome_of(outcome: &Result<CallToolResult, ServersError>) -> live::Outcome {
+fn outcome_of<T: RoutedResult>(outcome: &Result<T, ServersError>) -> live::Outcome {
     match outcome {
         Ok(result) => live::Outcome::Answered {
-            tool_error: result.is_error == Some(true),
+            tool_error: result.tool_failed(),
         },
         Err(e) if e.is_cancelled() => live::Outcome::Cancelled,
         Err(ServersError::Client(Error::Timeout { .. })) => live::Outcome::Cancelled,
@@ -345,15 +396,15 @@ mod tests {
             after: Duration::from_secs(1),
         };
         assert!(matches!(
-            outcome_of(&Err(timeout.into())),
+            outcome_of::<CallToolResult>(&Err(timeout.into())),
             live::Outcome::Cancelled
         ));
         assert!(matches!(
-            outcome_of(&Err(Error::cancelled(None).into())),
+            outcome_of::<CallToolResult>(&Err(Error::cancelled(None).into())),
             live::Outcome::Cancelled
         ));
         assert!(matches!(
-            outcome_of(&Err(ServersError::UnknownTool("x".into()))),
+            outcome_of::<CallToolResult>(&Err(ServersError::UnknownTool("x".into()))),
             live::Outcome::Failed
         ));
     }
@@ -384,6 +435,45 @@ mod tests {
             servers.call_tool("c", "echo", json!({})).await,
             Err(ServersError::UnknownServer(_))
         ));
+        servers.stop().await;
+    }
+
+    #[test]
+    fn a_raw_result_tells_a_tool_error_by_its_flag_alone() {
+        let raw = |text: &str| {
+            RawResult::from(serde_json::value::RawValue::from_string(text.into()).expect("JSON"))
+        };
+        assert!(raw(r#"{"content":[],"isError":true}"#).tool_failed());
+        assert!(!raw(r#"{"content":[],"isError":false}"#).tool_failed());
+        assert!(!raw(r#"{"content":[{"text":"isError"}]}"#).tool_failed());
+        assert!(
+            !raw(r#"[1]"#).tool_failed(),
+            "not an object: not a tool error"
+        );
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_raw_routed_call_answers_the_servers_text_unchanged() {
+        let servers = Servers::new(crate::client::Client::builder());
+        Scripted::add(&servers, "a", &["echo"]);
+        servers.track_calls();
+        let raw = servers
+            .call("echo", json!({"x": 1}))
+            .raw()
+            .await
+            .expect("called");
+        // As the scripted server wrote it: its keys in its order, not re-made from a type.
+        assert_eq!(
+            raw.get(),
+            r#"{"content":[{"text":"{\"x\":1}","type":"text"}]}"#
+        );
+        assert_eq!(
+            (
+                servers.tool_stats()[0].calls,
+                servers.tool_stats()[0].errors
+            ),
+            (1, 0)
+        );
         servers.stop().await;
     }
 
