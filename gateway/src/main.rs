@@ -23,6 +23,7 @@ mod message;
 mod method;
 mod names;
 mod origin;
+mod outbound;
 mod outbox;
 mod owner;
 mod replies;

@@ -10,8 +10,9 @@ use std::sync::{
 };
 
 use bytes::Bytes;
-use serde_json::Value;
 use tokio::sync::mpsc;
+
+use crate::outbound::Outbound;
 
 /// One message for the client, serialized.
 #[derive(Debug)]
@@ -24,13 +25,13 @@ pub struct Outgoing {
 }
 
 impl Outgoing {
-    pub fn of(message: &Value) -> Self {
-        let answer = message.get("id").is_some() && message.get("method").is_none();
-        let code = &message["error"]["code"];
+    pub fn of(message: &Outbound) -> Self {
+        let answer = message.is_answer();
+        let code = message.error_code();
         Self {
-            json: Bytes::from(message.to_string()),
+            json: Bytes::from(message.to_json()),
             answer,
-            missing_capability: answer && *code == crate::replies::MISSING_CAPABILITY,
+            missing_capability: answer && code == Some(crate::replies::MISSING_CAPABILITY),
         }
     }
 }
@@ -76,7 +77,7 @@ pub fn channel(limit: usize) -> (Outbox, Inbox) {
 impl Outbox {
     /// Queues `message`, unless the reader already holds more than the limit unread: then the
     /// stream is marked overflowed and the sender should drop this outbox (which ends it).
-    pub fn send(&self, message: &Value) -> Result<(), Overflow> {
+    pub fn send(&self, message: &Outbound) -> Result<(), Overflow> {
         self.send_outgoing(Outgoing::of(message))
     }
 
@@ -116,8 +117,8 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    fn log(size: usize) -> Value {
-        json!({"jsonrpc": "2.0", "method": "notifications/message", "params": {"data": "x".repeat(size)}})
+    fn log(size: usize) -> Outbound {
+        json!({"jsonrpc": "2.0", "method": "notifications/message", "params": {"data": "x".repeat(size)}}).into()
     }
 
     #[tokio::test]
@@ -151,11 +152,12 @@ mod tests {
 
     #[test]
     fn an_answer_is_told_from_a_request_and_a_notification() {
-        let answer = Outgoing::of(&json!({"jsonrpc": "2.0", "id": 1, "result": {}}));
+        let answer = Outgoing::of(&json!({"jsonrpc": "2.0", "id": 1, "result": {}}).into());
         assert!(answer.answer && !answer.missing_capability);
-        let asked = Outgoing::of(&json!({"jsonrpc": "2.0", "id": 1, "method": "roots/list"}));
+        let asked =
+            Outgoing::of(&json!({"jsonrpc": "2.0", "id": 1, "method": "roots/list"}).into());
         assert!(!asked.answer);
         let refused = json!({"jsonrpc": "2.0", "id": 1, "error": {"code": -32021, "message": "m"}});
-        assert!(Outgoing::of(&refused).missing_capability);
+        assert!(Outgoing::of(&refused.into()).missing_capability);
     }
 }

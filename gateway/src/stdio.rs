@@ -8,7 +8,7 @@ use std::{cell::RefCell, rc::Rc};
 use serde_json::{json, Value};
 use tokio::sync::{mpsc, oneshot};
 
-use crate::{outbox, session::Session, upstream::Upstream};
+use crate::{outbound::Outbound, outbox, session::Session, upstream::Upstream};
 
 /// What may wait unread on stdout, and the longest line taken from stdin.
 const BOUND: usize = 16 << 20;
@@ -23,7 +23,7 @@ pub async fn serve(
     let written = write_lines(lines);
     let (fell_behind, behind) = oneshot::channel::<()>();
     let fell_behind = RefCell::new(Some(fell_behind));
-    let answers: crate::session::Answers = Rc::new(move |answer: Value, _: Option<&Value>| {
+    let answers: crate::session::Answers = Rc::new(move |answer: Outbound, _: Option<&Value>| {
         if out.send(&answer).is_err() {
             // Told once; the session then ends.
             if let Some(told) = fell_behind.borrow_mut().take() {
@@ -52,7 +52,7 @@ pub async fn serve(
                 let why = format!("a line over {BOUND} bytes");
                 let refusal = json!({"jsonrpc": "2.0", "id": null,
                     "error": {"code": -32600, "message": why}});
-                (answers_out)(refusal, None);
+                (answers_out)(refusal.into(), None);
                 continue;
             }
         };
@@ -63,7 +63,7 @@ pub async fn serve(
             Ok(message) => session.message(message),
             Err(refusal) => {
                 tracing::warn!("a downstream line that is not a JSON-RPC message was refused");
-                (answers_out)(refusal, None);
+                (answers_out)(refusal.into(), None);
             }
         }
     };

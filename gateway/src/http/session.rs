@@ -21,6 +21,7 @@ use super::parking::Parking;
 use crate::{
     changes::Event,
     message::{Incoming, Request},
+    outbound::Outbound,
     outbox::{self, Inbox, Outbox, Outgoing},
     owner::Owner,
     replies::{error, INVALID_PARAMS},
@@ -55,7 +56,7 @@ pub struct HttpSession {
     /// 2026-07-28: where it waits for a retry after `input_required`; an answer that comes
     /// while no POST waits for it is kept for the retry.
     parking: Option<Parking>,
-    unclaimed: RefCell<HashMap<String, Value>>,
+    unclaimed: RefCell<HashMap<String, Outbound>>,
     /// Its driver's commands, while it has one.
     driver: RefCell<Option<mpsc::WeakUnboundedSender<Box<Command>>>>,
     /// Its id among this worker's sessions (`here`), while it is one of them.
@@ -160,7 +161,7 @@ impl HttpSession {
     ) -> Rc<Self> {
         Rc::new_cyclic(|this: &Weak<Self>| {
             let this = this.clone();
-            let answers: Answers = Rc::new(move |message: Value, related: Option<&Value>| {
+            let answers: Answers = Rc::new(move |message: Outbound, related: Option<&Value>| {
                 if let Some(this) = this.upgrade() {
                     this.deliver(message, related);
                 }
@@ -248,8 +249,8 @@ impl HttpSession {
     }
 
     /// Hands `message` to the POST it belongs to.
-    fn deliver(self: &Rc<Self>, mut message: Value, related: Option<&Value>) {
-        match (related, message.get("id").cloned()) {
+    fn deliver(self: &Rc<Self>, mut message: Outbound, related: Option<&Value>) {
+        match (related, message.id().cloned()) {
             // A notification or a request of a request in flight: on that request's POST (if it
             // has gone, on the GET stream).
             (Some(id), _) => {
@@ -274,7 +275,7 @@ impl HttpSession {
                 };
                 self.park_if_waiting_for_input(&id, &message);
                 if let Some(answer_as) = post.answer_as {
-                    message["id"] = answer_as;
+                    message.answer_as(answer_as);
                 }
                 // An answer goes whatever was queued before it: it is the stream's last.
                 let _ = post.outbox.send_outgoing(Outgoing::of(&message));
@@ -285,13 +286,11 @@ impl HttpSession {
     }
 
     /// 2026-07-28: a call answered `input_required` waits for its retry.
-    fn park_if_waiting_for_input(self: &Rc<Self>, id: &Value, answer: &Value) {
+    fn park_if_waiting_for_input(self: &Rc<Self>, id: &Value, answer: &Outbound) {
         let Some(parking) = &self.parking else {
             return;
         };
-        let result = &answer["result"];
-        let state = result["requestState"].as_str();
-        if let Some(state) = state.filter(|_| result["resultType"] == "input_required") {
+        if let Some(state) = answer.input_required_state() {
             parking.park(state, self.handle(), id.clone(), self.owner.clone());
         }
     }
@@ -306,7 +305,7 @@ impl HttpSession {
     }
 
     /// On the GET stream, if one is open; one whose reader fell behind is ended.
-    fn to_stream(&self, message: &Value) {
+    fn to_stream(&self, message: &Outbound) {
         let mut stream = self.stream.borrow_mut();
         if let Some(Err(outbox::Overflow)) = stream.as_ref().map(|s| s.send(message)) {
             tracing::info!("a GET stream was ended: its reader fell behind (--stream-buffer)");
@@ -339,7 +338,7 @@ impl HttpSession {
             // The client reused the id of a request still in flight: refused on its own POST,
             // leaving the first's alone.
             let why = "a request with this id is in flight";
-            let _ = outbox.send(&error(&request.id, INVALID_PARAMS, why));
+            let _ = outbox.send(&error(&request.id, INVALID_PARAMS, why).into());
             return;
         }
         let post = Post {
@@ -363,10 +362,10 @@ impl HttpSession {
         messages
     }
 
-    fn deliver_kept(&self, id: &Value, mut answer: Value) {
+    fn deliver_kept(&self, id: &Value, mut answer: Outbound) {
         if let Some(post) = self.waiting.borrow_mut().remove(&id.to_string()) {
             if let Some(answer_as) = post.answer_as {
-                answer["id"] = answer_as;
+                answer.answer_as(answer_as);
             }
             let _ = post.outbox.send(&answer);
         }

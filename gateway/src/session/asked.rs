@@ -53,7 +53,7 @@ impl Session {
                     let mut message = request.clone();
                     message["jsonrpc"] = json!("2.0");
                     message["id"] = json!(id);
-                    (self.out)(message, Some(&related));
+                    (self.out)(message.into(), Some(&related));
                 }
                 let asked = Asked {
                     reply,
@@ -72,7 +72,7 @@ impl Session {
                 if let Some(asked) = asked.filter(|_| !self.modern.get()) {
                     let params = json!({"requestId": id, "reason": reason});
                     let cancel = json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": params});
-                    (self.out)(cancel, Some(&asked.related));
+                    (self.out)(cancel.into(), Some(&asked.related));
                 }
             }
         }

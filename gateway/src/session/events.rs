@@ -16,7 +16,7 @@ impl Session {
         self.state.borrow_mut().routes = None;
         let method = format!("notifications/{changed}/list_changed");
         if !self.modern.get() {
-            return self.send(&json!({"jsonrpc": "2.0", "method": method}));
+            return self.send(json!({"jsonrpc": "2.0", "method": method}));
         }
         // 2026-07-28: only on a listen stream that asked for it.
         if let Some(listen) = self.listening_to_list(changed) {
@@ -30,13 +30,13 @@ impl Session {
         let level = match serde_json::from_value::<actix_mcp::LoggingLevel>(params["level"].clone())
         {
             Ok(level) => level,
-            Err(e) => return self.send(&error(&id, INVALID_PARAMS, format!("level: {e}"))),
+            Err(e) => return self.send(error(&id, INVALID_PARAMS, format!("level: {e}"))),
         };
         self.state.borrow_mut().log_level = Some(level);
         let session = self.clone();
         self.spawn(async move {
             session.ask_upstreams_for_logs(level).await;
-            session.send(&result(&id, json!({}), session.modern.get()));
+            session.send(result(&id, json!({}), session.modern.get()));
         });
     }
 
@@ -74,7 +74,7 @@ impl Session {
             return;
         }
         let params = log_params(server, message);
-        self.send(&json!({"jsonrpc": "2.0", "method": "notifications/message", "params": params}));
+        self.send(json!({"jsonrpc": "2.0", "method": "notifications/message", "params": params}));
     }
 
     /// Tells this session what the upstream servers say, for as long as it lives.

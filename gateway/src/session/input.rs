@@ -91,7 +91,7 @@ impl Session {
                 let why = "the server needs a capability the client did not declare";
                 let mut answer = error(related, MISSING_CAPABILITY, why);
                 answer["error"]["data"] = json!({"requiredCapabilities": required});
-                (self.out)(answer, None);
+                (self.out)(answer.into(), None);
             }
             return;
         }
@@ -105,7 +105,7 @@ impl Session {
             "requestState": uuid::Uuid::new_v4().simple().to_string(),
         });
         let answer = json!({"jsonrpc": "2.0", "id": related, "result": result});
-        (self.out)(answer, None);
+        (self.out)(answer.into(), None);
     }
 
     /// The retry of call `id` brought `responses` (`inputResponses`): each answers the upstream

@@ -34,7 +34,7 @@ impl Session {
     pub(super) fn listen(self: &Rc<Self>, id: Value, params: &Value) {
         let Some(token) = self.state.borrow_mut().in_flight.begin(&id) else {
             let why = "a request with this id is in flight";
-            return self.send(&error(&id, INVALID_PARAMS, why));
+            return self.send(error(&id, INVALID_PARAMS, why));
         };
         let asked = &params["notifications"];
         let lists: Vec<&'static str> = LISTS
@@ -98,6 +98,6 @@ impl Session {
     pub(super) fn tell(&self, id: &Value, method: &str, mut params: Value) {
         params["_meta"] = json!({ SUBSCRIPTION_ID: id });
         let notification = json!({"jsonrpc": "2.0", "method": method, "params": params});
-        (self.out)(notification, Some(id));
+        (self.out)(notification.into(), Some(id));
     }
 }

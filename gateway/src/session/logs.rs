@@ -98,6 +98,6 @@ impl Session {
         let params = super::events::log_params(server, &message);
         let notification =
             json!({"jsonrpc": "2.0", "method": "notifications/message", "params": params});
-        (self.out)(notification, Some(id));
+        (self.out)(notification.into(), Some(id));
     }
 }

@@ -19,9 +19,8 @@ use crate::{
     in_flight::InFlight,
     message::{Incoming, Request},
     method::{List, Method, Routed},
-    replies::{
-        error, result, uncacheable, Refusal, INTERNAL_ERROR, INVALID_PARAMS, METHOD_NOT_FOUND,
-    },
+    outbound::Outbound,
+    replies::{error, result, uncacheable, Answer, Refusal, INVALID_PARAMS, METHOD_NOT_FOUND},
     routes::Routes,
     server_requests::SessionKey,
     upstream::Upstream,
@@ -31,7 +30,7 @@ use serde_json::{json, Value};
 
 /// Where a session's messages go: answers, and the notifications of a request in flight
 /// (its progress), with that request's downstream id.
-pub type Answers = Rc<dyn Fn(Value, Option<&Value>)>;
+pub type Answers = Rc<dyn Fn(Outbound, Option<&Value>)>;
 
 /// The protocol versions a downstream client may ask for (the first is offered otherwise).
 const VERSIONS: [&str; 4] = ["2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"];
@@ -132,8 +131,8 @@ impl Session {
         self.upstream.downstream.stateless(self.key, capabilities);
     }
 
-    fn send(&self, message: &Value) {
-        (self.out)(message.clone(), None);
+    fn send(&self, message: impl Into<Outbound>) {
+        (self.out)(message.into(), None);
     }
 
     /// One message from the downstream client, taken in the order they come: a call is in
@@ -172,7 +171,7 @@ impl Session {
         let params = &params;
         if !method.served(self.modern.get()) {
             let why = format!("the gateway does not serve {name}");
-            return self.send(&error(&id, METHOD_NOT_FOUND, why));
+            return self.send(error(&id, METHOD_NOT_FOUND, why));
         }
         let answer = match method {
             Method::Initialize => self.initialize(&id, params),
@@ -186,7 +185,7 @@ impl Session {
             Method::Unsubscribe => return self.subscription(id, params, false),
             Method::Other => return,
         };
-        self.send(&answer);
+        self.send(answer);
     }
 
     fn initialize(&self, id: &Value, params: &Value) -> Value {
@@ -238,7 +237,7 @@ impl Session {
             if modern {
                 answer = uncacheable(answer);
             }
-            session.send(&result(&id, answer, modern));
+            session.send(result(&id, answer, modern));
         });
     }
 
@@ -262,7 +261,7 @@ impl Session {
     /// meanwhile.
     fn call(self: &Rc<Self>, id: Value, routed: Routed, method: &str, params: &Value) {
         let Some(token) = self.state.borrow_mut().in_flight.begin(&id) else {
-            return self.send(&error(
+            return self.send(error(
                 &id,
                 INVALID_PARAMS,
                 "a request with this id is in flight",
@@ -274,12 +273,12 @@ impl Session {
         self.spawn(
             async move {
                 let answer = match session.routed(&id, routed, &params, &token).await {
-                    Ok(value) => result(&id, value, session.modern.get()),
-                    Err(answer) => answer.with_id(&id),
+                    Ok(answer) => answer.to(&id, session.modern.get()),
+                    Err(refusal) => refusal.with_id(&id).into(),
                 };
                 // A request cancelled downstream is owed no answer.
                 if session.state.borrow_mut().in_flight.end(&id) {
-                    session.send(&answer);
+                    session.send(answer);
                 }
             }
             .instrument(span),
@@ -293,18 +292,19 @@ impl Session {
         routed: Routed,
         params: &Value,
         token: &actix_mcp::Cancellation,
-    ) -> Result<Value, Refusal> {
+    ) -> Result<Answer, Refusal> {
         let routes = self.routes().await;
-        match routed {
+        let made = match routed {
             Routed::Task(asked) => self.task(asked, params, token).await,
             Routed::CallTool if params["task"].is_object() => {
                 self.start_task(id, params, &routes, token).await
             }
             Routed::Complete => self.complete(id, params, &routes, token).await,
-            Routed::CallTool => self.route_tool_call(id, params, &routes, token).await,
-            Routed::GetPrompt => self.route_prompt(id, params, &routes, token).await,
-            Routed::ReadResource => self.route_read(id, params, &routes, token).await,
-        }
+            Routed::CallTool => return self.route_tool_call(id, params, &routes, token).await,
+            Routed::GetPrompt => return self.route_prompt(id, params, &routes, token).await,
+            Routed::ReadResource => return self.route_read(id, params, &routes, token).await,
+        };
+        made.map(Answer::Made)
     }
 
     /// The connection to upstream `server` (started if need be).
@@ -323,7 +323,7 @@ impl Session {
         params: &Value,
         routes: &Routes,
         token: &actix_mcp::Cancellation,
-    ) -> Result<Value, Refusal> {
+    ) -> Result<Answer, Refusal> {
         let (server, tool) = routed_tool(routes, params)?;
         let _in_flight = self.upstream.downstream.call_begins(self.key, server, id);
         let arguments = params.get("arguments").cloned().unwrap_or(json!({}));
@@ -331,15 +331,16 @@ impl Session {
         let (meta, logs) = self.call_meta(id, params).await?;
         // A routed call, so the inspector sees it.
         let call = self.upstream.servers.call_tool(server, tool, arguments);
-        let call = call.meta(meta).cancellation(token);
+        let call = call.raw().meta(meta).cancellation(token);
         let answer = async {
             match progress_token {
                 None => call.await.map_err(Refusal::from),
                 Some(progress_token) => self.with_progress(id, progress_token, call).await,
             }
         };
-        let answer = self.with_logs(id, server, logs, answer).await?;
-        to_json(serde_json::to_value(answer))
+        Ok(Answer::Passed(
+            self.with_logs(id, server, logs, answer).await?,
+        ))
     }
 
     /// `prompts/get`, routed by the prompt's gateway name.
@@ -349,7 +350,7 @@ impl Session {
         params: &Value,
         routes: &Routes,
         token: &actix_mcp::Cancellation,
-    ) -> Result<Value, Refusal> {
+    ) -> Result<Answer, Refusal> {
         let name = params["name"].as_str();
         let name = name.ok_or_else(|| Refusal::params("prompts/get needs a name"))?;
         let (server, prompt) = routes
@@ -360,12 +361,13 @@ impl Session {
         let arguments = params["arguments"].as_object().cloned().unwrap_or_default();
         let client = self.upstream_client(server).await?;
         let (meta, logs) = self.call_meta(id, params).await?;
-        let call = client.get_prompt(prompt, arguments).cancellation(token);
+        let call = client
+            .get_prompt(prompt, arguments)
+            .raw()
+            .cancellation(token);
         let call = std::future::IntoFuture::into_future(call.meta(meta));
         let answer = self.with_logs(id, server, logs, call).await;
-        to_json(serde_json::to_value(
-            answer.map_err(|e| Refusal::from_error(&e))?,
-        ))
+        Ok(Answer::Passed(answer.map_err(|e| Refusal::from_error(&e))?))
     }
 
     /// `resources/read`, routed by the URI.
@@ -375,7 +377,7 @@ impl Session {
         params: &Value,
         routes: &Routes,
         token: &actix_mcp::Cancellation,
-    ) -> Result<Value, Refusal> {
+    ) -> Result<Answer, Refusal> {
         let uri = params["uri"].as_str();
         let uri = uri.ok_or_else(|| Refusal::params("resources/read needs a uri"))?;
         let server = routes
@@ -384,14 +386,12 @@ impl Session {
         let _in_flight = self.upstream.downstream.call_begins(self.key, server, id);
         let client = self.upstream_client(server).await?;
         let (meta, logs) = self.call_meta(id, params).await?;
-        let call = client.read_resource(uri).cancellation(token);
+        let call = client.read_resource(uri).raw().cancellation(token);
         let call = std::future::IntoFuture::into_future(call.meta(meta));
         let answer = self.with_logs(id, server, logs, call).await;
-        let answer = to_json(serde_json::to_value(
-            answer.map_err(|e| Refusal::from_error(&e))?,
-        ))?;
+        let answer = Answer::Passed(answer.map_err(|e| Refusal::from_error(&e))?);
         Ok(match self.modern.get() {
-            true => uncacheable(answer),
+            true => answer.uncacheable(),
             false => answer,
         })
     }
@@ -401,8 +401,8 @@ impl Session {
         &self,
         id: &Value,
         progress_token: Value,
-        call: actix_mcp::servers::RoutedCall,
-    ) -> Result<actix_mcp::CallToolResult, Refusal> {
+        call: actix_mcp::servers::RoutedCall<actix_mcp::protocol::RawResult>,
+    ) -> Result<actix_mcp::protocol::RawResult, Refusal> {
         use futures::{FutureExt as _, StreamExt as _};
         let (call, mut progress) = call.progress_stream();
         let mut call = std::pin::pin!(std::future::IntoFuture::into_future(call));
@@ -412,7 +412,7 @@ impl Session {
             let notification = json!({
                 "jsonrpc": "2.0", "method": "notifications/progress", "params": params
             });
-            (self.out)(notification, Some(id));
+            (self.out)(notification.into(), Some(id));
         };
         let answer = loop {
             tokio::select! {
@@ -473,11 +473,6 @@ fn routed_tool<'r>(routes: &'r Routes, params: &Value) -> Result<(&'r str, &'r s
     let name = name.ok_or_else(|| Refusal::params("tools/call needs a name"))?;
     let routed = routes.tools.route(name);
     routed.ok_or_else(|| Refusal::params(format!("no tool named {name:?}")))
-}
-
-/// A result as JSON (a value that cannot be one is the gateway's error).
-fn to_json(value: Result<Value, serde_json::Error>) -> Result<Value, Refusal> {
-    value.map_err(|e| Refusal(INTERNAL_ERROR, e.to_string(), None))
 }
 
 /// The gateway's SERVER span for a routed request (the OpenTelemetry conventions for MCP:

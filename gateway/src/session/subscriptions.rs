@@ -25,7 +25,7 @@ impl Session {
                     Ok(())
                 }
             };
-            session.send(&match done {
+            session.send(match done {
                 Ok(()) => result(&id, json!({}), false),
                 Err(refusal) => refusal.with_id(&id),
             });
@@ -100,7 +100,7 @@ impl Session {
             .any(|(to, on)| on == server && (uri == to || uri.starts_with(to.as_str())));
         if subscribed {
             let params = json!({"uri": uri});
-            self.send(&json!({"jsonrpc": "2.0", "method": "notifications/resources/updated", "params": params}));
+            self.send(json!({"jsonrpc": "2.0", "method": "notifications/resources/updated", "params": params}));
         }
     }
 }
