@@ -19,7 +19,11 @@ use std::{
 use jsonwebtoken::Validation;
 use serde_json::{json, Value};
 
-use crate::{dpop::ALGORITHMS, keys::Keys, owner::Owner};
+use crate::{
+    dpop::ALGORITHMS,
+    keys::Keys,
+    owner::{Caller, Owner},
+};
 
 /// The claims a token must carry.
 const REQUIRED_CLAIMS: [&str; 3] = ["exp", "aud", "iss"];
@@ -113,7 +117,7 @@ impl Authorization {
 
     /// Checks a request's `Authorization` header (`Bearer`, or `DPoP` with its `DPoP` proof):
     /// who it is from.
-    pub async fn check(&self, request: Presented<'_>) -> Result<Owner, Refused> {
+    pub async fn check(&self, request: Presented<'_>) -> Result<Caller, Refused> {
         let header = request.authorization.unwrap_or_default();
         let (scheme, token) = header.split_once(' ').unwrap_or((header, ""));
         let scheme = scheme.to_ascii_lowercase();
@@ -138,18 +142,23 @@ impl Authorization {
             return Err(refused("issued in the future (iat)"));
         }
         self.possession(&request, &scheme, token, &claims, now)?;
-        let granted: Vec<&str> = claims["scope"]
-            .as_str()
-            .unwrap_or_default()
-            .split(' ')
-            .collect();
-        if let Some(missing) = self.scopes.iter().find(|s| !granted.contains(&s.as_str())) {
+        let scope = claims["scope"].as_str().unwrap_or_default();
+        let granted: Vec<String> = scope.split_whitespace().map(str::to_owned).collect();
+        if let Some(missing) = self.scopes.iter().find(|s| !granted.contains(s)) {
             return Err(Refused::InsufficientScope(missing.clone()));
         }
         // A token of the client itself (client credentials) names it in `client_id`.
         let subject = claims["sub"].as_str().or(claims["client_id"].as_str());
         let subject = subject.ok_or_else(|| refused("it names no subject (sub)"))?;
-        Ok(Owner::user(&self.issuer, subject))
+        let owner = Owner::user(&self.issuer, subject);
+        let Value::Object(claims) = claims else {
+            return Err(refused("its claims are not an object"));
+        };
+        Ok(Caller {
+            owner,
+            scopes: granted,
+            claims,
+        })
     }
 
     /// What a token must be: of the issuer, for this gateway, with the claims that say so, and
@@ -227,8 +236,14 @@ impl Authorization {
     /// is wrong (MCP's scope challenge for a missing scope).
     pub fn challenge(&self, refused: &Refused) -> String {
         let mut challenge = format!("Bearer resource_metadata=\"{}\"", self.metadata_url());
-        if !self.scopes.is_empty() {
-            challenge.push_str(&format!(", scope=\"{}\"", self.scopes.join(" ")));
+        // The scopes the request needs: the gateway's, and what it lacked (an access rule's).
+        let mut needed: Vec<&str> = self.scopes.iter().map(String::as_str).collect();
+        if let Refused::InsufficientScope(missing) = refused {
+            let more = missing.split_whitespace();
+            needed.extend(more.filter(|s| !self.scopes.iter().any(|ours| ours == s)));
+        }
+        if !needed.is_empty() {
+            challenge.push_str(&format!(", scope=\"{}\"", needed.join(" ")));
         }
         let (error, why) = match refused {
             Refused::NoToken => return challenge,

@@ -53,6 +53,16 @@ impl Outbound {
         }
     }
 
+    /// The scope that would grant what an access rule refused (`FORBIDDEN`, its `data.scope`).
+    pub fn scope_needed(&self) -> Option<&str> {
+        let Self::Json(message) = self else {
+            return None;
+        };
+        let error = &message["error"];
+        let forbidden = error["code"].as_i64() == Some(crate::replies::FORBIDDEN);
+        error["data"]["scope"].as_str().filter(|_| forbidden)
+    }
+
     /// 2026-07-28: the `requestState` of an answer that asks the client for input. A passed
     /// result never does: the library answers an upstream server's input requests itself.
     pub fn input_required_state(&self) -> Option<&str> {
@@ -152,6 +162,10 @@ mod tests {
         assert_eq!(told.id(), None);
         let refused = Outbound::from(json!({"jsonrpc": "2.0", "id": 2, "error": {"code": -32021}}));
         assert_eq!(refused.error_code(), Some(-32021));
+        assert_eq!(refused.scope_needed(), None);
+        let forbidden = Outbound::from(json!({"jsonrpc": "2.0", "id": 2,
+            "error": {"code": crate::replies::FORBIDDEN, "message": "m", "data": {"scope": "admin"}}}));
+        assert_eq!(forbidden.scope_needed(), Some("admin"));
         let waiting = Outbound::from(json!({"jsonrpc": "2.0", "id": 3,
             "result": {"resultType": "input_required", "requestState": "s"}}));
         assert_eq!(waiting.input_required_state(), Some("s"));

@@ -22,6 +22,9 @@ pub struct Outgoing {
     pub answer: bool,
     /// 2026-07-28: the answer refuses a request that lacked a client capability (`400`).
     pub missing_capability: bool,
+    /// The answer refuses what an access rule grants only with this scope (`403` and the
+    /// scope challenge, where the status is still open).
+    pub scope_needed: Option<Box<str>>,
 }
 
 impl Outgoing {
@@ -32,6 +35,7 @@ impl Outgoing {
             json: Bytes::from(message.to_json()),
             answer,
             missing_capability: answer && code == Some(crate::replies::MISSING_CAPABILITY),
+            scope_needed: message.scope_needed().map(Box::from),
         }
     }
 }

@@ -30,3 +30,37 @@ impl std::fmt::Display for Owner {
         }
     }
 }
+
+/// Who sent a request, with what their token grants: what an access rule of the config looks
+/// at (`actix_mcp::config::Access`). Each request brings its own: a token stepped up to more
+/// scopes opens more at once, in the same session.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Caller {
+    pub owner: Owner,
+    /// The scopes its token grants (its `scope` claim).
+    pub scopes: Vec<String>,
+    /// Its token's claims.
+    pub claims: serde_json::Map<String, serde_json::Value>,
+}
+
+impl Caller {
+    /// A client of a gateway that takes no tokens: no scopes, no claims.
+    pub fn anonymous() -> Arc<Self> {
+        static ANONYMOUS: std::sync::LazyLock<Arc<Caller>> = std::sync::LazyLock::new(|| {
+            Arc::new(Caller {
+                owner: Owner::Anonymous,
+                scopes: Vec::new(),
+                claims: serde_json::Map::new(),
+            })
+        });
+        ANONYMOUS.clone()
+    }
+
+    /// The caller as access rules read it.
+    pub fn as_access(&self) -> actix_mcp::config::Caller<'_> {
+        actix_mcp::config::Caller {
+            scopes: &self.scopes,
+            claims: &self.claims,
+        }
+    }
+}

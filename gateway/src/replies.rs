@@ -12,6 +12,9 @@ pub const INVALID_PARAMS: i64 = -32602;
 /// 2026-07-28: the request needs a client capability its `_meta` did not declare.
 pub const MISSING_CAPABILITY: i64 = -32021;
 pub const INTERNAL_ERROR: i64 = -32603;
+/// The config's `access` rules do not let this caller use what the request names (its `data`
+/// names the `scope` that would, if one would).
+pub const FORBIDDEN: i64 = -32003;
 
 pub fn error(id: &Value, code: i64, message: impl Into<String>) -> Value {
     json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message.into()}})

@@ -36,7 +36,7 @@ pub async fn serve(
         upstream,
         answers,
         Some(&changes),
-        crate::owner::Owner::Anonymous,
+        crate::owner::Caller::anonymous(),
     );
     let mut stdin = read_lines();
     let mut behind = std::pin::pin!(behind);

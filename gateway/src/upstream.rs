@@ -7,10 +7,15 @@ use std::{
     sync::{Arc, Mutex, PoisonError},
 };
 
-use actix_mcp::{auth::CredentialStore, config::Exposure, Client, Config, LoggingLevel, Servers};
+use actix_mcp::{
+    auth::CredentialStore,
+    config::{Access, Decision, Exposure, ItemKind},
+    Client, Config, LoggingLevel, Servers,
+};
 
 use crate::{
     names::Naming,
+    owner::Caller,
     routes::{Offers, Routes},
     server_requests::Downstream,
     subscriptions::Subscribers,
@@ -21,6 +26,8 @@ pub struct Upstream {
     pub servers: Servers,
     pub downstream: Downstream,
     offered: Arc<HashMap<String, Offered>>,
+    /// Some server has `access` rules: lists are filtered per caller, calls checked.
+    pub guarded: bool,
     /// The most verbose log level any session asked for: what the upstream servers are asked
     /// for (each session filters to its own).
     log_floor: Arc<Mutex<Option<LoggingLevel>>>,
@@ -40,10 +47,11 @@ struct Made {
     changes: u64,
 }
 
-/// One server's `tools` and `prompts` of the config.
+/// One server's `tools`, `prompts` and `access` of the config.
 struct Offered {
     tools: Exposure,
     prompts: Exposure,
+    access: Option<Access>,
 }
 
 /// What a server the config does not name offers: everything, under its own names.
@@ -74,12 +82,15 @@ impl Upstream {
             let exposure = Offered {
                 tools: server.tools.clone(),
                 prompts: server.prompts.clone(),
+                access: server.access.clone(),
             };
             offered.insert(server.name.clone(), exposure);
         }
+        let guarded = offered.values().any(|o: &Offered| o.access.is_some());
         Self {
             servers,
             downstream,
+            guarded,
             offered: Arc::new(offered),
             log_floor: Arc::default(),
             subscribers: Arc::default(),
@@ -110,6 +121,16 @@ impl Upstream {
             made.routes = Some(routes.clone());
         }
         routes
+    }
+
+    /// Whether `caller` may use `name` (a URI for a resource) of `server`, by its `access`
+    /// rules (a server without rules: yes).
+    pub fn decide(&self, caller: &Caller, server: &str, kind: ItemKind, name: &str) -> Decision {
+        let access = self.offered.get(server).and_then(|o| o.access.as_ref());
+        match access {
+            None => Decision::Allowed,
+            Some(access) => access.decide(&caller.as_access(), kind, name),
+        }
     }
 
     /// A server's lists changed, or it connected or went away: the routes are made anew.

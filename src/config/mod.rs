@@ -78,6 +78,7 @@
 //! server with neither `command` nor `url`, a `type` that contradicts them, an unset variable.
 //! A configuration file is untrusted input: no content makes the reader panic.
 
+mod access;
 mod expand;
 mod exposure;
 mod json;
@@ -86,6 +87,7 @@ mod shape;
 
 use std::{collections::BTreeMap, fmt, io, path::Path, path::PathBuf, sync::Arc, time::Duration};
 
+pub use access::{Access, AccessRule, Caller, Decision, ItemKind, Items, Patterns};
 pub use exposure::Exposure;
 
 #[cfg(feature = "auth")]
@@ -173,6 +175,8 @@ pub struct ServerConfig {
     pub tools: Exposure,
     /// Which of its prompts a catalogue offers, and as what (`prompts`).
     pub prompts: Exposure,
+    /// Who may use what of it (`access`); `None`: every caller everything.
+    pub access: Option<Access>,
 }
 
 /// How to reach a server, with every `${VAR}` expanded.

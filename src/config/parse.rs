@@ -10,9 +10,11 @@ use jsonc_parser::common::Ranged;
 use super::{
     expand::expand,
     json::{is_null, kind, locate, members, repeated_key, Node, Step, Text},
-    shape::{AuthShape, ExposureShape, FileShape, Kind, Object, ServerShape},
-    AuthConfig, Config, ConfigError, Exposure, ServerConfig, TransportConfig,
-    DEFAULT_CALLBACK_PORT,
+    shape::{
+        AccessRuleShape, AuthShape, ExposureShape, FileShape, ItemsShape, Kind, Object, ServerShape,
+    },
+    Access, AccessRule, AuthConfig, Config, ConfigError, Exposure, Items, Patterns, ServerConfig,
+    TransportConfig, DEFAULT_CALLBACK_PORT,
 };
 
 /// The two keys that hold servers: Claude Desktop, Claude Code, Cursor; VS Code.
@@ -283,6 +285,7 @@ impl<'t, 'n> Reader<'t, 'n> {
         let (connect_timeout, era) = (shape.connect_timeout_ms, shape.era);
         let tools = self.exposure(at, "tools", shape.tools)?;
         let prompts = self.exposure(at, "prompts", shape.prompts)?;
+        let access = self.access(at, shape.access)?;
         let transport = match kind {
             Kind::Stdio => {
                 let set = [
@@ -315,7 +318,52 @@ impl<'t, 'n> Reader<'t, 'n> {
             auth,
             tools,
             prompts,
+            access,
         })
+    }
+
+    /// A server's `access` rules, refused where a pattern is not one or a rule says nothing.
+    fn access(
+        &self,
+        at: &[Step],
+        shape: Option<Vec<Object<AccessRuleShape>>>,
+    ) -> Result<Option<Access>, ConfigError> {
+        let Some(rules) = shape else {
+            return Ok(None);
+        };
+        let mut built = Vec::with_capacity(rules.len());
+        for (n, Object(rule)) in rules.into_iter().enumerate() {
+            let path = join(at, &["access"]);
+            let refuse = |why: String| {
+                let message = format!("{}: rule {}: {why}", describe(&path), n + 1);
+                self.error(&path, message)
+            };
+            let items = |shape: Option<Object<ItemsShape>>| -> Result<Items, String> {
+                let Some(Object(shape)) = shape else {
+                    return Ok(Items::default());
+                };
+                let patterns = |list: Option<Vec<String>>| Patterns::new(list.unwrap_or_default());
+                Ok(Items {
+                    tools: patterns(shape.tools)?,
+                    prompts: patterns(shape.prompts)?,
+                    resources: patterns(shape.resources)?,
+                })
+            };
+            let claims = rule
+                .claims
+                .map(|Object(claims)| claims.into_iter().map(|(k, v)| (k, v.into_vec())).collect());
+            let rule_built = AccessRule {
+                scopes: rule.scopes.unwrap_or_default(),
+                claims: claims.unwrap_or_default(),
+                allow: items(rule.allow).map_err(&refuse)?,
+                deny: items(rule.deny).map_err(&refuse)?,
+            };
+            if rule_built.allow.is_empty() && rule_built.deny.is_empty() {
+                return Err(refuse("it allows and denies nothing".into()));
+            }
+            built.push(rule_built);
+        }
+        Ok(Some(Access::new(built)))
     }
 
     /// A server's `tools` or `prompts` (`field`), refused if its parts contradict each other.
@@ -728,6 +776,39 @@ mod tests {
             error(text),
             "6:9: server \"docs\": auth.scopes[1]: invalid type: integer `7`, expected a string"
         );
+    }
+
+    #[test]
+    fn access_rules_are_read_in_order_and_a_bad_one_is_refused_where_it_is() {
+        let config = read(
+            r#"{"servers": {"s": {"command": "x", "access": [
+                {"allow": {"tools": ["echo", "demo_*"]}},
+                {"scopes": ["admin"], "claims": {"groups": ["ops", "sre"], "tier": "gold"},
+                 "deny": {"resources": ["file:///secret/*"]}}]}}}"#,
+        )
+        .unwrap();
+        let access = config.servers[0].access.as_ref().expect("rules");
+        assert_eq!(access.rules().len(), 2);
+        assert!(access.rules()[0].allow.tools.matches("demo_x"));
+        assert_eq!(access.rules()[1].claims["groups"], ["ops", "sre"]);
+        assert_eq!(access.rules()[1].claims["tier"], ["gold"]);
+        assert!(read(r#"{"servers": {"s": {"command": "x"}}}"#)
+            .unwrap()
+            .servers[0]
+            .access
+            .is_none());
+
+        let empty = error(r#"{"servers": {"s": {"command": "x", "access": [{"scopes": ["a"]}]}}}"#);
+        assert!(
+            empty.contains("rule 1: it allows and denies nothing"),
+            "{empty}"
+        );
+        let pattern = error(
+            r#"{"servers": {"s": {"command": "x", "access": [{"allow": {"tools": ["["]}}]}}}"#,
+        );
+        assert!(pattern.contains("rule 1: \"[\""), "{pattern}");
+        let shape = error(r#"{"servers": {"s": {"command": "x", "access": {"allow": {}}}}}"#);
+        assert!(shape.contains("access"), "{shape}");
     }
 
     #[test]

@@ -53,6 +53,41 @@ pub(super) struct ServerShape {
     pub(super) auth: Option<Object<AuthShape>>,
     pub(super) tools: Option<Object<ExposureShape>>,
     pub(super) prompts: Option<Object<ExposureShape>>,
+    pub(super) access: Option<Vec<Object<AccessRuleShape>>>,
+}
+
+/// One rule of a server's `access`.
+#[derive(Debug, Deserialize)]
+pub(super) struct AccessRuleShape {
+    pub(super) scopes: Option<Vec<String>>,
+    pub(super) claims: Option<Object<BTreeMap<String, OneOrMany>>>,
+    pub(super) allow: Option<Object<ItemsShape>>,
+    pub(super) deny: Option<Object<ItemsShape>>,
+}
+
+/// What an `access` rule allows or denies.
+#[derive(Debug, Deserialize)]
+pub(super) struct ItemsShape {
+    pub(super) tools: Option<Vec<String>>,
+    pub(super) prompts: Option<Vec<String>>,
+    pub(super) resources: Option<Vec<String>>,
+}
+
+/// A string, or a list of strings.
+#[derive(Debug, Deserialize)]
+#[serde(untagged, expecting = "a string or a list of strings")]
+pub(super) enum OneOrMany {
+    One(String),
+    Many(Vec<String>),
+}
+
+impl OneOrMany {
+    pub(super) fn into_vec(self) -> Vec<String> {
+        match self {
+            Self::One(one) => vec![one],
+            Self::Many(many) => many,
+        }
+    }
 }
 
 /// A server's `tools` or `prompts`.

@@ -38,7 +38,7 @@ use crate::{
     changes::Event,
     message::{Incoming, Request},
     method::Method,
-    owner::Owner,
+    owner::{Caller, Owner},
     replies::{error, INVALID_PARAMS},
     upstream::Upstream,
 };
@@ -75,10 +75,10 @@ impl Gateway {
         self.sessions.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    fn setup(&self, owner: Owner) -> Setup {
+    fn setup(&self, caller: Arc<Caller>) -> Setup {
         Setup {
             upstream: self.upstream.clone(),
-            owner,
+            caller,
             stream_buffer: self.stream_buffer,
         }
     }
@@ -111,13 +111,30 @@ impl Drop for Exchange {
     }
 }
 
-/// Who the request is from: the token's owner (`require_token`), else the anonymous one.
-fn owner_of(request: &HttpRequest) -> Owner {
+/// Who the request is from: the token's caller (`require_token`), else the anonymous one.
+fn caller_of(request: &HttpRequest) -> Arc<Caller> {
     let extensions = request.extensions();
-    extensions
-        .get::<Owner>()
-        .cloned()
-        .unwrap_or(Owner::Anonymous)
+    let caller = extensions.get::<Arc<Caller>>().cloned();
+    caller.unwrap_or_else(Caller::anonymous)
+}
+
+/// An access rule grants what was asked only with `scope`: MCP's scope challenge (`403`,
+/// `insufficient_scope`), the JSON-RPC refusal as its body. `None` without authorization.
+fn scope_challenge(
+    request: &HttpRequest,
+    scope: &str,
+    body: &bytes::Bytes,
+) -> Option<HttpResponse> {
+    let gateway = request.app_data::<web::Data<Gateway>>()?;
+    let authorization = gateway.authorization.as_ref()?;
+    let refused = crate::authorization::Refused::InsufficientScope(scope.to_owned());
+    let challenge = authorization.challenge(&refused);
+    Some(
+        HttpResponse::Forbidden()
+            .insert_header(("www-authenticate", challenge))
+            .content_type("application/json")
+            .body(body.clone()),
+    )
 }
 
 /// What a request's POST answers: an event stream of its messages when the client takes one,
@@ -147,6 +164,11 @@ async fn reply(
         // The answer (a request asked of the client has a method too).
         if !message.answer {
             continue;
+        }
+        if let Some(scope) = &message.scope_needed {
+            if let Some(refused) = scope_challenge(request, scope, &message.json) {
+                return refused;
+            }
         }
         if let Some(abort) = abort.as_mut() {
             abort.answered = true;
@@ -183,7 +205,8 @@ async fn post(
         Ok(message) => message,
         Err(refused) => return refused,
     };
-    let owner = owner_of(&request);
+    let caller = caller_of(&request);
+    let owner = caller.owner.clone();
     let header = |name: &str| request.headers().get(name).and_then(|v| v.to_str().ok());
     let repeated = envelope::Headers {
         protocol_version: header("mcp-protocol-version"),
@@ -195,7 +218,7 @@ async fn post(
         Incoming::Request(asked)
             if asked.method == Method::Initialize && !envelope::is_modern(&repeated, &asked) =>
         {
-            return open_session(&request, asked, owner, &gateway).await;
+            return open_session(&request, asked, caller, &gateway).await;
         }
         other => other,
     };
@@ -211,15 +234,15 @@ async fn post(
                 .content_type("application/json")
                 .body(refused.answer.to_string());
         }
-        return stateless(&request, asked, owner, &gateway).await;
+        return stateless(&request, asked, caller, &gateway).await;
     };
     let Some(exchange) = Exchange::begin(&gateway, named, &owner) else {
         return not_found();
     };
     // On the session's own worker, directly; from another, through its handle.
     let messages = match session::here(named) {
-        Some(session) => Ok(session.exchange(message)),
-        None => exchange.handle.exchange(message),
+        Some(session) => Ok(session.exchange(message, caller)),
+        None => exchange.handle.exchange(message, caller),
     };
     match messages {
         Ok(messages) => reply(&request, messages, None, true, Some(exchange)).await,
@@ -231,11 +254,12 @@ async fn post(
 async fn open_session(
     request: &HttpRequest,
     initialize: Request,
-    owner: Owner,
+    caller: Arc<Caller>,
     gateway: &Gateway,
 ) -> HttpResponse {
     let id = uuid::Uuid::new_v4().simple().to_string();
-    let setup = gateway.setup(owner.clone());
+    let owner = caller.owner.clone();
+    let setup = gateway.setup(caller.clone());
     let session = HttpSession::new(setup, Some(&gateway.changes), None);
     let handle = session.handle();
     let opened = gateway
@@ -248,7 +272,7 @@ async fn open_session(
     tracing::debug!(%owner, "a downstream session opened");
     session.live_here_as(&id);
     let exchange = Exchange::begin(gateway, &id, &owner);
-    let messages = session.exchange(Incoming::Request(initialize));
+    let messages = session.exchange(Incoming::Request(initialize), caller);
     let mut response = reply(request, messages, None, true, exchange).await;
     if let Ok(value) = actix_web::http::header::HeaderValue::from_str(&id) {
         response.headers_mut().insert(
@@ -287,7 +311,7 @@ fn too_many(id: &Value, full: &table::Full) -> HttpResponse {
 async fn stateless(
     request: &HttpRequest,
     asked: Request,
-    owner: Owner,
+    caller: Arc<Caller>,
     gateway: &Gateway,
 ) -> HttpResponse {
     // What streams before its answer: progress or logs asked for, or a listen (no answer at
@@ -298,11 +322,11 @@ async fn stateless(
         || !meta[actix_mcp::protocol::discover::META_LOG_LEVEL].is_null()
         || listens;
     if let Some(state) = asked.params["requestState"].as_str().map(str::to_owned) {
-        return retry(request, asked, &state, &owner, gateway, progress).await;
+        return retry(request, asked, &state, &caller.owner, gateway, progress).await;
     }
     let parking = Some(gateway.parking.clone());
     let changes = listens.then_some(&gateway.changes);
-    let session = HttpSession::new(gateway.setup(owner), changes, parking);
+    let session = HttpSession::new(gateway.setup(caller.clone()), changes, parking);
     let capabilities = &meta["io.modelcontextprotocol/clientCapabilities"];
     session.session.stateless(capabilities.clone());
     let abort = AbortIsCancel {
@@ -310,7 +334,7 @@ async fn stateless(
         id: asked.id.clone(),
         answered: false,
     };
-    let messages = session.exchange(Incoming::Request(asked));
+    let messages = session.exchange(Incoming::Request(asked), caller);
     reply(request, messages, Some(abort), progress, None).await
 }
 
@@ -344,7 +368,7 @@ async fn retry(
 }
 
 async fn delete(request: HttpRequest, gateway: web::Data<Gateway>) -> HttpResponse {
-    let owner = owner_of(&request);
+    let owner = caller_of(&request).owner.clone();
     let named = request.headers().get(SESSION).and_then(|v| v.to_str().ok());
     let handle = named.and_then(|id| gateway.table().close(id, &owner));
     match handle {
@@ -359,7 +383,7 @@ async fn delete(request: HttpRequest, gateway: web::Data<Gateway>) -> HttpRespon
 /// `GET /mcp`: the session's stream of what belongs to no request (a new one replaces the
 /// last). An open stream does not keep a session from expiring: requests do.
 async fn get(request: HttpRequest, gateway: web::Data<Gateway>) -> HttpResponse {
-    let owner = owner_of(&request);
+    let owner = caller_of(&request).owner.clone();
     let named = request.headers().get(SESSION).and_then(|v| v.to_str().ok());
     let Some(named) = named else {
         return HttpResponse::BadRequest().body("no Mcp-Session-Id");
@@ -609,8 +633,8 @@ async fn require_token(
         path: request.path(),
     };
     match authorization.check(presented).await {
-        Ok(owner) => {
-            request.extensions_mut().insert(owner);
+        Ok(caller) => {
+            request.extensions_mut().insert(Arc::new(caller));
             Ok(next.call(request).await?.map_into_boxed_body())
         }
         Err(refused) => {

@@ -12,6 +12,7 @@ use std::{
     cell::RefCell,
     collections::HashMap,
     rc::{Rc, Weak},
+    sync::Arc,
 };
 
 use serde_json::Value;
@@ -23,7 +24,7 @@ use crate::{
     message::{Incoming, Request},
     outbound::Outbound,
     outbox::{self, Inbox, Outbox, Outgoing},
-    owner::Owner,
+    owner::{Caller, Owner},
     replies::{error, INVALID_PARAMS},
     session::{Answers, Session},
     upstream::Upstream,
@@ -40,7 +41,8 @@ struct Post {
 /// What a session is made of, besides its upstream side.
 pub struct Setup {
     pub upstream: Upstream,
-    pub owner: Owner,
+    /// Who opened it (its owner), with what their token grants.
+    pub caller: Arc<Caller>,
     /// The bound of each stream's outbox, in bytes.
     pub stream_buffer: usize,
 }
@@ -77,7 +79,7 @@ pub fn here(id: &str) -> Option<Rc<HttpSession>> {
 /// What a request on another worker (or any request of a 2025-11-25 session) asks of it.
 enum Command {
     /// A message, and for a request the outbox of its POST.
-    Exchange(Incoming, Option<Outbox>),
+    Exchange(Incoming, Option<Outbox>, Arc<Caller>),
     Resume(Value, Request, oneshot::Sender<Inbox>),
     OpenStream(oneshot::Sender<Inbox>),
     Abandon(Value, &'static str),
@@ -101,7 +103,7 @@ impl SessionHandle {
     /// One message; for a request, the messages its POST carries back. The POST's outbox is
     /// made here and sent with it: the POST waits on its own side at once, with no round trip
     /// to the session's worker first.
-    pub fn exchange(&self, message: Incoming) -> Result<Option<Inbox>, Gone> {
+    pub fn exchange(&self, message: Incoming, caller: Arc<Caller>) -> Result<Option<Inbox>, Gone> {
         let (outbox, inbox) = match message.is_request() {
             true => {
                 let (outbox, inbox) = outbox::channel(self.stream_buffer);
@@ -109,7 +111,7 @@ impl SessionHandle {
             }
             false => (None, None),
         };
-        let command = Box::new(Command::Exchange(message, outbox));
+        let command = Box::new(Command::Exchange(message, outbox, caller));
         self.commands.send(command).map_err(|_| Gone)?;
         Ok(inbox)
     }
@@ -166,9 +168,9 @@ impl HttpSession {
                     this.deliver(message, related);
                 }
             });
-            let owner = setup.owner.clone();
+            let owner = setup.caller.owner.clone();
             Self {
-                session: Session::start(setup.upstream, answers, changes, setup.owner),
+                session: Session::start(setup.upstream, answers, changes, setup.caller),
                 owner,
                 waiting: RefCell::default(),
                 stream: RefCell::default(),
@@ -219,7 +221,10 @@ impl HttpSession {
                 break "the downstream session was dropped".to_owned();
             };
             match *command {
-                Command::Exchange(message, outbox) => self.exchange_into(message, outbox),
+                Command::Exchange(message, outbox, caller) => {
+                    self.session.called_by(caller);
+                    self.exchange_into(message, outbox);
+                }
                 Command::Resume(id, retry, reply) => {
                     let _ = reply.send(self.resume(&id, &retry));
                 }
@@ -314,7 +319,8 @@ impl HttpSession {
     }
 
     /// One message; for a request, the messages its POST carries back.
-    pub fn exchange(&self, message: Incoming) -> Option<Inbox> {
+    pub fn exchange(&self, message: Incoming, caller: Arc<Caller>) -> Option<Inbox> {
+        self.session.called_by(caller);
         if !message.is_request() {
             self.exchange_into(message, None);
             return None;

@@ -5,6 +5,7 @@
 //! Answers go to `out` (`Answers`), in the order they are ready: stdio writes each as a line,
 //! HTTP hands each to the POST that carried its request.
 
+mod access;
 mod asked;
 mod events;
 mod input;
@@ -69,6 +70,8 @@ pub struct Session {
     key: SessionKey,
     /// Whose session it is: with users, an upstream log message reaches only the call it is of.
     owner: crate::owner::Owner,
+    /// Who sent its latest request, with what their token grants (`access.rs`).
+    caller: RefCell<Arc<crate::owner::Caller>>,
     out: Answers,
     state: Rc<RefCell<State>>,
     /// Dropped with the session: its task that follows the upstream events ends at once.
@@ -104,7 +107,7 @@ impl Session {
         upstream: Upstream,
         out: Answers,
         changes: Option<&tokio::sync::broadcast::Sender<crate::changes::Event>>,
-        owner: crate::owner::Owner,
+        caller: Arc<crate::owner::Caller>,
     ) -> Rc<Self> {
         let (key, carried) = upstream.downstream.join();
         let (alive, dropped) = tokio::sync::oneshot::channel();
@@ -112,7 +115,8 @@ impl Session {
             upstream,
             modern: std::cell::Cell::new(false),
             key,
-            owner,
+            owner: caller.owner.clone(),
+            caller: RefCell::new(caller),
             out,
             state: Rc::default(),
             _alive: alive,
@@ -225,13 +229,7 @@ impl Session {
         let session = self.clone();
         self.spawn(async move {
             let routes = session.catalogue().await;
-            let lists = &routes.lists;
-            let items = match list {
-                List::Tools => &lists.tools,
-                List::Prompts => &lists.prompts,
-                List::Resources => &lists.resources,
-                List::Templates => &lists.templates,
-            };
+            let items = session.visible(list, &routes);
             let modern = session.modern.get();
             let mut answer = json!({ list.field(): items });
             if modern {
@@ -294,6 +292,7 @@ impl Session {
         token: &actix_mcp::Cancellation,
     ) -> Result<Answer, Refusal> {
         let routes = self.routes().await;
+        self.guard(routed, params, &routes)?;
         let made = match routed {
             Routed::Task(asked) => self.task(asked, params, token).await,
             Routed::CallTool if params["task"].is_object() => {

@@ -37,6 +37,7 @@ impl Session {
             return Ok(());
         }
         let routes = self.routes().await;
+        self.guard_uri(&routes, uri)?;
         let server = routes
             .resource_server(uri)
             .map(str::to_owned)
