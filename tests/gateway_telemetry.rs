@@ -2,7 +2,8 @@
 //! by the MCP conventions (`tools/call a__echo`), a child of the span the downstream client
 //! named in `_meta.traceparent`; the upstream call is a CLIENT span (`tools/call echo`) inside
 //! it, and the upstream server reads that CLIENT span as its parent. The duration histogram is
-//! exported too, before the gateway exits.
+//! exported too, before the gateway exits, and the call's audit record (`--audit`) as a log
+//! record.
 #![cfg(feature = "otel")]
 #![allow(
     clippy::unwrap_used,
@@ -34,12 +35,15 @@ fn one_traced_call(journal: &Journal, endpoint: &str) -> Value {
     let dir = std::env::temp_dir().join(format!("gateway-otel-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("a directory");
     let config = dir.join("mcp.json");
+    let trail = dir.join("audit.jsonl");
     let server = json!({"command": *DEMO_SERVER, "args": ["--journal", journal.path]});
     std::fs::write(&config, json!({"mcpServers": {"a": server}}).to_string()).expect("written");
     let gateway = Command::new(program(workspace_bins::GATEWAY))
         .arg("--config")
         .arg(&config)
         .arg("--stdio")
+        .arg("--audit")
+        .arg(&trail)
         .env("OTEL_EXPORTER_OTLP_ENDPOINT", endpoint)
         .env("OTEL_EXPORTER_OTLP_PROTOCOL", "http/protobuf")
         .env_remove("OTEL_TRACES_EXPORTER")
@@ -105,4 +109,14 @@ fn a_routed_call_is_a_server_span_in_the_callers_trace_around_the_upstream_clien
     });
     let (_, duration) = duration.unwrap_or_else(|| panic!("no duration in {histograms:#?}"));
     assert_eq!(duration.count, 1);
+
+    let logs = receiver.logs();
+    let audited = logs
+        .iter()
+        .find(|r| r.event_name == "actix-mcp-gateway.audit");
+    let audited = audited.unwrap_or_else(|| panic!("no audit record in {logs:#?}"));
+    let field = |key| otlp::string(&audited.attributes, key);
+    assert_eq!(field("item").as_deref(), Some("echo"));
+    assert_eq!(field("server").as_deref(), Some("a"));
+    assert_eq!(field("outcome").as_deref(), Some("answered"));
 }

@@ -13,6 +13,7 @@
 //! cancel after its write for one written). At the end, owed cancels are written before the
 //! servers stop.
 
+mod audit;
 mod authorization;
 mod changes;
 mod dpop;
@@ -147,6 +148,10 @@ struct Args {
     /// Connections at once (default: what the file limit allows, two descriptors each).
     #[arg(long, value_name = "N", requires = "listen")]
     max_connections: Option<usize>,
+    /// The audit trail: one JSON line per routed request (who, what, how it ended; never a
+    /// token or an argument), appended to FILE, or `-` for stdout (HTTP only).
+    #[arg(long, value_name = "FILE|-")]
+    audit: Option<String>,
     /// HTTP workers (default: one per core).
     #[arg(long, value_name = "N", requires = "listen")]
     workers: Option<usize>,
@@ -179,6 +184,22 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    if args.stdio && args.audit.as_deref() == Some("-") {
+        eprintln!(
+            "actix-mcp-gateway: --audit -: stdout carries the protocol with --stdio; name a file"
+        );
+        return ExitCode::from(2);
+    }
+    let audit = match args.audit.as_deref().map(audit::Sink::parse) {
+        None => audit::Audit::default(),
+        Some(sink) => match audit::Audit::start(sink) {
+            Ok(audit) => audit,
+            Err(e) => {
+                eprintln!("actix-mcp-gateway: --audit: {e}");
+                return ExitCode::from(2);
+            }
+        },
+    };
     let served = actix_rt::System::new().block_on(async move {
         let store = match credentials::open(args.credentials.as_deref()).await {
             Ok(store) => store,
@@ -190,7 +211,8 @@ fn main() -> ExitCode {
                 return Err((code, e.to_string()));
             }
         };
-        let upstream = upstream::Upstream::from_config(&config, store, args.names);
+        let mut upstream = upstream::Upstream::from_config(&config, store, args.names);
+        upstream.audit = audit;
         let servers = upstream.servers.clone();
         servers.start_all().await;
         let (changes, _) = tokio::sync::broadcast::channel(64);

@@ -28,6 +28,8 @@ pub struct Upstream {
     offered: Arc<HashMap<String, Offered>>,
     /// Some server has `access` rules: lists are filtered per caller, calls checked.
     pub guarded: bool,
+    /// Where each routed request's record goes (`--audit`; nowhere by default).
+    pub audit: crate::audit::Audit,
     /// The most verbose log level any session asked for: what the upstream servers are asked
     /// for (each session filters to its own).
     log_floor: Arc<Mutex<Option<LoggingLevel>>>,
@@ -91,6 +93,7 @@ impl Upstream {
             servers,
             downstream,
             guarded,
+            audit: crate::audit::Audit::default(),
             offered: Arc::new(offered),
             log_floor: Arc::default(),
             subscribers: Arc::default(),

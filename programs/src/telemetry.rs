@@ -3,13 +3,17 @@
 //! `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`, or `OTEL_TRACES_EXPORTER=otlp`) set, the program's own
 //! spans (its `tracing` target) and the library's call spans are exported over OTLP/HTTP
 //! (protobuf), with the client's metrics (unless `OTEL_METRICS_EXPORTER=none`), until
-//! [`Telemetry::finish`]; the servers get the trace context in each request. Without it nothing is
+//! [`Telemetry::finish`]; the servers get the trace context in each request. The gateway's audit
+//! records are exported as log records too (unless `OTEL_LOGS_EXPORTER=none`). Without it nothing is
 //! set up: no subscriber, no exporter, no meter, nothing slower. The library's authorization
 //! warnings go to stderr either way.
 
 use std::{
     collections::HashMap,
-    sync::atomic::{AtomicBool, Ordering},
+    sync::{
+        atomic::{AtomicBool, Ordering},
+        Arc, OnceLock,
+    },
 };
 
 use opentelemetry::{
@@ -17,8 +21,9 @@ use opentelemetry::{
     trace::{TraceContextExt, TracerProvider as _},
     KeyValue,
 };
-use opentelemetry_otlp::{MetricExporter, Protocol, SpanExporter, WithExportConfig};
+use opentelemetry_otlp::{LogExporter, MetricExporter, Protocol, SpanExporter, WithExportConfig};
 use opentelemetry_sdk::{
+    logs::{SdkLogger, SdkLoggerProvider},
     metrics::{PeriodicReader, SdkMeterProvider},
     propagation::TraceContextPropagator,
     trace::SdkTracerProvider,
@@ -40,6 +45,48 @@ pub struct Program {
 pub struct Telemetry {
     provider: Option<SdkTracerProvider>,
     meters: Option<SdkMeterProvider>,
+    logs: Option<SdkLoggerProvider>,
+}
+
+/// The log records' provider, when they are exported.
+static LOGS: OnceLock<SdkLoggerProvider> = OnceLock::new();
+
+/// Structured records (the gateway's audit trail) as OpenTelemetry log records.
+pub struct AuditLogger(SdkLogger);
+
+/// The logger of structured records, when log records are exported.
+pub fn logger() -> Option<Arc<AuditLogger>> {
+    use opentelemetry::logs::LoggerProvider as _;
+    let provider = LOGS.get()?;
+    Some(Arc::new(AuditLogger(provider.logger("actix-mcp"))))
+}
+
+impl AuditLogger {
+    /// One record, event `name`, its `fields` as attributes (a string, number or boolean each;
+    /// anything else as its JSON).
+    pub fn emit(&self, name: &'static str, fields: &serde_json::Map<String, serde_json::Value>) {
+        use opentelemetry::logs::{AnyValue, LogRecord as _, Logger as _, Severity};
+        let mut record = self.0.create_log_record();
+        record.set_event_name(name);
+        record.set_severity_number(Severity::Info);
+        record.set_severity_text("INFO");
+        record.set_timestamp(std::time::SystemTime::now());
+        record.set_body(AnyValue::from(name));
+        for (key, value) in fields {
+            let value = match value {
+                serde_json::Value::Null => continue,
+                serde_json::Value::String(text) => AnyValue::from(text.clone()),
+                serde_json::Value::Bool(flag) => AnyValue::from(*flag),
+                serde_json::Value::Number(n) => match n.as_i64() {
+                    Some(whole) => AnyValue::from(whole),
+                    None => AnyValue::from(n.as_f64().unwrap_or_default()),
+                },
+                other => AnyValue::from(other.to_string()),
+            };
+            record.add_attribute(key.clone(), value);
+        }
+        self.0.emit(record);
+    }
 }
 
 /// Whether the client's metrics are exported (then connections get the global meter).
@@ -134,6 +181,7 @@ impl Telemetry {
             return Ok(Self {
                 provider: None,
                 meters: None,
+                logs: None,
             });
         }
         // The exporter reads the endpoint and headers from the environment itself.
@@ -161,11 +209,27 @@ impl Telemetry {
                     .map_err(|e| format!("OpenTelemetry metrics exporter: {e}"))?;
                 let meters = SdkMeterProvider::builder()
                     .with_reader(PeriodicReader::builder(exporter).build())
-                    .with_resource(resource)
+                    .with_resource(resource.clone())
                     .build();
                 opentelemetry::global::set_meter_provider(meters.clone());
                 METRICS.store(true, Ordering::Relaxed);
                 Some(meters)
+            }
+        };
+        let logs = match std::env::var("OTEL_LOGS_EXPORTER").as_deref() {
+            Ok("none") => None,
+            _ => {
+                let exporter = LogExporter::builder()
+                    .with_http()
+                    .with_protocol(Protocol::HttpBinary)
+                    .build()
+                    .map_err(|e| format!("OpenTelemetry logs exporter: {e}"))?;
+                let logs = SdkLoggerProvider::builder()
+                    .with_batch_exporter(exporter)
+                    .with_resource(resource.clone())
+                    .build();
+                let _ = LOGS.set(logs.clone());
+                Some(logs)
             }
         };
         let layer = tracing_opentelemetry::layer().with_tracer(provider.tracer("actix-mcp"));
@@ -181,6 +245,7 @@ impl Telemetry {
         Ok(Self {
             provider: Some(provider),
             meters,
+            logs,
         })
     }
 
@@ -199,6 +264,11 @@ impl Telemetry {
         if let Some(meters) = self.meters {
             if let Err(e) = meters.shutdown() {
                 eprintln!("OpenTelemetry metrics export: {e}");
+            }
+        }
+        if let Some(logs) = self.logs {
+            if let Err(e) = logs.shutdown() {
+                eprintln!("OpenTelemetry logs export: {e}");
             }
         }
     }

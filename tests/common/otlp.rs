@@ -1,6 +1,6 @@
-//! A small OTLP/HTTP receiver on 127.0.0.1: it accepts `POST /v1/traces` and `/v1/metrics`
-//! (protobuf), answers `200`, and keeps every span and every histogram point it was sent,
-//! decoded with the `opentelemetry-proto` types.
+//! A small OTLP/HTTP receiver on 127.0.0.1: it accepts `POST /v1/traces`, `/v1/metrics` and
+//! `/v1/logs` (protobuf), answers `200`, and keeps every span, every histogram point and every
+//! log record it was sent, decoded with the `opentelemetry-proto` types.
 
 use std::{
     io::{BufRead, BufReader, Read, Write},
@@ -9,13 +9,22 @@ use std::{
 };
 
 use opentelemetry_proto::tonic::{
-    collector::{metrics::v1::ExportMetricsServiceRequest, trace::v1::ExportTraceServiceRequest},
+    collector::{
+        logs::v1::ExportLogsServiceRequest, metrics::v1::ExportMetricsServiceRequest,
+        trace::v1::ExportTraceServiceRequest,
+    },
     common::v1::{any_value::Value as Any, KeyValue},
+    logs::v1::LogRecord,
     metrics::v1::{metric::Data, HistogramDataPoint},
     trace::v1::Span,
 };
 
-type Kept = Mutex<(Vec<(String, Span)>, Vec<(String, HistogramDataPoint)>)>;
+/// Spans, histogram points, log records.
+type Kept = Mutex<(
+    Vec<(String, Span)>,
+    Vec<(String, HistogramDataPoint)>,
+    Vec<LogRecord>,
+)>;
 use prost::Message;
 
 #[derive(Clone)]
@@ -42,6 +51,12 @@ impl Receiver {
     /// Every span received: `(service.name, span)`.
     pub fn spans(&self) -> Vec<(String, Span)> {
         self.kept.lock().unwrap().0.clone()
+    }
+
+    /// Every log record received.
+    #[allow(dead_code, reason = "shared by test crates, each using a part")]
+    pub fn logs(&self) -> Vec<LogRecord> {
+        self.kept.lock().unwrap().2.clone()
     }
 
     /// Every histogram point received: `(metric name, point)`.
@@ -115,6 +130,16 @@ fn serve(stream: TcpStream, kept: &Kept) {
                             .extend(histogram.data_points.into_iter().map(|p| (name.clone(), p)));
                     }
                 }
+            }
+        }
+        if path == "/v1/logs" {
+            if let Ok(request) = ExportLogsServiceRequest::decode(body.as_slice()) {
+                let records = request
+                    .resource_logs
+                    .into_iter()
+                    .flat_map(|r| r.scope_logs)
+                    .flat_map(|s| s.log_records);
+                kept.lock().unwrap().2.extend(records);
             }
         }
         let answer =

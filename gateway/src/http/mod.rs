@@ -271,6 +271,7 @@ async fn open_session(
     }
     tracing::debug!(%owner, "a downstream session opened");
     session.live_here_as(&id);
+    session.session.known_as(&id);
     let exchange = Exchange::begin(gateway, &id, &owner);
     let messages = session.exchange(Incoming::Request(initialize), caller);
     let mut response = reply(request, messages, None, true, exchange).await;

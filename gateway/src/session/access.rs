@@ -68,20 +68,33 @@ impl Session {
         if !self.upstream.guarded {
             return Ok(());
         }
-        let name = |value: &Value| value.as_str().unwrap_or_default().to_owned();
-        match routed {
-            Routed::CallTool => self.guard_named(routes, ItemKind::Tool, &name(&params["name"])),
-            Routed::GetPrompt => self.guard_named(routes, ItemKind::Prompt, &name(&params["name"])),
-            Routed::ReadResource => self.guard_uri(routes, &name(&params["uri"])),
-            Routed::Complete => match params["ref"]["type"].as_str() {
-                Some("ref/prompt") => {
-                    self.guard_named(routes, ItemKind::Prompt, &name(&params["ref"]["name"]))
-                }
-                _ => self.guard_uri(routes, &name(&params["ref"]["uri"])),
-            },
+        match what(routed, params) {
+            Some((ItemKind::Resource, uri)) => self.guard_uri(routes, uri),
+            Some((kind, name)) => self.guard_named(routes, kind, name),
             // Tasks are their user's already, whatever tool they run.
-            Routed::Task(_) => Ok(()),
+            None => Ok(()),
         }
+    }
+
+    /// The server and the item (its own name, or the URI) `routed` names, if the routes know it.
+    pub(super) fn target(
+        &self,
+        routed: Routed,
+        params: &Value,
+        routes: &Routes,
+    ) -> Option<(String, String)> {
+        let (kind, named) = what(routed, params)?;
+        let (server, item) = match kind {
+            ItemKind::Resource => {
+                let server = routes
+                    .resource_server(named)
+                    .or_else(|| routes.templates.get(named).map(String::as_str))?;
+                (server, named)
+            }
+            ItemKind::Prompt => routes.prompts.route(named)?,
+            ItemKind::Tool => routes.tools.route(named)?,
+        };
+        Some((server.to_owned(), item.to_owned()))
     }
 
     /// A tool or prompt by its gateway name.
@@ -135,4 +148,22 @@ impl Session {
         };
         Cow::Owned(items.iter().filter(usable).cloned().collect())
     }
+}
+
+/// What `routed` names, as the client named it: a tool or prompt by its gateway name, a
+/// resource by URI. `None` for a task's request.
+fn what(routed: Routed, params: &Value) -> Option<(ItemKind, &str)> {
+    fn name(value: &Value) -> &str {
+        value.as_str().unwrap_or_default()
+    }
+    Some(match routed {
+        Routed::CallTool => (ItemKind::Tool, name(&params["name"])),
+        Routed::GetPrompt => (ItemKind::Prompt, name(&params["name"])),
+        Routed::ReadResource => (ItemKind::Resource, name(&params["uri"])),
+        Routed::Complete => match params["ref"]["type"].as_str() {
+            Some("ref/prompt") => (ItemKind::Prompt, name(&params["ref"]["name"])),
+            _ => (ItemKind::Resource, name(&params["ref"]["uri"])),
+        },
+        Routed::Task(_) => return None,
+    })
 }

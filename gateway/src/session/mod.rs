@@ -7,6 +7,7 @@
 
 mod access;
 mod asked;
+mod audit;
 mod events;
 mod input;
 mod listen;
@@ -72,6 +73,8 @@ pub struct Session {
     owner: crate::owner::Owner,
     /// Who sent its latest request, with what their token grants (`access.rs`).
     caller: RefCell<Arc<crate::owner::Caller>>,
+    /// Its `Mcp-Session-Id`, for the audit trail (a 2025-11-25 session over HTTP).
+    known_as: RefCell<Option<Arc<str>>>,
     out: Answers,
     state: Rc<RefCell<State>>,
     /// Dropped with the session: its task that follows the upstream events ends at once.
@@ -117,6 +120,7 @@ impl Session {
             key,
             owner: caller.owner.clone(),
             caller: RefCell::new(caller),
+            known_as: RefCell::default(),
             out,
             state: Rc::default(),
             _alive: alive,
@@ -133,6 +137,11 @@ impl Session {
     pub fn stateless(&self, capabilities: Value) {
         self.modern.set(true);
         self.upstream.downstream.stateless(self.key, capabilities);
+    }
+
+    /// Known to its client as session `id` (for the audit trail).
+    pub fn known_as(&self, id: &str) {
+        *self.known_as.borrow_mut() = Some(id.into());
     }
 
     fn send(&self, message: impl Into<Outbound>) {
@@ -267,16 +276,27 @@ impl Session {
         };
         use tracing::Instrument as _;
         let span = server_span(&id, method, params);
-        let (session, params) = (self.clone(), params.clone());
+        let (session, params, method) = (self.clone(), params.clone(), method.to_owned());
+        let started = std::time::Instant::now();
         self.spawn(
             async move {
-                let answer = match session.routed(&id, routed, &params, &token).await {
-                    Ok(answer) => answer.to(&id, session.modern.get()),
-                    Err(refusal) => refusal.with_id(&id).into(),
-                };
+                let outcome = session.routed(&id, routed, &params, &token).await;
                 // A request cancelled downstream is owed no answer.
-                if session.state.borrow_mut().in_flight.end(&id) {
-                    session.send(answer);
+                let owed = session.state.borrow_mut().in_flight.end(&id);
+                let cancelled = (!owed).then(|| cancelled_by(&token));
+                session.audit(
+                    routed,
+                    &method,
+                    &params,
+                    &outcome,
+                    cancelled,
+                    started.elapsed(),
+                );
+                if owed {
+                    session.send(match outcome {
+                        Ok(answer) => answer.to(&id, session.modern.get()),
+                        Err(refusal) => refusal.with_id(&id).into(),
+                    });
                 }
             }
             .instrument(span),
@@ -464,6 +484,14 @@ impl Session {
             let _ = task.await;
         }
     }
+}
+
+/// What cancelled a call downstream, as its token says.
+fn cancelled_by(token: &actix_mcp::Cancellation) -> String {
+    let reason = token
+        .reason()
+        .unwrap_or("cancelled by the downstream client");
+    reason.to_owned()
 }
 
 /// The server and its own name of the tool a `tools/call` names by its gateway name.
