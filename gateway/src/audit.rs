@@ -55,6 +55,12 @@ pub enum Outcome {
     Refused,
     /// Cancelled: by the client (a cancel, its POST gone), its session's end, the gateway's stop.
     Cancelled { by: String },
+    /// A definition held by the pins until approved: its digest, and the pinned one it replaces
+    /// (none for a new name).
+    Held {
+        sha256: String,
+        replaces: Option<String>,
+    },
 }
 
 /// One record, as written.
@@ -67,7 +73,8 @@ pub struct Record {
     pub subject: Option<String>,
     /// The 2025-11-25 session (`Mcp-Session-Id`); none for a 2026-07-28 request or stdio.
     pub session: Option<String>,
-    pub method: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub method: Option<String>,
     pub server: Option<String>,
     /// The tool or prompt (the server's own name), or the resource's URI.
     pub item: Option<String>,
@@ -93,13 +100,29 @@ impl Record {
             issuer,
             subject,
             session: None,
-            method: method.to_owned(),
+            method: Some(method.to_owned()),
             server: None,
             item: None,
             arguments_sha256: None,
             outcome,
             duration_ms: took.as_secs_f64() * 1000.0,
         }
+    }
+}
+
+impl Record {
+    /// A definition the pins hold until approved (`item`: `kind/name`).
+    pub fn held(report: &crate::pins_file::Report) -> Self {
+        let outcome = Outcome::Held {
+            sha256: report.sha256.clone(),
+            replaces: report.replaces.clone(),
+        };
+        let mut record = Self::call(&Owner::Anonymous, "", outcome, Duration::ZERO);
+        record.event = "pin";
+        record.method = None;
+        record.server = Some(report.server.clone());
+        record.item = Some(report.key.clone());
+        record
     }
 }
 
@@ -207,7 +230,10 @@ mod tests {
         assert!(!line.contains("hunter2"), "{line}");
         assert_eq!(read["arguments_sha256"].as_str().unwrap().len(), 64);
         let time = read["time"].as_str().unwrap();
-        assert!(time.ends_with('Z') && time.len() <= "2026-12-06T19:04:18.175Z".len(), "{time}");
+        assert!(
+            time.ends_with('Z') && time.len() <= "2026-12-06T19:04:18.175Z".len(),
+            "{time}"
+        );
         assert_eq!(digest(&Value::Null), None);
     }
 

@@ -84,3 +84,31 @@ pub fn watch(upstream: &Upstream, tell: broadcast::Sender<Event>) {
         });
     }
 }
+
+/// With pins, looks at their file every second: an approval makes the catalogue anew, and every
+/// session is told its lists changed.
+pub fn watch_pins(upstream: &Upstream, tell: broadcast::Sender<Event>) {
+    let Some(pins) = upstream.pins.clone() else {
+        return;
+    };
+    let upstream = upstream.clone();
+    actix_rt::spawn(async move {
+        let mut every = tokio::time::interval(Duration::from_secs(1));
+        loop {
+            every.tick().await;
+            let looked = pins.clone();
+            let came = tokio::task::spawn_blocking(move || looked.approvals_came()).await;
+            match came {
+                Ok(Ok(true)) => {
+                    upstream.catalogue_changed();
+                    for list in ["tools", "prompts", "resources"] {
+                        let _ = tell.send(Event::ListChanged(list));
+                    }
+                }
+                Ok(Ok(false)) => {}
+                Ok(Err(e)) => tracing::error!("the pins cannot be read: {e}"),
+                Err(_) => return,
+            }
+        }
+    });
+}

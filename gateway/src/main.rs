@@ -3,6 +3,8 @@
 //! ```text
 //! actix-mcp-gateway --config mcp.json --listen 127.0.0.1:8080   # serves http://127.0.0.1:8080/mcp
 //! actix-mcp-gateway --config mcp.json --stdio                    # one downstream client over stdio
+//! actix-mcp-gateway pins --pins pins.json list                   # what the pins hold
+//! actix-mcp-gateway pins --pins pins.json approve SERVER         # approve it
 //! ```
 //!
 //! One upstream connection per server (the library's `Servers`: supervised, shared by every
@@ -27,6 +29,9 @@ mod origin;
 mod outbound;
 mod outbox;
 mod owner;
+mod pins;
+mod pins_command;
+mod pins_file;
 mod replies;
 mod routes;
 mod server_requests;
@@ -49,13 +54,25 @@ use clap::Parser;
 #[derive(Parser)]
 #[command(
     version,
-    about = "Many MCP servers behind one endpoint, every cancellation carried end to end"
+    about = "Many MCP servers behind one endpoint, every cancellation carried end to end",
+    subcommand_negates_reqs = true,
+    args_conflicts_with_subcommands = true
 )]
 struct Args {
     /// The mcp.json of the upstream servers (Claude Desktop's `mcpServers` or VS Code's
     /// `servers`).
+    #[arg(long, value_name = "FILE", required = true)]
+    config: Option<PathBuf>,
+    /// Pinned catalogues: each server's tools, prompts and resources recorded in FILE the
+    /// first time they are seen; a changed definition or a new name is held until approved
+    /// (`actix-mcp-gateway pins approve`).
     #[arg(long, value_name = "FILE")]
-    config: PathBuf,
+    pins: Option<PathBuf>,
+    /// What a held change serves meanwhile: the pinned definition, or nothing.
+    #[arg(long, value_enum, default_value_t = pins::OnChange::Keep, requires = "pins")]
+    pin_changes: pins::OnChange,
+    #[command(subcommand)]
+    command: Option<Command>,
     /// Serve Streamable HTTP at http://ADDR/mcp (port 0: any free port, printed on stderr).
     #[arg(long, value_name = "ADDR", conflicts_with = "stdio")]
     listen: Option<std::net::SocketAddr>,
@@ -157,13 +174,42 @@ struct Args {
     workers: Option<usize>,
 }
 
+#[derive(clap::Subcommand)]
+enum Command {
+    /// What the pins hold for approval, and approving it.
+    Pins {
+        /// The pins file the gateway runs with (`--pins`).
+        #[arg(long, value_name = "FILE")]
+        pins: PathBuf,
+        #[command(subcommand)]
+        action: pins_command::Action,
+    },
+}
+
 fn main() -> ExitCode {
     let args = Args::parse();
+    if let Some(Command::Pins { pins, action }) = &args.command {
+        return pins_command::run(pins, action);
+    }
+    let Some(config_path) = args.config.clone() else {
+        eprintln!("actix-mcp-gateway: --config FILE is required");
+        return ExitCode::from(2);
+    };
+    let pins = match &args.pins {
+        None => None,
+        Some(path) => match pins_file::PinsFile::open(path.clone(), args.pin_changes) {
+            Ok(pins) => Some(std::sync::Arc::new(pins)),
+            Err(e) => {
+                eprintln!("actix-mcp-gateway: --pins: {e}");
+                return ExitCode::from(2);
+            }
+        },
+    };
     if !args.stdio && args.listen.is_none() {
         eprintln!("actix-mcp-gateway: say how to serve: --listen ADDR or --stdio");
         return ExitCode::from(2);
     }
-    let config = match Config::load(&args.config) {
+    let config = match Config::load(&config_path) {
         Ok(config) => config,
         Err(e) => {
             eprintln!("actix-mcp-gateway: {e}");
@@ -213,10 +259,12 @@ fn main() -> ExitCode {
         };
         let mut upstream = upstream::Upstream::from_config(&config, store, args.names);
         upstream.audit = audit;
+        upstream.pins = pins;
         let servers = upstream.servers.clone();
         servers.start_all().await;
         let (changes, _) = tokio::sync::broadcast::channel(64);
         changes::watch(&upstream, changes.clone());
+        changes::watch_pins(&upstream, changes.clone());
         let served = match args.listen {
             Some(listen) => {
                 let seconds = std::time::Duration::from_secs;

@@ -16,6 +16,7 @@ use actix_mcp::{
 use crate::{
     names::Naming,
     owner::Caller,
+    pins_file::PinsFile,
     routes::{Offers, Routes},
     server_requests::Downstream,
     subscriptions::Subscribers,
@@ -30,6 +31,8 @@ pub struct Upstream {
     pub guarded: bool,
     /// Where each routed request's record goes (`--audit`; nowhere by default).
     pub audit: crate::audit::Audit,
+    /// The pinned catalogues (`--pins`), if pinning is on.
+    pub pins: Option<Arc<PinsFile>>,
     /// The most verbose log level any session asked for: what the upstream servers are asked
     /// for (each session filters to its own).
     log_floor: Arc<Mutex<Option<LoggingLevel>>>,
@@ -94,6 +97,7 @@ impl Upstream {
             downstream,
             guarded,
             audit: crate::audit::Audit::default(),
+            pins: None,
             offered: Arc::new(offered),
             log_floor: Arc::default(),
             subscribers: Arc::default(),
@@ -116,7 +120,10 @@ impl Upstream {
             }
             made.changes
         };
-        let catalogue = self.servers.catalogue().await;
+        let mut catalogue = self.servers.catalogue().await;
+        if let Some(pins) = &self.pins {
+            self.vet(pins, &mut catalogue);
+        }
         let routes = Arc::new(Routes::of(&catalogue, self));
         let mut made = self.made();
         // Made of a catalogue that changed meanwhile: used once, not kept.
@@ -133,6 +140,40 @@ impl Upstream {
         match access {
             None => Decision::Allowed,
             Some(access) => access.decide(&caller.as_access(), kind, name),
+        }
+    }
+
+    /// `catalogue` as the pins let it be served; what they newly hold is reported (a warning,
+    /// an audit record, a metric). Pins that cannot be read serve nothing: pinning fails closed.
+    fn vet(&self, pins: &PinsFile, catalogue: &mut actix_mcp::Catalogue) {
+        let reports = match pins.vet(catalogue) {
+            Ok(reports) => reports,
+            Err(e) => {
+                tracing::error!("the pins cannot be read or written, nothing is served: {e}");
+                eprintln!("actix-mcp-gateway: pins: {e}; nothing is served until they can be");
+                catalogue.tools.clear();
+                catalogue.prompts.clear();
+                catalogue.resources.clear();
+                catalogue.resource_templates.clear();
+                return;
+            }
+        };
+        for report in reports {
+            let what = match &report.replaces {
+                Some(_) => "a pinned definition changed",
+                None => "a new item of a pinned server",
+            };
+            tracing::warn!(server = %report.server, item = %report.key, "{what}: held until approved");
+            eprintln!(
+                "actix-mcp-gateway: {what}: {} of {}, held until approved \
+                 (actix-mcp-gateway pins approve {})",
+                actix_mcp::visible::visible(&report.key),
+                actix_mcp::visible::visible(&report.server),
+                actix_mcp::visible::visible(&report.server),
+            );
+            let server = [("mcp.server.name", report.server.clone())];
+            actix_mcp_programs::telemetry::count("mcp.gateway.pins.held", &server);
+            self.audit.record(crate::audit::Record::held(&report));
         }
     }
 

@@ -99,6 +99,19 @@ pub fn meter() -> Option<opentelemetry::metrics::Meter> {
         .then(|| opentelemetry::global::meter("actix-mcp"))
 }
 
+/// Adds one to counter `name` with `attributes`, when metrics are exported.
+pub fn count(name: &'static str, attributes: &[(&'static str, String)]) {
+    let Some(meter) = meter() else {
+        return;
+    };
+    let counter = meter.u64_counter(name).build();
+    let attributes: Vec<KeyValue> = attributes
+        .iter()
+        .map(|(key, value)| KeyValue::new(*key, value.clone()))
+        .collect();
+    counter.add(1, &attributes);
+}
+
 /// What the environment says, read once (a function of it, for tests).
 pub fn wanted(var: impl Fn(&str) -> Option<String>) -> Result<bool, String> {
     let exporter = var("OTEL_TRACES_EXPORTER");
