@@ -125,6 +125,21 @@ impl Authorization {
         if token.is_empty() || !matches!(scheme.as_str(), "bearer" | "dpop") {
             return Err(Refused::NoToken);
         }
+        let claims = self.verified(token).await?;
+        self.possession(&request, &scheme, token, &claims, now_secs())?;
+        self.caller(claims)
+    }
+
+    /// Who `token` is from, without a proof of possession: for a token the gateway itself was
+    /// just given by the issuer's token endpoint (a sign-in through its own pages), whose key,
+    /// if it is bound to one, the gateway holds.
+    pub async fn identify(&self, token: &str) -> Result<Caller, Refused> {
+        let claims = self.verified(token).await?;
+        self.caller(claims)
+    }
+
+    /// `token`'s claims, if it is a JWT of the issuer's for this gateway, within its times.
+    async fn verified(&self, token: &str) -> Result<Value, Refused> {
         let refused = |why: &str| Refused::Invalid(why.to_owned());
         let head = jsonwebtoken::decode_header(token).map_err(|_| refused("not a JWT"))?;
         if !ALGORITHMS.contains(&head.alg) {
@@ -136,12 +151,16 @@ impl Authorization {
         let claims = jsonwebtoken::decode::<Value>(token, &key, &self.validation(head.alg))
             .map_err(|e| Refused::Invalid(e.to_string()))?
             .claims;
-        let now = now_secs();
         let issued = claims["iat"].as_i64();
-        if issued.is_some_and(|iat| iat > now + self.leeway.as_secs() as i64) {
+        if issued.is_some_and(|iat| iat > now_secs() + self.leeway.as_secs() as i64) {
             return Err(refused("issued in the future (iat)"));
         }
-        self.possession(&request, &scheme, token, &claims, now)?;
+        Ok(claims)
+    }
+
+    /// The caller verified `claims` name, if they grant the gateway's scopes.
+    fn caller(&self, claims: Value) -> Result<Caller, Refused> {
+        let refused = |why: &str| Refused::Invalid(why.to_owned());
         let scope = claims["scope"].as_str().unwrap_or_default();
         let granted: Vec<String> = scope.split_whitespace().map(str::to_owned).collect();
         if let Some(missing) = self.scopes.iter().find(|s| !granted.contains(s)) {

@@ -21,6 +21,11 @@ pub enum Event {
     Log { server: String, message: LogMessage },
     /// A resource of `server` changed (`notifications/resources/updated`).
     ResourceUpdated { server: String, uri: String },
+    /// `owner` finished signing in upstream (the URL elicitation `elicitation`).
+    SignedIn {
+        owner: crate::owner::Owner,
+        elicitation: String,
+    },
 }
 
 /// Follows every server of `upstream`; what they say goes to `tell`.

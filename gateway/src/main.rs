@@ -40,6 +40,7 @@ mod stdio;
 mod subscriptions;
 mod tasks;
 mod upstream;
+mod users;
 
 /// Small blocks come and go with every call: mimalloc keeps them per thread.
 #[global_allocator]
@@ -169,6 +170,18 @@ struct Args {
     /// token or an argument), appended to FILE, or `-` for stdout (HTTP only).
     #[arg(long, value_name = "FILE|-")]
     audit: Option<String>,
+    /// Per-user upstream connections (an HTTP server with `auth`, reached with each user's
+    /// own grant), in all.
+    #[arg(long, value_name = "N", default_value_t = 1_000, requires = "listen")]
+    max_user_connections: usize,
+    /// A per-user upstream connection unused this long is closed.
+    #[arg(
+        long,
+        value_name = "SECONDS",
+        default_value_t = 300,
+        requires = "listen"
+    )]
+    user_connection_idle: u64,
     /// HTTP workers (default: one per core).
     #[arg(long, value_name = "N", requires = "listen")]
     workers: Option<usize>,
@@ -288,6 +301,10 @@ fn main() -> ExitCode {
                     stream_buffer: args.stream_buffer,
                     max_connections: args.max_connections,
                     workers: args.workers,
+                    user_connections: http::UserLimits {
+                        max: args.max_user_connections,
+                        idle: seconds(args.user_connection_idle),
+                    },
                 };
                 http::serve(upstream, listen, options, changes).await
             }

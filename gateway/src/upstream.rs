@@ -33,6 +33,8 @@ pub struct Upstream {
     pub audit: crate::audit::Audit,
     /// The pinned catalogues (`--pins`), if pinning is on.
     pub pins: Option<Arc<PinsFile>>,
+    /// The servers reached with each user's own grant, and their users' connections.
+    pub users: Arc<crate::users::Users>,
     /// The most verbose log level any session asked for: what the upstream servers are asked
     /// for (each session filters to its own).
     log_floor: Arc<Mutex<Option<LoggingLevel>>>,
@@ -75,8 +77,10 @@ impl Upstream {
         let servers = Servers::new(base.clone());
         let downstream = Downstream::default();
         let mut offered = HashMap::new();
+        let mut per_user = Vec::new();
         for server in &config.servers {
             let options = downstream.handlers(&server.name, server.connect_options(&base));
+            per_user.push((server.clone(), options.clone()));
             let (described, store) = (server.clone(), store.clone());
             servers.add_with(
                 server.name.clone(),
@@ -92,7 +96,9 @@ impl Upstream {
             offered.insert(server.name.clone(), exposure);
         }
         let guarded = offered.values().any(|o: &Offered| o.access.is_some());
+        let users = Arc::new(crate::users::Users::new(store, per_user));
         Self {
+            users,
             servers,
             downstream,
             guarded,

@@ -177,6 +177,9 @@ pub struct ServerConfig {
     pub prompts: Exposure,
     /// Who may use what of it (`access`); `None`: every caller everything.
     pub access: Option<Access>,
+    /// `shared: true`: a program serving many users (the gateway) reaches it with one grant of
+    /// its own for all of them, instead of each user's own.
+    pub shared: bool,
 }
 
 /// How to reach a server, with every `${VAR}` expanded.
@@ -341,6 +344,44 @@ impl ServerConfig {
     /// read by [`Config::load`] cannot have one).
     #[cfg(feature = "auth")]
     pub fn oauth(&self, store: Option<Arc<dyn CredentialStore>>) -> Result<OAuth, Error> {
+        let port = self
+            .auth
+            .as_ref()
+            .map_or(DEFAULT_CALLBACK_PORT, |a| a.callback_port);
+        Ok(OAuth::new(Loopback::new(port), self.oauth_config(store)?))
+    }
+
+    /// This server reached for one user of a multi-user service: its OAuth never opens a
+    /// browser (a connection without a grant in `store` fails with
+    /// [`AuthErrorKind::InteractionRequired`](crate::AuthErrorKind::InteractionRequired); the
+    /// service signs the user in itself with [`OAuth::begin`] and [`OAuth::complete`] through
+    /// [`oauth_for_user`](Self::oauth_for_user) and its `redirect_uri`).
+    #[cfg(feature = "auth")]
+    pub fn transport_for_user(
+        &self,
+        store: Arc<dyn CredentialStore>,
+        redirect_uri: &str,
+    ) -> Result<Box<dyn Transport>, Error> {
+        let oauth = self.oauth_for_user(store, redirect_uri)?;
+        self.build_with(Some(oauth))
+    }
+
+    /// The OAuth of this server for one user of a multi-user service (see
+    /// [`transport_for_user`](Self::transport_for_user)): credentials in `store`, the person
+    /// sent back to the service's `redirect_uri`.
+    #[cfg(feature = "auth")]
+    pub fn oauth_for_user(
+        &self,
+        store: Arc<dyn CredentialStore>,
+        redirect_uri: &str,
+    ) -> Result<OAuth, Error> {
+        let agent = crate::auth::Application::new(redirect_uri);
+        Ok(OAuth::new(agent, self.oauth_config(Some(store))?))
+    }
+
+    /// The OAuth settings of its `auth` (a client of its own, CIMD, the bounds).
+    #[cfg(feature = "auth")]
+    fn oauth_config(&self, store: Option<Arc<dyn CredentialStore>>) -> Result<OAuthConfig, Error> {
         let mut config = OAuthConfig::default();
         if let Some(store) = store {
             config = config.shared_store(store);
@@ -349,7 +390,6 @@ impl ServerConfig {
         if let Some(timeout) = self.connect_timeout.filter(|t| !t.is_zero()) {
             config = config.request_timeout(timeout);
         }
-        let mut port = DEFAULT_CALLBACK_PORT;
         if let Some(auth) = &self.auth {
             if let Some(id) = &auth.client_id {
                 config = config.client_id(id);
@@ -366,17 +406,32 @@ impl ServerConfig {
                 })?;
                 config = config.client_metadata_url(url);
             }
-            port = auth.callback_port;
             if let Some(bound) = auth.sign_in_timeout {
                 config = config.sign_in_timeout(bound);
             }
         }
-        Ok(OAuth::new(Loopback::new(port), config))
+        Ok(config)
     }
 
     fn build(
         &self,
         #[cfg(feature = "auth")] store: Option<Arc<dyn CredentialStore>>,
+    ) -> Result<Box<dyn Transport>, Error> {
+        #[cfg(feature = "auth")]
+        let oauth = match &self.auth {
+            Some(_) => Some(self.oauth(store)?),
+            None => None,
+        };
+        self.build_with(
+            #[cfg(feature = "auth")]
+            oauth,
+        )
+    }
+
+    /// The transport, with `oauth` for an HTTP server.
+    fn build_with(
+        &self,
+        #[cfg(feature = "auth")] oauth: Option<OAuth>,
     ) -> Result<Box<dyn Transport>, Error> {
         match &self.transport {
             TransportConfig::Stdio {
@@ -416,8 +471,8 @@ impl ServerConfig {
                     ));
                 }
                 #[cfg(feature = "auth")]
-                if self.auth.is_some() {
-                    http = http.auth(self.oauth(store)?);
+                if let Some(oauth) = oauth {
+                    http = http.auth(oauth);
                 }
                 Ok(Box::new(http))
             }

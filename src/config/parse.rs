@@ -319,6 +319,7 @@ impl<'t, 'n> Reader<'t, 'n> {
             tools,
             prompts,
             access,
+            shared: shape.shared.unwrap_or(false),
         })
     }
 

@@ -54,6 +54,7 @@ pub(super) struct ServerShape {
     pub(super) tools: Option<Object<ExposureShape>>,
     pub(super) prompts: Option<Object<ExposureShape>>,
     pub(super) access: Option<Vec<Object<AccessRuleShape>>>,
+    pub(super) shared: Option<bool>,
 }
 
 /// One rule of a server's `access`.

@@ -30,6 +30,7 @@ mod parking;
 mod peer;
 mod session;
 mod shutdown;
+mod sign_in;
 mod table;
 
 use crate::outbox::Inbox;
@@ -515,6 +516,31 @@ pub struct Options {
     pub max_connections: Option<usize>,
     /// actix-web workers (default: one per core).
     pub workers: Option<usize>,
+    /// The bounds of the per-user upstream connections.
+    pub user_connections: UserLimits,
+}
+
+/// How many per-user upstream connections, and how long one stays unused.
+pub struct UserLimits {
+    pub max: usize,
+    pub idle: Duration,
+}
+
+/// Every 10 s, the per-user upstream connections unused past their idle limit are closed.
+async fn sweep_user_connections(users: Arc<crate::users::Users>) {
+    let mut every = tokio::time::interval(Duration::from_secs(10));
+    loop {
+        every.tick().await;
+        users.sweep(Instant::now()).await;
+    }
+}
+
+/// `scheme://authority` of `url`.
+fn origin_of(url: &str) -> String {
+    match url::Url::parse(url) {
+        Ok(url) => url.origin().ascii_serialization(),
+        Err(_) => url.trim_end_matches('/').to_owned(),
+    }
 }
 
 /// Serves `/mcp` on `listen` (with the inspector at `/inspector/` if asked for) until the
@@ -537,6 +563,13 @@ pub async fn serve(
                 .clone()
                 .unwrap_or_else(|| format!("http://{address}/mcp"));
             let (scopes, leeway) = (options.scopes.clone(), options.clock_leeway);
+            // Users sign in upstream through the gateway's own URL.
+            upstream.users.serve(crate::users::Serving {
+                origin: origin_of(&resource),
+                resource: resource.clone(),
+                max_connections: options.user_connections.max,
+                idle: options.user_connections.idle,
+            });
             let found = Authorization::discover(issuer, resource, scopes, leeway).await;
             Some(Arc::new(found.map_err(std::io::Error::other)?))
         }
@@ -574,6 +607,8 @@ pub async fn serve(
                 .route("/mcp", web::delete().to(delete))
                 .route("/mcp", web::get().to(get))
                 .route("/healthz", web::get().to(healthz))
+                .route("/oauth/start/{ticket}", web::get().to(sign_in::start))
+                .route("/oauth/callback", web::get().to(sign_in::callback))
                 .route(
                     "/.well-known/oauth-protected-resource/mcp",
                     web::get().to(resource_metadata),
@@ -600,6 +635,7 @@ pub async fn serve(
     eprintln!("actix-mcp-gateway: listening on http://{address}/mcp");
     let sessions = gateway.sessions.clone();
     actix_rt::spawn(shutdown::sweep(sessions.clone()));
+    actix_rt::spawn(sweep_user_connections(upstream.users.clone()));
     let stop = shutdown::on_signal(server.handle(), sessions, gateway.parking.clone());
     actix_rt::spawn(stop);
     server.await
@@ -613,7 +649,10 @@ async fn require_token(
     next: actix_web::middleware::Next<impl actix_web::body::MessageBody + 'static>,
 ) -> Result<actix_web::dev::ServiceResponse<actix_web::body::BoxBody>, actix_web::Error> {
     let gateway = request.app_data::<web::Data<Gateway>>();
-    let open = request.path() == "/healthz" || request.path().starts_with("/.well-known/");
+    // The sign-in pages are a browser's, which has no token: the sign-in says who it is.
+    let path = request.path();
+    let open =
+        path == "/healthz" || path.starts_with("/.well-known/") || path.starts_with("/oauth/");
     let authorization = gateway.and_then(|g| g.authorization.clone().filter(|_| !open));
     let Some(authorization) = authorization else {
         return Ok(next.call(request).await?.map_into_boxed_body());

@@ -107,9 +107,22 @@ impl Session {
                     Event::ListChanged(changed) => session.list_changed(changed),
                     Event::Log { server, message } => session.log(server, message),
                     Event::ResourceUpdated { server, uri } => session.resource_updated(server, uri),
+                    Event::SignedIn { owner, elicitation } => {
+                        session.signed_in(owner, elicitation);
+                    }
                 }
             }
         });
+    }
+}
+
+impl Session {
+    /// `owner` finished the sign-in of URL elicitation `elicitation`: their sessions are told.
+    fn signed_in(&self, owner: &crate::owner::Owner, elicitation: &str) {
+        if self.owner == *owner {
+            let params = json!({ "elicitationId": elicitation });
+            self.send(json!({"jsonrpc": "2.0", "method": "notifications/elicitation/complete", "params": params}));
+        }
     }
 }
 

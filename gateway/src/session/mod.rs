@@ -326,8 +326,17 @@ impl Session {
         made.map(Answer::Made)
     }
 
+    /// How a request to `server` that failed with `error` is answered (a per-user server
+    /// without the user's grant: the `-32042` of a sign-in).
+    fn failed(&self, server: &str, error: &actix_mcp::Error) -> Refusal {
+        self.upstream.users.refusal(&self.owner, server, error)
+    }
+
     /// The connection to upstream `server` (started if need be).
     async fn upstream_client(&self, server: &str) -> Result<actix_mcp::Client, Refusal> {
+        if self.upstream.users.per_user(&self.owner, server) {
+            return self.upstream.users.client(&self.owner, server).await;
+        }
         self.upstream
             .servers
             .client(server)
@@ -348,13 +357,40 @@ impl Session {
         let arguments = params.get("arguments").cloned().unwrap_or(json!({}));
         let progress_token = params["_meta"].get("progressToken").cloned();
         let (meta, logs) = self.call_meta(id, params).await?;
+        if self.upstream.users.per_user(&self.owner, server) {
+            // On the user's own connection, with their own grant.
+            let client = self.upstream_client(server).await?;
+            let call = client.call_tool(tool, arguments).raw();
+            let call = call.meta(meta).cancellation(token);
+            let answer = async {
+                let users = &self.upstream.users;
+                let error = |e: actix_mcp::Error| users.refusal(&self.owner, server, &e);
+                match progress_token {
+                    None => call.await.map_err(error),
+                    Some(progress_token) => {
+                        let (call, progress) = call.progress_stream();
+                        let call = std::future::IntoFuture::into_future(call);
+                        let passed = self.with_progress(id, progress_token, call, progress);
+                        passed.await.map_err(error)
+                    }
+                }
+            };
+            return Ok(Answer::Passed(
+                self.with_logs(id, server, logs, answer).await?,
+            ));
+        }
         // A routed call, so the inspector sees it.
         let call = self.upstream.servers.call_tool(server, tool, arguments);
         let call = call.raw().meta(meta).cancellation(token);
         let answer = async {
             match progress_token {
                 None => call.await.map_err(Refusal::from),
-                Some(progress_token) => self.with_progress(id, progress_token, call).await,
+                Some(progress_token) => {
+                    let (call, progress) = call.progress_stream();
+                    let call = std::future::IntoFuture::into_future(call);
+                    let passed = self.with_progress(id, progress_token, call, progress);
+                    passed.await.map_err(Refusal::from)
+                }
             }
         };
         Ok(Answer::Passed(
@@ -386,7 +422,7 @@ impl Session {
             .cancellation(token);
         let call = std::future::IntoFuture::into_future(call.meta(meta));
         let answer = self.with_logs(id, server, logs, call).await;
-        Ok(Answer::Passed(answer.map_err(|e| Refusal::from_error(&e))?))
+        Ok(Answer::Passed(answer.map_err(|e| self.failed(server, &e))?))
     }
 
     /// `resources/read`, routed by the URI.
@@ -408,7 +444,7 @@ impl Session {
         let call = client.read_resource(uri).raw().cancellation(token);
         let call = std::future::IntoFuture::into_future(call.meta(meta));
         let answer = self.with_logs(id, server, logs, call).await;
-        let answer = Answer::Passed(answer.map_err(|e| Refusal::from_error(&e))?);
+        let answer = Answer::Passed(answer.map_err(|e| self.failed(server, &e))?);
         Ok(match self.modern.get() {
             true => answer.uncacheable(),
             false => answer,
@@ -416,15 +452,15 @@ impl Session {
     }
 
     /// Runs `call`, passing its upstream progress downstream under the downstream's token.
-    async fn with_progress(
+    async fn with_progress<E>(
         &self,
         id: &Value,
         progress_token: Value,
-        call: actix_mcp::servers::RoutedCall<actix_mcp::protocol::RawResult>,
-    ) -> Result<actix_mcp::protocol::RawResult, Refusal> {
+        call: impl std::future::Future<Output = Result<actix_mcp::protocol::RawResult, E>>,
+        mut progress: actix_mcp::client::ProgressStream,
+    ) -> Result<actix_mcp::protocol::RawResult, E> {
         use futures::{FutureExt as _, StreamExt as _};
-        let (call, mut progress) = call.progress_stream();
-        let mut call = std::pin::pin!(std::future::IntoFuture::into_future(call));
+        let mut call = std::pin::pin!(call);
         let pass_on = |update: actix_mcp::Progress| {
             let mut params = serde_json::to_value(&update).unwrap_or_default();
             params["progressToken"] = progress_token.clone();
@@ -444,7 +480,7 @@ impl Session {
         while let Some(Some(update)) = progress.next().now_or_never() {
             pass_on(update);
         }
-        answer.map_err(Refusal::from)
+        answer
     }
 
     /// The routes of the last lists, made now if none was asked for yet.

@@ -16,6 +16,8 @@
 //   ACCESS_TOKEN_FORMAT     optional: `jwt` for access tokens signed with the provider's keys
 //                           (its JWKS), which a resource server checks without asking it;
 //                           default `opaque` (checked by introspection)
+//   EXTRA_RESOURCES         optional: a JSON list of more resource URLs (a gateway's upstream
+//                           servers), each with opaque tokens of the `mcp` scope
 //   HOLD_TOKEN_REQUEST      optional: the Nth token request (counting from 1) is held forever,
 //                           never processed, told as `event token.held`
 //
@@ -33,6 +35,7 @@ const resource = process.env.MCP_RESOURCE;
 const accessTokenTTL = Number(process.env.ACCESS_TOKEN_TTL || 5);
 const accessTokenFormat = process.env.ACCESS_TOKEN_FORMAT || 'opaque';
 const resourceServerSecret = process.env.RESOURCE_SERVER_SECRET;
+const extraResources = JSON.parse(process.env.EXTRA_RESOURCES || '[]');
 if (!resource || !resourceServerSecret) {
   console.error('MCP_RESOURCE and RESOURCE_SERVER_SECRET are required');
   process.exit(2);
@@ -75,6 +78,9 @@ const provider = new Provider(issuer, {
       defaultResource: (ctx, client, oneOf) => oneOf ?? resource,
       useGrantedResource: () => true,
       getResourceServerInfo(ctx, indicator) {
+        if (extraResources.includes(indicator)) {
+          return { scope: 'mcp', audience: indicator, accessTokenFormat: 'opaque', accessTokenTTL };
+        }
         if (indicator !== resource) {
           throw new errors.InvalidTarget(`unknown resource ${indicator}`);
         }

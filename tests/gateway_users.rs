@@ -1,0 +1,259 @@
+//! Each user's own identity upstream, against a real, certified OpenID provider (npm
+//! `oidc-provider`, `support/oidc.rs`) that is the authorization server of both the gateway and
+//! an upstream MCP server needing OAuth of its own (another audience; it checks each token by
+//! introspection and lets anyone list its tools, only its users call them). Two users sign in
+//! to the gateway; a user's first call to the upstream server is answered `-32042` with the
+//! gateway's sign-in URL, nothing reaching upstream; the person signs in through it (first to
+//! the gateway, as that user, then at the upstream's provider); the call then succeeds, and the
+//! upstream server sees each user's own subject on that user's calls, never the other's. A link
+//! made for one user, opened by another, is refused.
+#![cfg(all(feature = "auth", feature = "actix-web"))]
+#![allow(
+    dead_code,
+    unused_imports,
+    reason = "it includes helpers shared by other tests"
+)]
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a test: a panic is its failure"
+)]
+
+include!("support/oidc.rs");
+
+#[path = "support/workspace_bins.rs"]
+mod workspace_bins;
+
+/// The gateway process, killed on drop.
+struct Gateway(Child);
+
+impl Drop for Gateway {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// The gateway on `port`, requiring tokens of `issuer`, before `upstream` (per user).
+fn gateway(port: u16, issuer: &str, upstream: &str, dir: &std::path::Path) -> Gateway {
+    let program = workspace_bins::program(workspace_bins::ALL, workspace_bins::GATEWAY, true);
+    let config = dir.join("mcp.json");
+    let servers = json!({"mcpServers": {"up": {"url": upstream, "auth": {}}}});
+    std::fs::write(&config, servers.to_string()).unwrap();
+    let mut child = Command::new(program)
+        .arg("--config")
+        .arg(&config)
+        .args(["--listen", &format!("127.0.0.1:{port}")])
+        .args(["--authorization-server", issuer, "--scope", "mcp"])
+        .arg("--credentials")
+        .arg(dir.join("credentials.json"))
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("the gateway starts");
+    let mut stderr = BufReader::new(child.stderr.take().unwrap());
+    let mut line = String::new();
+    loop {
+        line.clear();
+        assert!(
+            stderr.read_line(&mut line).unwrap() > 0,
+            "the gateway ended"
+        );
+        if line.contains("listening on") {
+            break;
+        }
+    }
+    std::thread::spawn(move || std::io::copy(&mut stderr, &mut std::io::sink()));
+    Gateway(child)
+}
+
+fn free_port() -> u16 {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.local_addr().unwrap().port()
+}
+
+/// A person at the browser who signs in as `user`.
+struct PersonAs {
+    log: Arc<AgentLog>,
+    user: &'static str,
+}
+
+impl UserAgent for PersonAs {
+    fn redirect_uri(&self) -> String {
+        REDIRECT_URI.to_owned()
+    }
+
+    fn authorize(&self, url: Url) -> AgentFuture {
+        let (log, user) = (self.log.clone(), self.user);
+        Box::pin(async move {
+            let redirect = follow_sign_in_as(url, &log, user).await;
+            let redirect = redirect.map_err(|message| Error::Unauthorized {
+                kind: AuthErrorKind::Denied,
+                message,
+            })?;
+            Callback::from_redirect(&redirect)
+        })
+    }
+}
+
+/// `user`'s client of the gateway at `url`, signed in at the provider.
+async fn signed_in(url: &str, user: &'static str) -> Client {
+    let log = Arc::new(AgentLog::default());
+    let oauth = OAuth::new(PersonAs { log, user }, OAuthConfig::default());
+    Client::connect(HttpTransport::new(url).auth(oauth))
+        .await
+        .expect("signed in to the gateway")
+}
+
+/// A browser at `url`, as `user`: follows every redirect (the gateway's and the provider's),
+/// signs in and consents on the provider's pages, and ends on the first page without a form.
+async fn browse(url: &str, user: &str) -> (u16, String) {
+    let http = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap();
+    let mut cookies = BTreeMap::new();
+    let mut next = (
+        reqwest::Method::GET,
+        Url::parse(url).unwrap(),
+        None::<String>,
+    );
+    for _ in 0..30 {
+        let (method, at, form) = next;
+        let mut request = http.request(method, at.clone());
+        if !cookies.is_empty() {
+            let header: Vec<String> = cookies.iter().map(|(k, v)| format!("{k}={v}")).collect();
+            request = request.header("cookie", header.join("; "));
+        }
+        if let Some(form) = form {
+            request = request
+                .header("content-type", "application/x-www-form-urlencoded")
+                .body(form);
+        }
+        let response = request.send().await.unwrap();
+        keep_cookies(&mut cookies, response.headers());
+        let status = response.status();
+        if status.is_redirection() {
+            let location = response.headers()["location"].to_str().unwrap().to_owned();
+            next = (reqwest::Method::GET, at.join(&location).unwrap(), None);
+            continue;
+        }
+        let page = response.text().await.unwrap();
+        let Some((action, mut fields, _)) = read_form(&page) else {
+            return (status.as_u16(), page);
+        };
+        if fields
+            .iter()
+            .any(|(name, value)| name == "prompt" && value == "login")
+        {
+            fields.push(("login".into(), user.into()));
+            fields.push(("password".into(), "any password will do".into()));
+        }
+        let body = url::form_urlencoded::Serializer::new(String::new())
+            .extend_pairs(fields)
+            .finish();
+        next = (reqwest::Method::POST, at.join(&action).unwrap(), Some(body));
+    }
+    panic!("the browser went round in circles");
+}
+
+/// The URL of a `-32042` refusal (the library reads it as `UrlElicitationRequired`).
+fn sign_in_url(outcome: Result<actix_mcp::CallToolResult, Error>) -> String {
+    match outcome {
+        Err(Error::UrlElicitationRequired { elicitations, .. }) => {
+            assert_eq!(elicitations.len(), 1, "{elicitations:?}");
+            assert_eq!(elicitations[0].mode, "url");
+            assert!(elicitations[0].elicitation_id.is_some());
+            elicitations[0].url.clone()
+        }
+        other => panic!("not a sign-in request: {other:?}"),
+    }
+}
+
+/// The subjects of the upstream calls the server accepted, in order. (A call without the
+/// user's grant goes out without a token and is refused there: nothing runs.)
+fn subjects_of_calls(upstream: &ResourceServer) -> Vec<String> {
+    let seen = upstream.seen.lock().unwrap();
+    let calls = seen.iter().filter(|s| s.what == "tools/call");
+    let refused = calls.clone().filter(|s| s.verdict.is_err());
+    assert!(
+        refused.clone().all(|s| s.token.is_none()),
+        "a refused call carried a token"
+    );
+    calls
+        .filter_map(|s| s.verdict.as_ref().ok())
+        .map(|answer| answer["sub"].as_str().unwrap_or("?").to_owned())
+        .collect()
+}
+
+#[actix::test]
+async fn each_user_signs_in_upstream_through_the_gateway_and_calls_as_themselves() {
+    installed();
+    let upstream = ResourceServer::start();
+    upstream.open_lists.store(true, Ordering::SeqCst);
+    let port = free_port();
+    let url = format!("http://127.0.0.1:{port}/mcp");
+    let extra = json!([upstream.mcp_url]).to_string();
+    let env = [
+        ("ACCESS_TOKEN_FORMAT", "jwt"),
+        ("EXTRA_RESOURCES", extra.as_str()),
+    ];
+    let provider = OpenIdProvider::start_with(&url, &upstream.secret, &env).await;
+    *upstream.issuer.lock().unwrap() = provider.issuer.clone();
+    let dir = std::env::temp_dir().join(format!("gateway-users-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let _gateway = gateway(port, &provider.issuer, &upstream.mcp_url, &dir);
+
+    let alice = signed_in(&url, "alice").await;
+    let bob = signed_in(&url, "bob").await;
+
+    // No grant of alice's yet: where to sign in, and nothing ran upstream.
+    let first = alice
+        .call_tool("up__echo", json!({"text": "alice 1"}))
+        .await;
+    let alice_link = sign_in_url(first);
+    assert!(alice_link.starts_with(&format!("http://127.0.0.1:{port}/oauth/start/")));
+    let bob_link = sign_in_url(bob.call_tool("up__echo", json!({"text": "bob 1"})).await);
+    assert_ne!(alice_link, bob_link);
+    assert!(
+        subjects_of_calls(&upstream).is_empty(),
+        "a call ran upstream"
+    );
+
+    // Bob's link opened by alice: refused; bob still has no grant.
+    let (status, page) = browse(&bob_link, "alice").await;
+    assert_eq!(status, 403, "{page}");
+    assert!(page.contains("another user"), "{page}");
+    let still = bob.call_tool("up__echo", json!({"text": "bob 2"})).await;
+    sign_in_url(still);
+
+    // Each signs in through their own link, and calls as themselves.
+    let (status, page) = browse(&alice_link, "alice").await;
+    assert_eq!(status, 200, "{page}");
+    assert!(page.contains("Signed in to up"), "{page}");
+    let answer = alice
+        .call_tool("up__echo", json!({"text": "alice 3"}))
+        .await;
+    assert_eq!(answer.expect("answered").text(), "alice 3");
+    let bob_link = sign_in_url(bob.call_tool("up__echo", json!({"text": "bob 3"})).await);
+    let (status, page) = browse(&bob_link, "bob").await;
+    assert_eq!(status, 200, "{page}");
+    let answer = bob.call_tool("up__echo", json!({"text": "bob 4"})).await;
+    assert_eq!(answer.expect("answered").text(), "bob 4");
+    let answer = alice
+        .call_tool("up__echo", json!({"text": "alice 5"}))
+        .await;
+    assert_eq!(answer.expect("answered").text(), "alice 5");
+
+    assert_eq!(subjects_of_calls(&upstream), ["alice", "bob", "alice"]);
+    // Each user's token upstream is their own.
+    let tokens: HashSet<String> = {
+        let seen = upstream.seen.lock().unwrap();
+        let calls = seen.iter().filter(|s| s.what == "tools/call");
+        let accepted = calls.filter(|s| s.verdict.is_ok());
+        accepted.filter_map(|s| s.token.clone()).collect()
+    };
+    assert_eq!(tokens.len(), 2, "one token per user");
+    alice.shutdown().await;
+    bob.shutdown().await;
+    let _ = std::fs::remove_dir_all(&dir);
+}
