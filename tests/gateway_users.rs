@@ -47,6 +47,8 @@ fn gateway(port: u16, issuer: &str, upstream: &str, dir: &std::path::Path) -> Ga
         .args(["--authorization-server", issuer, "--scope", "mcp"])
         .arg("--credentials")
         .arg(dir.join("credentials.json"))
+        .arg("--audit")
+        .arg(dir.join("audit.jsonl"))
         .stderr(Stdio::piped())
         .spawn()
         .expect("the gateway starts");
@@ -253,6 +255,59 @@ async fn each_user_signs_in_upstream_through_the_gateway_and_calls_as_themselves
         accepted.filter_map(|s| s.token.clone()).collect()
     };
     assert_eq!(tokens.len(), 2, "one token per user");
+
+    // A cancel on alice's own connection reaches the server, after its call, with her token.
+    let calls_before = subjects_of_calls(&upstream).len();
+    let token = actix_mcp::Cancellation::new();
+    let call = alice
+        .call_tool("up__sleep", json!({"ms": 60_000}))
+        .cancellation(&token);
+    let call = actix_rt::spawn(call.into_future());
+    let seen_as = |what: &'static str| {
+        let upstream = upstream.clone();
+        move || {
+            let seen = upstream.seen.lock().unwrap();
+            let found = seen.iter().rev().find(|s| s.what == what)?;
+            let answer = found.verdict.as_ref().ok()?;
+            Some(answer["sub"].as_str().unwrap_or("?").to_owned())
+        }
+    };
+    loop_until("the sleep upstream", || {
+        (subjects_of_calls(&upstream).len() > calls_before).then_some(())
+    })
+    .await;
+    assert_eq!(seen_as("tools/call")(), Some("alice".to_owned()));
+    token.cancel();
+    assert!(call.await.unwrap().is_err(), "cancelled");
+    let cancelled = loop_until("the cancel upstream", seen_as("notifications/cancelled")).await;
+    assert_eq!(cancelled, "alice");
+
+    // Each sign-in has its audit record, and none holds a token.
+    let audit = std::fs::read_to_string(dir.join("audit.jsonl")).unwrap();
+    let records: Vec<Value> = audit
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let sign_ins: Vec<(&Value, &Value)> = records
+        .iter()
+        .filter(|r| r["event"] == "sign_in")
+        .map(|r| (&r["outcome"], &r["subject"]))
+        .collect();
+    assert_eq!(
+        sign_ins,
+        [
+            (&json!("not_granted"), &Value::Null),
+            (&json!("granted"), &json!("alice")),
+            (&json!("granted"), &json!("bob")),
+        ],
+        "{audit}"
+    );
+    for token in &tokens {
+        assert!(
+            !audit.contains(token.as_str()),
+            "a token in the audit trail"
+        );
+    }
     alice.shutdown().await;
     bob.shutdown().await;
     let _ = std::fs::remove_dir_all(&dir);

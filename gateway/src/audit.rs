@@ -55,6 +55,10 @@ pub enum Outcome {
     Refused,
     /// Cancelled: by the client (a cancel, its POST gone), its session's end, the gateway's stop.
     Cancelled { by: String },
+    /// A user's grant at an upstream server, signed in through the gateway.
+    Granted,
+    /// A sign-in through the gateway that did not end in a grant, and why.
+    NotGranted { why: String },
     /// A definition held by the pins until approved: its digest, and the pinned one it replaces
     /// (none for a new name).
     Held {
@@ -111,6 +115,20 @@ impl Record {
 }
 
 impl Record {
+    /// A sign-in of `owner` (if known) at `server` through the gateway.
+    pub fn sign_in(owner: Option<&Owner>, server: Option<&str>, outcome: Outcome) -> Self {
+        let mut record = Self::call(
+            owner.unwrap_or(&Owner::Anonymous),
+            "",
+            outcome,
+            Duration::ZERO,
+        );
+        record.event = "sign_in";
+        record.method = None;
+        record.server = server.map(str::to_owned);
+        record
+    }
+
     /// A definition the pins hold until approved (`item`: `kind/name`).
     pub fn held(report: &crate::pins_file::Report) -> Self {
         let outcome = Outcome::Held {

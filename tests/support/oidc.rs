@@ -488,11 +488,20 @@ async fn mcp(
                 .insert_header(("mcp-session-id", "oidc-protected-session"))
                 .json(json!({"jsonrpc": "2.0", "id": id, "result": result}));
         }
+        "tools/call" if body["params"]["name"] == "sleep" => {
+            // A long call, to be cancelled (its cancel comes as a POST of its own).
+            let ms = body["params"]["arguments"]["ms"].as_u64().unwrap_or(0);
+            actix_rt::time::sleep(Duration::from_millis(ms)).await;
+            json!({"content": [{"type": "text", "text": "slept"}]})
+        }
         "tools/call" => {
             let text = &body["params"]["arguments"]["text"];
             json!({"content": [{"type": "text", "text": text}]})
         }
-        "tools/list" => json!({"tools": [{"name": "echo", "inputSchema": {"type": "object"}}]}),
+        "tools/list" => json!({"tools": [
+            {"name": "echo", "inputSchema": {"type": "object"}},
+            {"name": "sleep", "inputSchema": {"type": "object"}},
+        ]}),
         _ => json!({}),
     };
     HttpResponse::Ok().json(json!({"jsonrpc": "2.0", "id": id, "result": result}))

@@ -5,7 +5,11 @@
 use actix_web::{web, HttpRequest, HttpResponse};
 
 use super::Gateway;
-use crate::{changes::Event, users::sign_in::Page};
+use crate::{
+    audit::{Outcome, Record},
+    changes::Event,
+    users::sign_in::Page,
+};
 
 /// `GET /oauth/start/{ticket}`.
 pub async fn start(gateway: web::Data<Gateway>, ticket: web::Path<String>) -> HttpResponse {
@@ -40,6 +44,8 @@ fn answer(gateway: &Gateway, page: Page) -> HttpResponse {
             ticket,
         } => {
             tracing::info!(%owner, %server, "a user signed in upstream");
+            let record = Record::sign_in(Some(&owner), Some(&server), Outcome::Granted);
+            gateway.upstream.audit.record(record);
             let _ = gateway.changes.send(Event::SignedIn {
                 owner,
                 elicitation: ticket,
@@ -51,6 +57,11 @@ fn answer(gateway: &Gateway, page: Page) -> HttpResponse {
             plain(actix_web::http::StatusCode::OK, text)
         }
         Page::Refused(status, why) => {
+            let outcome = Outcome::NotGranted { why: why.clone() };
+            gateway
+                .upstream
+                .audit
+                .record(Record::sign_in(None, None, outcome));
             let status = actix_web::http::StatusCode::from_u16(status)
                 .unwrap_or(actix_web::http::StatusCode::BAD_REQUEST);
             plain(
