@@ -106,6 +106,37 @@ async fn signed_in(url: &str, user: &'static str) -> Client {
         .expect("signed in to the gateway")
 }
 
+/// `user`'s client that declares URL-mode elicitation: it opens each URL asked in a browser
+/// and signs in there as `user`, then agrees; `asked` counts the URLs.
+async fn signed_in_eliciting(
+    url: &str,
+    user: &'static str,
+    era: actix_mcp::client::ProtocolEra,
+    asked: Arc<AtomicUsize>,
+) -> Client {
+    let log = Arc::new(AgentLog::default());
+    let oauth = OAuth::new(PersonAs { log, user }, OAuthConfig::default());
+    Client::builder()
+        .era(era)
+        .on_url_elicitation(move |elicitation, _token| {
+            let asked = asked.clone();
+            async move {
+                asked.fetch_add(1, Ordering::SeqCst);
+                let (status, page) = browse(&elicitation.url, user).await;
+                assert_eq!(status, 200, "{page}");
+                Ok(actix_mcp::protocol::elicitation::ElicitResult {
+                    action: actix_mcp::protocol::elicitation::ElicitAction::Accept,
+                    content: None,
+                    meta: None,
+                    extra: Default::default(),
+                })
+            }
+        })
+        .connect(HttpTransport::new(url).auth(oauth))
+        .await
+        .expect("signed in to the gateway")
+}
+
 /// A browser at `url`, as `user`: follows every redirect (the gateway's and the provider's),
 /// signs in and consents on the provider's pages, and ends on the first page without a form.
 async fn browse(url: &str, user: &str) -> (u16, String) {
@@ -247,6 +278,24 @@ async fn each_user_signs_in_upstream_through_the_gateway_and_calls_as_themselves
     assert_eq!(answer.expect("answered").text(), "alice 5");
 
     assert_eq!(subjects_of_calls(&upstream), ["alice", "bob", "alice"]);
+
+    // Clients that take URL elicitations: asked on the call's stream (2025-11-25) or in its
+    // `input_required` answer (2026-07-28); the call goes on once the person signed in.
+    use actix_mcp::client::ProtocolEra;
+    for (user, era) in [
+        ("carol", ProtocolEra::Legacy),
+        ("dave", ProtocolEra::Modern),
+    ] {
+        let asked = Arc::new(AtomicUsize::new(0));
+        let client = signed_in_eliciting(&url, user, era, asked.clone()).await;
+        let text = format!("{user} 1");
+        let answer = client.call_tool("up__echo", json!({ "text": text })).await;
+        assert_eq!(answer.expect("answered after the sign-in").text(), text);
+        assert_eq!(asked.load(Ordering::SeqCst), 1, "{user}");
+        let subjects = subjects_of_calls(&upstream);
+        assert_eq!(subjects.last().map(String::as_str), Some(user));
+        client.shutdown().await;
+    }
     // Each user's token upstream is their own.
     let tokens: HashSet<String> = {
         let seen = upstream.seen.lock().unwrap();
@@ -254,7 +303,7 @@ async fn each_user_signs_in_upstream_through_the_gateway_and_calls_as_themselves
         let accepted = calls.filter(|s| s.verdict.is_ok());
         accepted.filter_map(|s| s.token.clone()).collect()
     };
-    assert_eq!(tokens.len(), 2, "one token per user");
+    assert_eq!(tokens.len(), 4, "one token per user");
 
     // A cancel on alice's own connection reaches the server, after its call, with her token.
     let calls_before = subjects_of_calls(&upstream).len();
@@ -299,6 +348,8 @@ async fn each_user_signs_in_upstream_through_the_gateway_and_calls_as_themselves
             (&json!("not_granted"), &Value::Null),
             (&json!("granted"), &json!("alice")),
             (&json!("granted"), &json!("bob")),
+            (&json!("granted"), &json!("carol")),
+            (&json!("granted"), &json!("dave")),
         ],
         "{audit}"
     );

@@ -135,6 +135,26 @@ impl Downstream {
         (key, carried)
     }
 
+    /// Whether session `key`'s client declared what `method` with `params` needs (URL-mode
+    /// elicitation: `elicitation.url`).
+    pub fn declared(&self, key: SessionKey, method: &str, params: &Value) -> bool {
+        let registry = self.lock();
+        match registry.sessions.get(&key).map(|link| &link.reach) {
+            Some(Reach::Session(capabilities) | Reach::Stateless(capabilities)) => {
+                declares(capabilities, method, params)
+            }
+            _ => false,
+        }
+    }
+
+    /// A new id for a request the gateway itself asks of a client (the same series as the
+    /// upstream servers' requests, so no two collide).
+    pub fn ask_id(&self) -> String {
+        let mut registry = self.lock();
+        registry.next_ask += 1;
+        format!("gateway-{}", registry.next_ask)
+    }
+
     /// The session's client declared `capabilities` (`initialize`).
     pub fn initialized(&self, key: SessionKey, capabilities: Value) {
         self.set_reach(key, Reach::Session(capabilities));

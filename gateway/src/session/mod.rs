@@ -12,6 +12,7 @@ mod events;
 mod input;
 mod listen;
 mod logs;
+mod per_user;
 mod subscriptions;
 mod tasks;
 
@@ -305,7 +306,7 @@ impl Session {
 
     /// The upstream request of a routed downstream one, with the downstream's token.
     async fn routed(
-        &self,
+        self: &Rc<Self>,
         id: &Value,
         routed: Routed,
         params: &Value,
@@ -346,7 +347,7 @@ impl Session {
 
     /// `tools/call`, routed by the tool's gateway name.
     async fn route_tool_call(
-        &self,
+        self: &Rc<Self>,
         id: &Value,
         params: &Value,
         routes: &Routes,
@@ -358,23 +359,13 @@ impl Session {
         let progress_token = params["_meta"].get("progressToken").cloned();
         let (meta, logs) = self.call_meta(id, params).await?;
         if self.upstream.users.per_user(&self.owner, server) {
-            // On the user's own connection, with their own grant.
-            let client = self.upstream_client(server).await?;
-            let call = client.call_tool(tool, arguments).raw();
-            let call = call.meta(meta).cancellation(token);
-            let answer = async {
-                let users = &self.upstream.users;
-                let error = |e: actix_mcp::Error| users.refusal(&self.owner, server, &e);
-                match progress_token {
-                    None => call.await.map_err(error),
-                    Some(progress_token) => {
-                        let (call, progress) = call.progress_stream();
-                        let call = std::future::IntoFuture::into_future(call);
-                        let passed = self.with_progress(id, progress_token, call, progress);
-                        passed.await.map_err(error)
-                    }
-                }
+            // On the user's own connection, with their own grant (signed in first if need be).
+            let attempt = || {
+                let (arguments, meta) = (arguments.clone(), meta.clone());
+                let progress_token = progress_token.clone();
+                self.user_tool_call(id, server, tool, arguments, meta, progress_token, token)
             };
+            let answer = self.with_sign_in(id, token, attempt);
             return Ok(Answer::Passed(
                 self.with_logs(id, server, logs, answer).await?,
             ));

@@ -38,6 +38,8 @@ struct State {
     tickets: HashMap<String, Ticket>,
     /// Authorization requests sent, by their `state`.
     pending: HashMap<String, Pending>,
+    /// Calls waiting for a ticket's sign-in to end, by ticket.
+    waiting: HashMap<String, Vec<tokio::sync::oneshot::Sender<()>>>,
 }
 
 #[derive(Clone)]
@@ -81,6 +83,8 @@ impl SignIns {
         let now = Instant::now();
         state.tickets.retain(|_, t| t.expires > now);
         state.pending.retain(|_, p| p.expires > now);
+        let tickets: Vec<String> = state.tickets.keys().cloned().collect();
+        state.waiting.retain(|ticket, _| tickets.contains(ticket));
         let same = |t: &Ticket| t.owner == *owner && t.server == server;
         if let Some((id, _)) = state.tickets.iter().find(|(_, t)| same(t)) {
             return id.clone();
@@ -95,6 +99,27 @@ impl SignIns {
         };
         state.tickets.insert(id.clone(), ticket);
         id
+    }
+
+    /// Told when the sign-in of `ticket` is done (dropped unsent if it expires first).
+    pub fn when_done(&self, ticket: &str) -> tokio::sync::oneshot::Receiver<()> {
+        let (done, when) = tokio::sync::oneshot::channel();
+        let mut state = self.lock();
+        state
+            .waiting
+            .entry(ticket.to_owned())
+            .or_default()
+            .push(done);
+        when
+    }
+
+    /// The sign-in of `ticket` is done: whoever waits goes on.
+    fn done(&self, ticket: &str) {
+        let mut state = self.lock();
+        state.tickets.remove(ticket);
+        for waiter in state.waiting.remove(ticket).unwrap_or_default() {
+            let _ = waiter.send(());
+        }
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, State> {
@@ -175,7 +200,7 @@ pub async fn callback(users: &Users, authorization: &Authorization, redirect: &U
         }
         Step::Upstream(oauth) => match oauth.complete(callback).await {
             Ok(()) => {
-                users.sign_ins.lock().tickets.remove(&pending.ticket);
+                users.sign_ins.done(&pending.ticket);
                 Page::Done {
                     owner: ticket.owner,
                     server: ticket.server,
