@@ -34,11 +34,12 @@ impl Drop for Gateway {
     }
 }
 
-/// The gateway on `port`, requiring tokens of `issuer`, before `upstream` (per user).
-fn gateway(port: u16, issuer: &str, upstream: &str, dir: &std::path::Path) -> Gateway {
+/// The gateway on `port`, requiring tokens of `issuer`, before `upstream` (per user, with
+/// `auth` as given).
+fn gateway(port: u16, issuer: &str, upstream: &str, auth: Value, dir: &std::path::Path) -> Gateway {
     let program = workspace_bins::program(workspace_bins::ALL, workspace_bins::GATEWAY, true);
     let config = dir.join("mcp.json");
-    let servers = json!({"mcpServers": {"up": {"url": upstream, "auth": {}}}});
+    let servers = json!({"mcpServers": {"up": {"url": upstream, "auth": auth}}});
     std::fs::write(&config, servers.to_string()).unwrap();
     let mut child = Command::new(program)
         .arg("--config")
@@ -234,7 +235,7 @@ async fn each_user_signs_in_upstream_through_the_gateway_and_calls_as_themselves
     *upstream.issuer.lock().unwrap() = provider.issuer.clone();
     let dir = std::env::temp_dir().join(format!("gateway-users-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    let _gateway = gateway(port, &provider.issuer, &upstream.mcp_url, &dir);
+    let _gateway = gateway(port, &provider.issuer, &upstream.mcp_url, json!({}), &dir);
 
     let alice = signed_in(&url, "alice").await;
     let bob = signed_in(&url, "bob").await;
@@ -359,6 +360,60 @@ async fn each_user_signs_in_upstream_through_the_gateway_and_calls_as_themselves
             "a token in the audit trail"
         );
     }
+    alice.shutdown().await;
+    bob.shutdown().await;
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[actix::test]
+async fn with_token_exchange_each_users_own_token_is_exchanged_without_a_browser() {
+    installed();
+    let upstream = ResourceServer::start();
+    upstream.open_lists.store(true, Ordering::SeqCst);
+    let port = free_port();
+    let url = format!("http://127.0.0.1:{port}/mcp");
+    let extra = json!([upstream.mcp_url]).to_string();
+    let env = [
+        ("ACCESS_TOKEN_FORMAT", "jwt"),
+        ("EXTRA_RESOURCES", extra.as_str()),
+        ("EXCHANGE_CLIENT", "gateway-exchange:exchange-secret"),
+    ];
+    let provider = OpenIdProvider::start_with(&url, &upstream.secret, &env).await;
+    *upstream.issuer.lock().unwrap() = provider.issuer.clone();
+    let dir = std::env::temp_dir().join(format!("gateway-exchange-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let auth = json!({"clientId": "gateway-exchange", "clientSecret": "exchange-secret",
+        "tokenExchange": true});
+    let _gateway = gateway(port, &provider.issuer, &upstream.mcp_url, auth, &dir);
+
+    let alice = signed_in(&url, "alice").await;
+    let bob = signed_in(&url, "bob").await;
+    for (client, text) in [(&alice, "alice 1"), (&bob, "bob 1"), (&alice, "alice 2")] {
+        let answer = client.call_tool("up__echo", json!({ "text": text })).await;
+        assert_eq!(answer.expect("answered, no sign-in asked").text(), text);
+    }
+    assert_eq!(subjects_of_calls(&upstream), ["alice", "bob", "alice"]);
+    let exchanges = provider.count("token_exchange.success");
+    assert_eq!(
+        exchanges,
+        2,
+        "one exchange per user: {:?}",
+        provider.events()
+    );
+    // What the upstream saw is the exchanged tokens: opaque ones of its own, not the JWTs the
+    // users hold for the gateway.
+    let tokens: HashSet<String> = {
+        let seen = upstream.seen.lock().unwrap();
+        let accepted = seen
+            .iter()
+            .filter(|s| s.what == "tools/call" && s.verdict.is_ok());
+        accepted.filter_map(|s| s.token.clone()).collect()
+    };
+    assert_eq!(tokens.len(), 2);
+    assert!(
+        tokens.iter().all(|t| t.split('.').count() != 3),
+        "a JWT reached upstream"
+    );
     alice.shutdown().await;
     bob.shutdown().await;
     let _ = std::fs::remove_dir_all(&dir);

@@ -127,7 +127,9 @@ impl Authorization {
         }
         let claims = self.verified(token).await?;
         self.possession(&request, &scheme, token, &claims, now_secs())?;
-        self.caller(claims)
+        let mut caller = self.caller(claims)?;
+        caller.token = Some(crate::owner::Bearer(token.into()));
+        Ok(caller)
     }
 
     /// Who `token` is from, without a proof of possession: for a token the gateway itself was
@@ -177,6 +179,7 @@ impl Authorization {
             owner,
             scopes: granted,
             claims,
+            token: None,
         })
     }
 

@@ -41,6 +41,19 @@ pub struct Caller {
     pub scopes: Vec<String>,
     /// Its token's claims.
     pub claims: serde_json::Map<String, serde_json::Value>,
+    /// The token itself: exchanged (RFC 8693) for the user's token at an upstream server that
+    /// asks for that (`tokenExchange`), never sent anywhere else, never shown.
+    pub token: Option<Bearer>,
+}
+
+/// A caller's access token, kept only to be exchanged.
+#[derive(Clone, PartialEq)]
+pub struct Bearer(pub Arc<str>);
+
+impl std::fmt::Debug for Bearer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("<redacted>")
+    }
 }
 
 impl Caller {
@@ -51,6 +64,7 @@ impl Caller {
                 owner: Owner::Anonymous,
                 scopes: Vec::new(),
                 claims: serde_json::Map::new(),
+                token: None,
             })
         });
         ANONYMOUS.clone()

@@ -31,6 +31,7 @@ pub struct OAuthConfig {
     pub(super) store: Arc<dyn CredentialStore>,
     pub(super) private_key_pem: Option<String>,
     pub(super) jwt_bearer: Option<String>,
+    pub(super) token_exchange: Option<String>,
     pub(super) identity_assertion: Option<IdentityAssertion>,
     pub(super) client_credentials: bool,
     pub(super) sign_in_timeout: Duration,
@@ -56,6 +57,7 @@ impl Default for OAuthConfig {
             store: Arc::new(MemoryStore::default()),
             private_key_pem: None,
             jwt_bearer: None,
+            token_exchange: None,
             identity_assertion: None,
             client_credentials: false,
             sign_in_timeout: DEFAULT_SIGN_IN_TIMEOUT,
@@ -83,6 +85,10 @@ impl std::fmt::Debug for OAuthConfig {
             .field(
                 "jwt_bearer",
                 &self.jwt_bearer.as_ref().map(|_| "<redacted>"),
+            )
+            .field(
+                "token_exchange",
+                &self.token_exchange.as_ref().map(|_| "<redacted>"),
             )
             .field("identity_assertion", &self.identity_assertion)
             .field("client_credentials", &self.client_credentials)
@@ -187,6 +193,15 @@ impl OAuthConfig {
     /// with the `jwt-bearer` grant.
     pub fn jwt_bearer(mut self, assertion: impl Into<String>) -> Self {
         self.jwt_bearer = Some(assertion.into());
+        self
+    }
+
+    /// Token exchange (RFC 8693): this access token, the user's at a service acting for them
+    /// (a gateway), exchanged at the server's authorization server for a token of the server's
+    /// own, with this client's id and secret. No browser: when the exchanged token expires, the
+    /// exchange is made again with the same subject token.
+    pub fn token_exchange(mut self, subject_token: impl Into<String>) -> Self {
+        self.token_exchange = Some(subject_token.into());
         self
     }
 

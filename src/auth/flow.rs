@@ -147,6 +147,8 @@ fn adoptable(stored: &Credentials, current_token: Option<&str>, now: u64) -> boo
 enum GrantKind {
     /// Workload identity: this JWT, with the `jwt-bearer` grant.
     JwtBearer(String),
+    /// A user's access token at a service acting for them, exchanged (RFC 8693).
+    TokenExchange(String),
     /// Enterprise-managed: an ID-JAG from the IdP, with the `jwt-bearer` grant.
     IdentityAssertion(IdentityAssertion),
     /// Machine to machine.
@@ -160,6 +162,9 @@ enum GrantKind {
 fn grant_kind(config: &OAuthConfig, metadata: &AuthorizationServerMetadata) -> GrantKind {
     if let Some(assertion) = &config.jwt_bearer {
         return GrantKind::JwtBearer(assertion.clone());
+    }
+    if let Some(subject) = &config.token_exchange {
+        return GrantKind::TokenExchange(subject.clone());
     }
     if let Some(identity) = &config.identity_assertion {
         return GrantKind::IdentityAssertion(identity.clone());
@@ -383,6 +388,7 @@ impl OAuth {
                     .await
             }
             GrantKind::JwtBearer(assertion) => bearer(assertion),
+            GrantKind::TokenExchange(subject) => grants::token_exchange_form(subject),
             GrantKind::IdentityAssertion(identity) => {
                 let (issuer, resource) = (&found.metadata.issuer, &found.resource);
                 let id_jag =
@@ -698,9 +704,18 @@ mod tests {
             GrantKind::ClientCredentials
         ));
         assert!(matches!(
-            grant_kind(&with_id.jwt_bearer("jwt"), &both),
+            grant_kind(&with_id.clone().jwt_bearer("jwt"), &both),
             GrantKind::JwtBearer(assertion) if assertion == "jwt"
         ));
+        assert!(matches!(
+            grant_kind(&with_id.token_exchange("user's"), &both),
+            GrantKind::TokenExchange(subject) if subject == "user's"
+        ));
+        let form = grants::token_exchange_form("user's".into());
+        assert!(form.contains(&("subject_token", "user's".into())));
+        assert!(form
+            .iter()
+            .any(|(k, v)| *k == "grant_type" && v.ends_with(":token-exchange")));
     }
 
     #[test]

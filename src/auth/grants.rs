@@ -22,6 +22,7 @@ use crate::error::Error;
 pub(crate) const JWT_BEARER: &str = "urn:ietf:params:oauth:grant-type:jwt-bearer";
 const TOKEN_EXCHANGE: &str = "urn:ietf:params:oauth:grant-type:token-exchange";
 const ID_TOKEN: &str = "urn:ietf:params:oauth:token-type:id_token";
+const ACCESS_TOKEN_TYPE: &str = "urn:ietf:params:oauth:token-type:access_token";
 const ID_JAG: &str = "urn:ietf:params:oauth:token-type:id-jag";
 const CLIENT_ASSERTION_TYPE: &str = "urn:ietf:params:oauth:client-assertion-type:jwt-bearer";
 
@@ -206,6 +207,16 @@ fn refusal_text(status: u16, body: &[u8]) -> String {
         Ok(Refusal { error, .. }) => error.escape_debug().to_string(),
         Err(_) => format!("HTTP {status}"),
     }
+}
+
+/// RFC 8693: `subject`, an access token, for an access token of the resource the form names.
+pub(super) fn token_exchange_form(subject: String) -> Form {
+    vec![
+        ("grant_type", TOKEN_EXCHANGE.to_owned()),
+        ("subject_token", subject),
+        ("subject_token_type", ACCESS_TOKEN_TYPE.to_owned()),
+        ("requested_token_type", ACCESS_TOKEN_TYPE.to_owned()),
+    ]
 }
 
 /// RFC 8693 at the enterprise IdP: the user's ID token for an ID-JAG naming this authorization

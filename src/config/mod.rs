@@ -282,6 +282,10 @@ pub struct AuthConfig {
     pub callback_port: u16,
     /// `signInTimeoutMs`: how long the sign-in in the browser may take (5 min when not given).
     pub sign_in_timeout: Option<Duration>,
+    /// `tokenExchange`: a multi-user service (the gateway) gets each user's token for this
+    /// server by exchanging the user's own token (RFC 8693) with this client's id and secret,
+    /// instead of signing the user in.
+    pub token_exchange: bool,
 }
 
 impl fmt::Debug for AuthConfig {
@@ -357,12 +361,22 @@ impl ServerConfig {
     /// service signs the user in itself with [`OAuth::begin`] and [`OAuth::complete`] through
     /// [`oauth_for_user`](Self::oauth_for_user) and its `redirect_uri`).
     #[cfg(feature = "auth")]
+    /// With `subject_token` (the user's own access token at the service) and `tokenExchange`
+    /// set, the user's token for this server is that one exchanged (RFC 8693): no sign-in.
     pub fn transport_for_user(
         &self,
         store: Arc<dyn CredentialStore>,
         redirect_uri: &str,
+        subject_token: Option<&str>,
     ) -> Result<Box<dyn Transport>, Error> {
-        let oauth = self.oauth_for_user(store, redirect_uri)?;
+        let exchange = self.auth.as_ref().is_some_and(|auth| auth.token_exchange);
+        let oauth = match subject_token.filter(|_| exchange) {
+            Some(subject) => {
+                let config = self.oauth_config(Some(store))?.token_exchange(subject);
+                OAuth::new(crate::auth::Application::new(redirect_uri), config)
+            }
+            None => self.oauth_for_user(store, redirect_uri)?,
+        };
         self.build_with(Some(oauth))
     }
 

@@ -675,6 +675,7 @@ impl<'t, 'n> Reader<'t, 'n> {
                 .callback_port
                 .map_or(DEFAULT_CALLBACK_PORT, |port| port.0),
             sign_in_timeout: auth.sign_in_timeout_ms.map(|millis| millis.0),
+            token_exchange: auth.token_exchange.unwrap_or(false),
         }))
     }
 }

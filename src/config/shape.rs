@@ -109,6 +109,7 @@ pub(super) struct AuthShape {
     pub(super) scopes: Option<Scopes>,
     pub(super) callback_port: Option<Port>,
     pub(super) sign_in_timeout_ms: Option<Millis>,
+    pub(super) token_exchange: Option<bool>,
 }
 
 /// A `T` read from a JSON object, and only from one: serde's derived structs also take arrays

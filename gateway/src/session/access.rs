@@ -17,11 +17,10 @@ use crate::{
 };
 
 impl Session {
-    /// The latest request came with `caller`'s token: what it may use is judged by it.
+    /// The latest request came with `caller`'s token: what it may use is judged by it, and it
+    /// is what a `tokenExchange` server's token is exchanged from.
     pub fn called_by(&self, caller: Arc<Caller>) {
-        if self.upstream.guarded {
-            *self.caller.borrow_mut() = caller;
-        }
+        *self.caller.borrow_mut() = caller;
     }
 
     /// Refused unless the caller may use `name` of `server` (`shown`: as the client names it).

@@ -336,7 +336,9 @@ impl Session {
     /// The connection to upstream `server` (started if need be).
     async fn upstream_client(&self, server: &str) -> Result<actix_mcp::Client, Refusal> {
         if self.upstream.users.per_user(&self.owner, server) {
-            return self.upstream.users.client(&self.owner, server).await;
+            let caller = self.caller.borrow().clone();
+            let token = caller.token.as_ref();
+            return self.upstream.users.client(&self.owner, server, token).await;
         }
         self.upstream
             .servers

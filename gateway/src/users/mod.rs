@@ -22,7 +22,10 @@ use serde_json::json;
 pub use sign_in::SignIns;
 use store::UserStore;
 
-use crate::{owner::Owner, replies::Refusal};
+use crate::{
+    owner::{Bearer, Owner},
+    replies::Refusal,
+};
 
 /// MCP: the request needs the user to go through a URL first (`URLElicitationRequiredError`).
 pub const URL_ELICITATION_REQUIRED: i64 = -32042;
@@ -50,7 +53,8 @@ pub struct Serving {
 
 /// One user's connection to one server, made on first use.
 struct Connection {
-    client: tokio::sync::Mutex<Option<Client>>,
+    /// The client, and the user's token it was made with (`tokenExchange`: exchanged from it).
+    client: tokio::sync::Mutex<Option<(Client, Option<Bearer>)>>,
     last_used: Mutex<Instant>,
 }
 
@@ -99,27 +103,41 @@ impl Users {
 
     /// `owner`'s connection to `server`, made now if need be. Without a grant of theirs:
     /// `-32042` with the gateway's sign-in URL for them.
-    pub async fn client(&self, owner: &Owner, server: &str) -> Result<Client, Refusal> {
+    /// With `tokenExchange`, the user's token upstream is exchanged from `token`, their current
+    /// one: a connection made from an older token is replaced (its calls in flight keep it until
+    /// they end).
+    pub async fn client(
+        &self,
+        owner: &Owner,
+        server: &str,
+        token: Option<&Bearer>,
+    ) -> Result<Client, Refusal> {
         let Some(serving) = self.serving.get() else {
             return Err(Refusal::params(
                 "per-user servers need the gateway's HTTP side",
             ));
         };
         let connection = self.connection(owner, server, serving)?;
-        let mut slot = connection.client.lock().await;
-        if let Some(client) = slot.as_ref().filter(|c| !c.is_closed()) {
-            return Ok(client.clone());
-        }
         let Some((config, options)) = self.servers.get(server) else {
             return Err(Refusal::params(format!("no server {server:?}")));
         };
+        let exchange = config.auth.as_ref().is_some_and(|a| a.token_exchange);
+        let token = token.filter(|_| exchange);
+        let mut slot = connection.client.lock().await;
+        let current = |(client, made_from): &(Client, Option<Bearer>)| {
+            !client.is_closed() && made_from.as_ref() == token
+        };
+        if let Some((client, _)) = slot.as_ref().filter(|made| current(made)) {
+            return Ok(client.clone());
+        }
         let redirect = format!("{}{}", serving.origin, sign_in::CALLBACK);
+        let subject = token.map(|t| &*t.0);
         let transport = config
-            .transport_for_user(self.store_of(owner), &redirect)
+            .transport_for_user(self.store_of(owner), &redirect, subject)
             .map_err(|e| Refusal::from_error(&e))?;
         match options.clone().connect(transport).await {
             Ok(client) => {
-                *slot = Some(client.clone());
+                *slot = Some((client.clone(), token.cloned()));
                 Ok(client)
             }
             Err(e) if needs_sign_in(&e) => Err(self.sign_in_required(owner, server, serving)),
@@ -187,10 +205,9 @@ impl Users {
             });
             idle
         };
+        // Dropped, not closed: a call still in flight keeps its connection until it ends.
         for connection in idle {
-            if let Some(client) = connection.client.lock().await.take() {
-                client.shutdown().await;
-            }
+            connection.client.lock().await.take();
         }
     }
 

@@ -18,12 +18,16 @@
 //                           default `opaque` (checked by introspection)
 //   EXTRA_RESOURCES         optional: a JSON list of more resource URLs (a gateway's upstream
 //                           servers), each with opaque tokens of the `mcp` scope
+//   EXCHANGE_CLIENT         optional: `id:secret` of a pre-registered client that may exchange
+//                           (RFC 8693) a JWT access token of this provider's for an opaque one
+//                           of an EXTRA_RESOURCES resource, for the same account
 //   HOLD_TOKEN_REQUEST      optional: the Nth token request (counting from 1) is held forever,
 //                           never processed, told as `event token.held`
 //
 // Stdout, one line each: `listening <port>` once bound, then `event <name> <details>` for every
 // provider event the test counts (never a token or a secret). Warnings go to stderr.
 
+import * as crypto from 'node:crypto';
 import { createServer } from 'node:http';
 import { pathToFileURL } from 'node:url';
 
@@ -36,6 +40,21 @@ const accessTokenTTL = Number(process.env.ACCESS_TOKEN_TTL || 5);
 const accessTokenFormat = process.env.ACCESS_TOKEN_FORMAT || 'opaque';
 const resourceServerSecret = process.env.RESOURCE_SERVER_SECRET;
 const extraResources = JSON.parse(process.env.EXTRA_RESOURCES || '[]');
+const TOKEN_EXCHANGE = 'urn:ietf:params:oauth:grant-type:token-exchange';
+const ACCESS_TOKEN_TYPE = 'urn:ietf:params:oauth:token-type:access_token';
+const exchangeClient = process.env.EXCHANGE_CLIENT
+  ? (() => {
+    const [id, secret] = process.env.EXCHANGE_CLIENT.split(':');
+    return {
+      client_id: id,
+      client_secret: secret,
+      token_endpoint_auth_method: 'client_secret_basic',
+      response_types: [],
+      grant_types: [TOKEN_EXCHANGE],
+      redirect_uris: [],
+    };
+  })()
+  : undefined;
 if (!resource || !resourceServerSecret) {
   console.error('MCP_RESOURCE and RESOURCE_SERVER_SECRET are required');
   process.exit(2);
@@ -57,6 +76,7 @@ const provider = new Provider(issuer, {
       grant_types: [],
       redirect_uris: [],
     },
+    ...(exchangeClient ? [exchangeClient] : []),
   ],
   // Any login, as itself (devInteractions accepts any login and password).
   async findAccount(ctx, id) {
@@ -169,6 +189,70 @@ if (tokenDelay > 0 || holdTokenRequest > 0) {
     }
   });
 }
+
+// A JWT access token's claims if this provider signed it (its JWKS) and it is current.
+async function verifiedAccessToken(jwt) {
+  const [head, body, signature] = jwt.split('.');
+  if (!signature) return undefined;
+  const header = JSON.parse(Buffer.from(head, 'base64url'));
+  const jwks = await (await fetch(`${issuer}/jwks`)).json();
+  const jwk = jwks.keys.find((key) => key.kid === header.kid);
+  if (!jwk) return undefined;
+  const key = crypto.createPublicKey({ key: jwk, format: 'jwk' });
+  const signed = Buffer.from(`${head}.${body}`);
+  const bytes = Buffer.from(signature, 'base64url');
+  const valid = header.alg === 'RS256' ? crypto.verify('sha256', signed, key, bytes)
+    : header.alg === 'ES256' ? crypto.verify('sha256', signed, { key, dsaEncoding: 'ieee-p1363' }, bytes)
+      : false;
+  if (!valid) return undefined;
+  const claims = JSON.parse(Buffer.from(body, 'base64url'));
+  if (claims.iss !== issuer || claims.exp * 1000 < Date.now()) return undefined;
+  return claims;
+}
+
+// RFC 8693, for EXCHANGE_CLIENT: a JWT access token this provider signed for the gateway, for
+// an opaque token of one of EXTRA_RESOURCES, for the same account.
+provider.registerGrantType(TOKEN_EXCHANGE, async (ctx) => {
+  const { params, client } = ctx.oidc;
+  const refuse = (error, description) => {
+    say(`event token_exchange.error ${error} ${description}`);
+    ctx.status = 400;
+    ctx.body = { error, error_description: description };
+  };
+  if (params.subject_token_type !== ACCESS_TOKEN_TYPE) {
+    return refuse('invalid_request', 'subject_token_type must be an access token');
+  }
+  if (!extraResources.includes(params.resource)) {
+    return refuse('invalid_target', `unknown resource ${params.resource}`);
+  }
+  const subject = await verifiedAccessToken(params.subject_token);
+  if (!subject || subject.aud !== resource) {
+    return refuse('invalid_grant', 'the subject token is not a valid access token for the gateway');
+  }
+  // A grant of the exchanged token's own, for the same account.
+  const grant = new provider.Grant({ accountId: subject.sub, clientId: client.clientId });
+  grant.addResourceScope(params.resource, 'mcp');
+  const grantId = await grant.save();
+  const token = new provider.AccessToken({
+    accountId: subject.sub,
+    client,
+    grantId,
+    scope: 'mcp',
+    gty: 'token_exchange',
+  });
+  token.resourceServer = new provider.ResourceServer(params.resource, {
+    scope: 'mcp', audience: params.resource, accessTokenFormat: 'opaque', accessTokenTTL,
+  });
+  const value = await token.save();
+  say(`event token_exchange.success account=${subject.sub} resource=${params.resource}`);
+  ctx.body = {
+    access_token: value,
+    issued_token_type: ACCESS_TOKEN_TYPE,
+    token_type: 'Bearer',
+    expires_in: token.expiration,
+    scope: 'mcp',
+  };
+}, ['subject_token', 'subject_token_type', 'requested_token_type', 'resource', 'scope', 'audience']);
 
 server.on('request', provider.callback());
 say(`listening ${port}`);
