@@ -367,10 +367,10 @@ impl Session {
                 let progress_token = progress_token.clone();
                 self.user_tool_call(id, server, tool, arguments, meta, progress_token, token)
             };
-            let answer = self.with_sign_in(id, token, attempt);
-            return Ok(Answer::Passed(
-                self.with_logs(id, server, logs, answer).await?,
-            ));
+            // Boxed: the common path's future stays small (it is moved when the call is spawned).
+            let answer = Box::pin(self.with_sign_in(id, token, attempt));
+            let answer = Box::pin(self.with_logs(id, server, logs, answer));
+            return Ok(Answer::Passed(answer.await?));
         }
         // A routed call, so the inspector sees it.
         let call = self.upstream.servers.call_tool(server, tool, arguments);
