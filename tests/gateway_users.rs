@@ -279,6 +279,17 @@ async fn each_user_signs_in_upstream_through_the_gateway_and_calls_as_themselves
     assert_eq!(answer.expect("answered").text(), "alice 5");
 
     assert_eq!(subjects_of_calls(&upstream), ["alice", "bob", "alice"]);
+    // One upstream subscription serves every session, on the gateway's own connection: for a
+    // per-user server it is refused rather than made with the gateway's grant.
+    let subscribed = alice.subscribe_resource("up://notes").await;
+    let refused = format!("{subscribed:?}");
+    assert!(refused.contains("each user's own grant"), "{refused}");
+    assert!(!upstream
+        .seen
+        .lock()
+        .unwrap()
+        .iter()
+        .any(|s| s.what == "resources/subscribe"));
 
     // Clients that take URL elicitations: asked on the call's stream (2025-11-25) or in its
     // `input_required` answer (2026-07-28); the call goes on once the person signed in.

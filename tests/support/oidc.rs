@@ -443,7 +443,11 @@ async fn mcp(
     };
     let listing = matches!(
         what.as_str(),
-        "initialize" | "notifications/initialized" | "tools/list"
+        "initialize"
+            | "notifications/initialized"
+            | "tools/list"
+            | "resources/list"
+            | "resources/templates/list"
     );
     let open = token.is_none() && listing && server.open_lists.load(Ordering::SeqCst);
     let verdict = match open {
@@ -482,7 +486,8 @@ async fn mcp(
     }
     let result = match body["method"].as_str().unwrap_or_default() {
         "initialize" => {
-            let result = json!({"protocolVersion": "2025-11-25", "capabilities": {"tools": {}},
+            let result = json!({"protocolVersion": "2025-11-25",
+                "capabilities": {"tools": {}, "resources": {"subscribe": true}},
                 "serverInfo": {"name": "oidc-protected", "version": "1"}});
             return HttpResponse::Ok()
                 .insert_header(("mcp-session-id", "oidc-protected-session"))
@@ -498,6 +503,8 @@ async fn mcp(
             let text = &body["params"]["arguments"]["text"];
             json!({"content": [{"type": "text", "text": text}]})
         }
+        "resources/list" => json!({"resources": [{"uri": "up://notes", "name": "notes"}]}),
+        "resources/templates/list" => json!({"resourceTemplates": []}),
         "tools/list" => json!({"tools": [
             {"name": "echo", "inputSchema": {"type": "object"}},
             {"name": "sleep", "inputSchema": {"type": "object"}},

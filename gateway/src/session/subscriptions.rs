@@ -42,6 +42,12 @@ impl Session {
             .resource_server(uri)
             .map(str::to_owned)
             .ok_or_else(|| Refusal::params(format!("no resource {uri:?}")))?;
+        // One upstream subscription serves every session, on the gateway's own connection: a
+        // per-user server's resources must not be followed with the gateway's grant.
+        if self.upstream.users.per_user(&self.owner, &server) {
+            let why = format!("resources of {server:?}, reached with each user's own grant, cannot be subscribed to through the gateway yet");
+            return Err(Refusal(crate::replies::METHOD_NOT_FOUND, why, None));
+        }
         let first = self.upstream.subscribers().join(&server, uri);
         self.state
             .borrow_mut()
