@@ -204,34 +204,13 @@ fn main() -> ExitCode {
     if let Some(Command::Pins { pins, action }) = &args.command {
         return pins_command::run(pins, action);
     }
-    let Some(config_path) = args.config.clone() else {
-        eprintln!("actix-mcp-gateway: --config FILE is required");
-        return ExitCode::from(2);
-    };
-    let pins = match &args.pins {
-        None => None,
-        Some(path) => match pins_file::PinsFile::open(path.clone(), args.pin_changes) {
-            Ok(pins) => Some(std::sync::Arc::new(pins)),
-            Err(e) => {
-                eprintln!("actix-mcp-gateway: --pins: {e}");
-                return ExitCode::from(2);
-            }
-        },
-    };
-    if !args.stdio && args.listen.is_none() {
-        eprintln!("actix-mcp-gateway: say how to serve: --listen ADDR or --stdio");
-        return ExitCode::from(2);
-    }
-    let config = match Config::load(&config_path) {
-        Ok(config) => config,
-        Err(e) => {
-            eprintln!("actix-mcp-gateway: {e}");
+    let prepared = match prepare(&args) {
+        Ok(prepared) => prepared,
+        Err(message) => {
+            eprintln!("actix-mcp-gateway: {message}");
             return ExitCode::from(2);
         }
     };
-    for warning in &config.warnings {
-        eprintln!("actix-mcp-gateway: warning: {warning}");
-    }
     let program = actix_mcp_programs::telemetry::Program {
         name: "actix-mcp-gateway",
         target: "actix_mcp_gateway",
@@ -243,77 +222,16 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    if args.stdio && args.audit.as_deref() == Some("-") {
-        eprintln!(
-            "actix-mcp-gateway: --audit -: stdout carries the protocol with --stdio; name a file"
-        );
-        return ExitCode::from(2);
-    }
-    let audit = match args.audit.as_deref().map(audit::Sink::parse) {
-        None => audit::Audit::default(),
-        Some(sink) => match audit::Audit::start(sink) {
-            Ok(audit) => audit,
-            Err(e) => {
-                eprintln!("actix-mcp-gateway: --audit: {e}");
-                return ExitCode::from(2);
-            }
-        },
+    // After the telemetry: the audit trail's records are log records too when it exports.
+    let audit = match prepared.audit.map(audit::Audit::start).transpose() {
+        Ok(audit) => audit.unwrap_or_default(),
+        Err(e) => {
+            eprintln!("actix-mcp-gateway: --audit: {e}");
+            return ExitCode::from(2);
+        }
     };
-    let served = actix_rt::System::new().block_on(async move {
-        let store = match credentials::open(args.credentials.as_deref()).await {
-            Ok(store) => store,
-            Err(e) => {
-                let code = match e {
-                    credentials::CredentialsError::Usage(_) => 2,
-                    credentials::CredentialsError::Unavailable(_) => 1,
-                };
-                return Err((code, e.to_string()));
-            }
-        };
-        let mut upstream = upstream::Upstream::from_config(&config, store, args.names);
-        upstream.audit = audit;
-        upstream.pins = pins;
-        let servers = upstream.servers.clone();
-        servers.start_all().await;
-        let (changes, _) = tokio::sync::broadcast::channel(64);
-        changes::watch(&upstream, changes.clone());
-        changes::watch_pins(&upstream, changes.clone());
-        let served = match args.listen {
-            Some(listen) => {
-                let seconds = std::time::Duration::from_secs;
-                let options = http::Options {
-                    inspector: args.inspector,
-                    authorization_server: args.authorization_server,
-                    resource: args.resource,
-                    scopes: args.scopes,
-                    clock_leeway: seconds(args.clock_leeway),
-                    trusted_proxies: args.trusted_proxies,
-                    input_wait: seconds(args.input_wait),
-                    sessions: http::Limits {
-                        idle: seconds(args.session_idle),
-                        sessions: args.max_sessions,
-                        per_owner: args.max_sessions_per_user,
-                    },
-                    body: http::BodyLimits {
-                        max: args.max_body,
-                        timeout: seconds(args.body_timeout),
-                    },
-                    stream_buffer: args.stream_buffer,
-                    max_connections: args.max_connections,
-                    workers: args.workers,
-                    user_connections: http::UserLimits {
-                        max: args.max_user_connections,
-                        idle: seconds(args.user_connection_idle),
-                    },
-                };
-                http::serve(upstream, listen, options, changes).await
-            }
-            None => stdio::serve(upstream, changes).await,
-        };
-        // Every owed cancel is written before the servers are closed.
-        servers.stop().await;
-        served.map_err(|e| (1, e.to_string()))
-    });
+    let (config, pins) = (prepared.config, prepared.pins);
+    let served = actix_rt::System::new().block_on(serve(args, config, pins, audit));
     // What is left of the spans and metrics is exported before the process ends.
     telemetry.finish();
     match served {
@@ -322,5 +240,105 @@ fn main() -> ExitCode {
             eprintln!("actix-mcp-gateway: {message}");
             ExitCode::from(code)
         }
+    }
+}
+
+/// What the arguments name, read before anything starts (each refusal a usage error).
+struct Prepared {
+    config: Config,
+    pins: Option<std::sync::Arc<pins_file::PinsFile>>,
+    audit: Option<audit::Sink>,
+}
+
+fn prepare(args: &Args) -> Result<Prepared, String> {
+    let config_path = args.config.as_ref().ok_or("--config FILE is required")?;
+    if !args.stdio && args.listen.is_none() {
+        return Err("say how to serve: --listen ADDR or --stdio".into());
+    }
+    if args.stdio && args.audit.as_deref() == Some("-") {
+        return Err("--audit -: stdout carries the protocol with --stdio; name a file".into());
+    }
+    let pins = match &args.pins {
+        None => None,
+        Some(path) => {
+            let pins = pins_file::PinsFile::open(path.clone(), args.pin_changes);
+            Some(std::sync::Arc::new(
+                pins.map_err(|e| format!("--pins: {e}"))?,
+            ))
+        }
+    };
+    let config = Config::load(config_path).map_err(|e| e.to_string())?;
+    for warning in &config.warnings {
+        eprintln!("actix-mcp-gateway: warning: {warning}");
+    }
+    let audit = args.audit.as_deref().map(audit::Sink::parse);
+    Ok(Prepared {
+        config,
+        pins,
+        audit,
+    })
+}
+
+/// The upstream servers started, then the gateway served until it is stopped; every owed
+/// cancel is written before the servers are closed.
+async fn serve(
+    args: Args,
+    config: Config,
+    pins: Option<std::sync::Arc<pins_file::PinsFile>>,
+    audit: audit::Audit,
+) -> Result<(), (u8, String)> {
+    let store = match credentials::open(args.credentials.as_deref()).await {
+        Ok(store) => store,
+        Err(e) => {
+            let code = match e {
+                credentials::CredentialsError::Usage(_) => 2,
+                credentials::CredentialsError::Unavailable(_) => 1,
+            };
+            return Err((code, e.to_string()));
+        }
+    };
+    let mut upstream = upstream::Upstream::from_config(&config, store, args.names);
+    upstream.audit = audit;
+    upstream.pins = pins;
+    let servers = upstream.servers.clone();
+    servers.start_all().await;
+    let (changes, _) = tokio::sync::broadcast::channel(64);
+    changes::watch(&upstream, changes.clone());
+    changes::watch_pins(&upstream, changes.clone());
+    let served = match args.listen {
+        Some(listen) => http::serve(upstream, listen, http_options(args), changes).await,
+        None => stdio::serve(upstream, changes).await,
+    };
+    servers.stop().await;
+    served.map_err(|e| (1, e.to_string()))
+}
+
+/// The HTTP side's options, from the arguments.
+fn http_options(args: Args) -> http::Options {
+    let seconds = std::time::Duration::from_secs;
+    http::Options {
+        inspector: args.inspector,
+        authorization_server: args.authorization_server,
+        resource: args.resource,
+        scopes: args.scopes,
+        clock_leeway: seconds(args.clock_leeway),
+        trusted_proxies: args.trusted_proxies,
+        input_wait: seconds(args.input_wait),
+        sessions: http::Limits {
+            idle: seconds(args.session_idle),
+            sessions: args.max_sessions,
+            per_owner: args.max_sessions_per_user,
+        },
+        body: http::BodyLimits {
+            max: args.max_body,
+            timeout: seconds(args.body_timeout),
+        },
+        stream_buffer: args.stream_buffer,
+        max_connections: args.max_connections,
+        workers: args.workers,
+        user_connections: http::UserLimits {
+            max: args.max_user_connections,
+            idle: seconds(args.user_connection_idle),
+        },
     }
 }

@@ -6,6 +6,8 @@ use actix_mcp::protocol::RawResult;
 use serde::Deserialize;
 use serde_json::Value;
 
+use crate::replies::{result, uncacheable};
+
 #[derive(Debug)]
 pub enum Outbound {
     /// Made by the gateway: an answer, a notification, or a request asked of the client.
@@ -81,6 +83,50 @@ impl Outbound {
             Self::Passed { id, result } => {
                 format!(r#"{{"jsonrpc":"2.0","id":{id},"result":{}}}"#, result.get())
             }
+        }
+    }
+}
+
+/// What a routed request answers: a result the gateway made, or an upstream server's, passed
+/// on unread.
+pub enum Answer {
+    Made(Value),
+    Passed(RawResult),
+}
+
+impl Answer {
+    /// The answer of request `id`; for a 2026-07-28 client (`modern`) with `resultType`.
+    pub fn to(self, id: &Value, modern: bool) -> Outbound {
+        match self {
+            Self::Made(made) => result(id, made, modern).into(),
+            Self::Passed(passed) => {
+                let stamp = modern && !Present::in_result(&passed).result_type();
+                let passed = match stamp {
+                    true => with_fields(&passed, &[r#""resultType":"complete""#]).unwrap_or(passed),
+                    false => passed,
+                };
+                Outbound::Passed {
+                    id: id.clone(),
+                    result: passed,
+                }
+            }
+        }
+    }
+
+    /// [`uncacheable`] for either: the hints put into a passed result unread, unless the server
+    /// gave hints of its own (then they are replaced, the result read).
+    pub fn uncacheable(self) -> Self {
+        let passed = match self {
+            Self::Made(made) => return Self::Made(uncacheable(made)),
+            Self::Passed(passed) => passed,
+        };
+        if !Present::in_result(&passed).cache_hint() {
+            let hints = [r#""ttlMs":0"#, r#""cacheScope":"private""#];
+            return Self::Passed(with_fields(&passed, &hints).unwrap_or(passed));
+        }
+        match serde_json::from_str(passed.get()) {
+            Ok(made) => Self::Made(uncacheable(made)),
+            Err(_) => Self::Passed(passed),
         }
     }
 }

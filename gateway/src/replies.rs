@@ -1,10 +1,8 @@
 //! What the gateway answers downstream: results (with what the 2026-07-28 era asks of each),
 //! errors, and the refusal a routed request ends in.
 
-use actix_mcp::{protocol::RawResult, Error, ServersError};
+use actix_mcp::{Error, ServersError};
 use serde_json::{json, Value};
-
-use crate::outbound::{with_fields, Outbound, Present};
 
 /// JSON-RPC: the method is not one the gateway serves.
 pub const METHOD_NOT_FOUND: i64 = -32601;
@@ -40,50 +38,6 @@ pub fn result(id: &Value, mut result: Value, modern: bool) -> Value {
             .or_insert_with(|| Value::String("complete".into()));
     }
     json!({"jsonrpc": "2.0", "id": id, "result": result})
-}
-
-/// What a routed request answers: a result the gateway made, or an upstream server's, passed
-/// on unread.
-pub enum Answer {
-    Made(Value),
-    Passed(RawResult),
-}
-
-impl Answer {
-    /// The answer of request `id`; for a 2026-07-28 client (`modern`) with `resultType`.
-    pub fn to(self, id: &Value, modern: bool) -> Outbound {
-        match self {
-            Self::Made(made) => result(id, made, modern).into(),
-            Self::Passed(passed) => {
-                let stamp = modern && !Present::in_result(&passed).result_type();
-                let passed = match stamp {
-                    true => with_fields(&passed, &[r#""resultType":"complete""#]).unwrap_or(passed),
-                    false => passed,
-                };
-                Outbound::Passed {
-                    id: id.clone(),
-                    result: passed,
-                }
-            }
-        }
-    }
-
-    /// [`uncacheable`] for either: the hints put into a passed result unread, unless the server
-    /// gave hints of its own (then they are replaced, the result read).
-    pub fn uncacheable(self) -> Self {
-        let passed = match self {
-            Self::Made(made) => return Self::Made(uncacheable(made)),
-            Self::Passed(passed) => passed,
-        };
-        if !Present::in_result(&passed).cache_hint() {
-            let hints = [r#""ttlMs":0"#, r#""cacheScope":"private""#];
-            return Self::Passed(with_fields(&passed, &hints).unwrap_or(passed));
-        }
-        match serde_json::from_str(passed.get()) {
-            Ok(made) => Self::Made(uncacheable(made)),
-            Err(_) => Self::Passed(passed),
-        }
-    }
 }
 
 /// A downstream error: code, message, data. The upstream server's own JSON-RPC error is passed

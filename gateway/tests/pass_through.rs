@@ -20,8 +20,9 @@ const PROMPT: &str =
     r#"{"messages":[{"role":"user","content":{"type":"text","text":"exact"}}],"description":"z"}"#;
 const READ: &str = r#"{"contents":[{"uri":"verbatim://n","text":"1.10"}],"_meta":{"z":1,"a":2}}"#;
 
-/// A gateway before one server, `v`, answering with the texts above.
-fn verbatim() -> Upstreams {
+/// A gateway before one server, `v`, answering with the texts above (`name`: the test's own
+/// directory, since tests run at once).
+fn verbatim(name: &str) -> Upstreams {
     let results = json!({
         "initialize": r#"{"protocolVersion":"2025-11-25","capabilities":{"tools":{},"prompts":{},"resources":{}},"serverInfo":{"name":"verbatim","version":"1"}}"#,
         "tools/list": r#"{"tools":[{"name":"exact","inputSchema":{"type":"object"}}]}"#,
@@ -33,7 +34,7 @@ fn verbatim() -> Upstreams {
         "resources/read": READ,
     });
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/verbatim_server.py");
-    let upstreams = Upstreams::of("verbatim", json!({}));
+    let upstreams = Upstreams::of(name, json!({}));
     let given = upstreams.dir.join("results.json");
     std::fs::write(&given, results.to_string()).unwrap();
     let servers = json!({"v": {"command": "python3", "args": [script, given]}});
@@ -64,7 +65,7 @@ fn with_first(fields: &str, text: &str) -> String {
 
 #[actix_rt::test]
 async fn a_sessions_results_are_the_upstream_servers_text() {
-    let upstreams = verbatim();
+    let upstreams = verbatim("verbatim-session");
     let gateway = listen(&upstreams);
     let session = open_session(&gateway.1);
     for (message, text) in routed() {
@@ -76,7 +77,7 @@ async fn a_sessions_results_are_the_upstream_servers_text() {
 
 #[actix_rt::test]
 async fn a_stateless_calls_results_gain_only_what_their_era_asks() {
-    let upstreams = verbatim();
+    let upstreams = verbatim("verbatim-stateless");
     let gateway = listen(&upstreams);
     for (message, text) in routed() {
         let method = message["method"].clone();

@@ -10,7 +10,8 @@ use super::Session;
 use crate::{
     audit::{digest, Outcome, Record},
     method::Routed,
-    replies::{Answer, Refusal, FORBIDDEN},
+    outbound::Answer,
+    replies::{Refusal, FORBIDDEN},
 };
 
 impl Session {
