@@ -317,6 +317,41 @@ async fn each_user_signs_in_upstream_through_the_gateway_and_calls_as_themselves
     };
     assert_eq!(tokens.len(), 4, "one token per user");
 
+    // A prompt and a read of a per-user server: asked in band of a client that takes URL
+    // elicitations, refused with the link to one that does not.
+    let asked = Arc::new(AtomicUsize::new(0));
+    let erin = signed_in_eliciting(&url, "erin", ProtocolEra::Legacy, asked.clone()).await;
+    let prompt = erin.get_prompt("up__greet", serde_json::Map::new()).await;
+    assert!(prompt.is_ok(), "{prompt:?}");
+    assert_eq!(asked.load(Ordering::SeqCst), 1);
+    let frank = signed_in(&url, "frank").await;
+    let read = frank.read_resource("up://notes").await;
+    let Err(Error::UrlElicitationRequired { elicitations, .. }) = read else {
+        panic!("not a sign-in request: {read:?}");
+    };
+    let (status, page) = browse(&elicitations[0].url, "frank").await;
+    assert_eq!(status, 200, "{page}");
+    let read = frank.read_resource("up://notes").await;
+    assert!(read.is_ok(), "{read:?}");
+    let readers: Vec<String> = {
+        let seen = upstream.seen.lock().unwrap();
+        let ok = |s: &&Seen| {
+            s.verdict.is_ok() && ["prompts/get", "resources/read"].contains(&s.what.as_str())
+        };
+        seen.iter()
+            .filter(ok)
+            .map(|s| {
+                s.verdict.as_ref().unwrap()["sub"]
+                    .as_str()
+                    .unwrap_or("?")
+                    .to_owned()
+            })
+            .collect()
+    };
+    assert_eq!(readers, ["erin", "frank"]);
+    erin.shutdown().await;
+    frank.shutdown().await;
+
     // A cancel on alice's own connection reaches the server, after its call, with her token.
     let calls_before = subjects_of_calls(&upstream).len();
     let token = actix_mcp::Cancellation::new();
@@ -362,6 +397,8 @@ async fn each_user_signs_in_upstream_through_the_gateway_and_calls_as_themselves
             (&json!("granted"), &json!("bob")),
             (&json!("granted"), &json!("carol")),
             (&json!("granted"), &json!("dave")),
+            (&json!("granted"), &json!("erin")),
+            (&json!("granted"), &json!("frank")),
         ],
         "{audit}"
     );

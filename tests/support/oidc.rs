@@ -448,6 +448,7 @@ async fn mcp(
             | "tools/list"
             | "resources/list"
             | "resources/templates/list"
+            | "prompts/list"
     );
     let open = token.is_none() && listing && server.open_lists.load(Ordering::SeqCst);
     let verdict = match open {
@@ -487,7 +488,7 @@ async fn mcp(
     let result = match body["method"].as_str().unwrap_or_default() {
         "initialize" => {
             let result = json!({"protocolVersion": "2025-11-25",
-                "capabilities": {"tools": {}, "resources": {"subscribe": true}},
+                "capabilities": {"tools": {}, "resources": {"subscribe": true}, "prompts": {}},
                 "serverInfo": {"name": "oidc-protected", "version": "1"}});
             return HttpResponse::Ok()
                 .insert_header(("mcp-session-id", "oidc-protected-session"))
@@ -505,6 +506,10 @@ async fn mcp(
         }
         "resources/list" => json!({"resources": [{"uri": "up://notes", "name": "notes"}]}),
         "resources/templates/list" => json!({"resourceTemplates": []}),
+        "prompts/list" => json!({"prompts": [{"name": "greet"}]}),
+        "prompts/get" => json!({"messages": [
+            {"role": "user", "content": {"type": "text", "text": "hello"}}]}),
+        "resources/read" => json!({"contents": [{"uri": "up://notes", "text": "notes"}]}),
         "tools/list" => json!({"tools": [
             {"name": "echo", "inputSchema": {"type": "object"}},
             {"name": "sleep", "inputSchema": {"type": "object"}},

@@ -393,7 +393,7 @@ impl Session {
 
     /// `prompts/get`, routed by the prompt's gateway name.
     async fn route_prompt(
-        &self,
+        self: &Rc<Self>,
         id: &Value,
         params: &Value,
         routes: &Routes,
@@ -407,20 +407,26 @@ impl Session {
             .ok_or_else(|| Refusal::params(format!("no prompt named {name:?}")))?;
         let _in_flight = self.upstream.downstream.call_begins(self.key, server, id);
         let arguments = params["arguments"].as_object().cloned().unwrap_or_default();
-        let client = self.upstream_client(server).await?;
         let (meta, logs) = self.call_meta(id, params).await?;
-        let call = client
-            .get_prompt(prompt, arguments)
-            .raw()
-            .cancellation(token);
-        let call = std::future::IntoFuture::into_future(call.meta(meta));
-        let answer = self.with_logs(id, server, logs, call).await;
-        Ok(Answer::Passed(answer.map_err(|e| self.failed(server, &e))?))
+        let attempt = || {
+            let (arguments, meta) = (arguments.clone(), meta.clone());
+            async move {
+                let client = self.upstream_client(server).await?;
+                let call = client.get_prompt(prompt, arguments).raw();
+                let call = call.cancellation(token).meta(meta);
+                let answer = std::future::IntoFuture::into_future(call).await;
+                answer.map_err(|e| self.failed(server, &e))
+            }
+        };
+        let answer = self.signed_in_if_need_be(id, server, token, attempt);
+        Ok(Answer::Passed(
+            self.with_logs(id, server, logs, answer).await?,
+        ))
     }
 
     /// `resources/read`, routed by the URI.
     async fn route_read(
-        &self,
+        self: &Rc<Self>,
         id: &Value,
         params: &Value,
         routes: &Routes,
@@ -432,12 +438,22 @@ impl Session {
             .resource_server(uri)
             .ok_or_else(|| Refusal::params(format!("no resource {uri:?}")))?;
         let _in_flight = self.upstream.downstream.call_begins(self.key, server, id);
-        let client = self.upstream_client(server).await?;
         let (meta, logs) = self.call_meta(id, params).await?;
-        let call = client.read_resource(uri).raw().cancellation(token);
-        let call = std::future::IntoFuture::into_future(call.meta(meta));
-        let answer = self.with_logs(id, server, logs, call).await;
-        let answer = Answer::Passed(answer.map_err(|e| self.failed(server, &e))?);
+        let attempt = || {
+            let meta = meta.clone();
+            async move {
+                let client = self.upstream_client(server).await?;
+                let call = client
+                    .read_resource(uri)
+                    .raw()
+                    .cancellation(token)
+                    .meta(meta);
+                let answer = std::future::IntoFuture::into_future(call).await;
+                answer.map_err(|e| self.failed(server, &e))
+            }
+        };
+        let answer = self.signed_in_if_need_be(id, server, token, attempt);
+        let answer = Answer::Passed(self.with_logs(id, server, logs, answer).await?);
         Ok(match self.modern.get() {
             true => answer.uncacheable(),
             false => answer,

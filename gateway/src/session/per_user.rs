@@ -43,6 +43,24 @@ impl Session {
         }
     }
 
+    /// `attempt`, on a per-user server through [`with_sign_in`](Self::with_sign_in) (boxed:
+    /// the common path's future stays small).
+    pub(super) async fn signed_in_if_need_be<T, F>(
+        self: &Rc<Self>,
+        id: &Value,
+        server: &str,
+        token: &actix_mcp::Cancellation,
+        attempt: impl Fn() -> F,
+    ) -> Result<T, Refusal>
+    where
+        F: std::future::Future<Output = Result<T, Refusal>>,
+    {
+        match self.upstream.users.per_user(&self.owner, server) {
+            true => Box::pin(self.with_sign_in(id, token, attempt)).await,
+            false => attempt().await,
+        }
+    }
+
     /// `attempt` on a per-user server; if it wants the user's sign-in and the client can be
     /// asked, asks it, waits for the sign-in (or the call's cancel), and attempts once more.
     pub(super) async fn with_sign_in<T, F>(
