@@ -16,7 +16,7 @@ use crate::{
 
 impl Session {
     /// Records the end of routed request `method` (`params`), which took `took`: `cancelled`
-    /// names by what, if it was cancelled downstream.
+    /// names by what, if it was cancelled downstream. Called only when the trail is kept.
     pub(super) fn audit(
         &self,
         routed: Routed,
@@ -27,9 +27,6 @@ impl Session {
         took: Duration,
     ) {
         let audit = &self.upstream.audit;
-        if !audit.is_on() {
-            return;
-        }
         let outcome = match (cancelled, outcome) {
             (Some(by), _) => Outcome::Cancelled { by },
             (None, Err(Refusal(FORBIDDEN, ..))) => Outcome::Refused,

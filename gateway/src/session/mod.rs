@@ -277,22 +277,20 @@ impl Session {
         };
         use tracing::Instrument as _;
         let span = server_span(&id, method, params);
-        let (session, params, method) = (self.clone(), params.clone(), method.to_owned());
-        let started = std::time::Instant::now();
+        let (session, params) = (self.clone(), params.clone());
+        // What the audit trail needs, only when it is kept.
+        let audited =
+            (self.upstream.audit.is_on()).then(|| (method.to_owned(), std::time::Instant::now()));
         self.spawn(
             async move {
                 let outcome = session.routed(&id, routed, &params, &token).await;
                 // A request cancelled downstream is owed no answer.
                 let owed = session.state.borrow_mut().in_flight.end(&id);
-                let cancelled = (!owed).then(|| cancelled_by(&token));
-                session.audit(
-                    routed,
-                    &method,
-                    &params,
-                    &outcome,
-                    cancelled,
-                    started.elapsed(),
-                );
+                if let Some((method, started)) = &audited {
+                    let cancelled = (!owed).then(|| cancelled_by(&token));
+                    let took = started.elapsed();
+                    session.audit(routed, method, &params, &outcome, cancelled, took);
+                }
                 if owed {
                     session.send(match outcome {
                         Ok(answer) => answer.to(&id, session.modern.get()),
@@ -362,13 +360,12 @@ impl Session {
         let (meta, logs) = self.call_meta(id, params).await?;
         if self.upstream.users.per_user(&self.owner, server) {
             // On the user's own connection, with their own grant (signed in first if need be).
-            let attempt = || {
-                let (arguments, meta) = (arguments.clone(), meta.clone());
-                let progress_token = progress_token.clone();
-                self.user_tool_call(id, server, tool, arguments, meta, progress_token, token)
+            let parts = (arguments, meta, progress_token);
+            let attempt = |(arguments, meta, progress)| {
+                self.user_tool_call(id, server, tool, arguments, meta, progress, token)
             };
             // Boxed: the common path's future stays small (it is moved when the call is spawned).
-            let answer = Box::pin(self.with_sign_in(id, token, attempt));
+            let answer = Box::pin(self.with_sign_in(id, token, parts, attempt));
             let answer = Box::pin(self.with_logs(id, server, logs, answer));
             return Ok(Answer::Passed(answer.await?));
         }
@@ -408,17 +405,15 @@ impl Session {
         let _in_flight = self.upstream.downstream.call_begins(self.key, server, id);
         let arguments = params["arguments"].as_object().cloned().unwrap_or_default();
         let (meta, logs) = self.call_meta(id, params).await?;
-        let attempt = || {
-            let (arguments, meta) = (arguments.clone(), meta.clone());
-            async move {
-                let client = self.upstream_client(server).await?;
-                let call = client.get_prompt(prompt, arguments).raw();
-                let call = call.cancellation(token).meta(meta);
-                let answer = std::future::IntoFuture::into_future(call).await;
-                answer.map_err(|e| self.failed(server, &e))
-            }
+        let attempt = |(arguments, meta)| async move {
+            let client = self.upstream_client(server).await?;
+            let call = client.get_prompt(prompt, arguments).raw();
+            let call = call.cancellation(token).meta(meta);
+            let answer = std::future::IntoFuture::into_future(call).await;
+            answer.map_err(|e| self.failed(server, &e))
         };
-        let answer = self.signed_in_if_need_be(id, server, token, attempt);
+        let parts = (arguments, meta);
+        let answer = self.signed_in_if_need_be(id, server, token, parts, attempt);
         Ok(Answer::Passed(
             self.with_logs(id, server, logs, answer).await?,
         ))
@@ -439,20 +434,17 @@ impl Session {
             .ok_or_else(|| Refusal::params(format!("no resource {uri:?}")))?;
         let _in_flight = self.upstream.downstream.call_begins(self.key, server, id);
         let (meta, logs) = self.call_meta(id, params).await?;
-        let attempt = || {
-            let meta = meta.clone();
-            async move {
-                let client = self.upstream_client(server).await?;
-                let call = client
-                    .read_resource(uri)
-                    .raw()
-                    .cancellation(token)
-                    .meta(meta);
-                let answer = std::future::IntoFuture::into_future(call).await;
-                answer.map_err(|e| self.failed(server, &e))
-            }
+        let attempt = |meta| async move {
+            let client = self.upstream_client(server).await?;
+            let call = client
+                .read_resource(uri)
+                .raw()
+                .cancellation(token)
+                .meta(meta);
+            let answer = std::future::IntoFuture::into_future(call).await;
+            answer.map_err(|e| self.failed(server, &e))
         };
-        let answer = self.signed_in_if_need_be(id, server, token, attempt);
+        let answer = self.signed_in_if_need_be(id, server, token, meta, attempt);
         let answer = Answer::Passed(self.with_logs(id, server, logs, answer).await?);
         Ok(match self.modern.get() {
             true => answer.uncacheable(),

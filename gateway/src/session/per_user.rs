@@ -43,36 +43,39 @@ impl Session {
         }
     }
 
-    /// `attempt`, on a per-user server through [`with_sign_in`](Self::with_sign_in) (boxed:
-    /// the common path's future stays small).
-    pub(super) async fn signed_in_if_need_be<T, F>(
+    /// `attempt` with `parts`, on a per-user server through [`with_sign_in`](Self::with_sign_in)
+    /// (boxed: the common path's future stays small; its parts are moved, not copied).
+    pub(super) async fn signed_in_if_need_be<A: Clone, T, F>(
         self: &Rc<Self>,
         id: &Value,
         server: &str,
         token: &actix_mcp::Cancellation,
-        attempt: impl Fn() -> F,
+        parts: A,
+        attempt: impl Fn(A) -> F,
     ) -> Result<T, Refusal>
     where
         F: std::future::Future<Output = Result<T, Refusal>>,
     {
         match self.upstream.users.per_user(&self.owner, server) {
-            true => Box::pin(self.with_sign_in(id, token, attempt)).await,
-            false => attempt().await,
+            true => Box::pin(self.with_sign_in(id, token, parts, attempt)).await,
+            false => attempt(parts).await,
         }
     }
 
-    /// `attempt` on a per-user server; if it wants the user's sign-in and the client can be
-    /// asked, asks it, waits for the sign-in (or the call's cancel), and attempts once more.
-    pub(super) async fn with_sign_in<T, F>(
+    /// `attempt` with `parts` on a per-user server; if it wants the user's sign-in and the
+    /// client can be asked, asks it, waits for the sign-in (or the call's cancel), and attempts
+    /// once more (the parts copied for the first attempt, moved into the second).
+    pub(super) async fn with_sign_in<A: Clone, T, F>(
         self: &Rc<Self>,
         id: &Value,
         token: &actix_mcp::Cancellation,
-        attempt: impl Fn() -> F,
+        parts: A,
+        attempt: impl Fn(A) -> F,
     ) -> Result<T, Refusal>
     where
         F: std::future::Future<Output = Result<T, Refusal>>,
     {
-        let refusal = match attempt().await {
+        let refusal = match attempt(parts.clone()).await {
             Err(refusal) if refusal.0 == URL_ELICITATION_REQUIRED => refusal,
             done => return done,
         };
@@ -122,7 +125,7 @@ impl Session {
             Err(why) => Err(why),
         };
         match waited {
-            Ok(()) => attempt().await,
+            Ok(()) => attempt(parts).await,
             Err(why) => Err(Refusal(
                 refusal.0,
                 format!("{}: {why}", refusal.1),
