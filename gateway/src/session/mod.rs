@@ -319,8 +319,14 @@ impl Session {
             }
             Routed::Complete => self.complete(id, params, &routes, token).await,
             Routed::CallTool => return self.route_tool_call(id, params, &routes, token).await,
-            Routed::GetPrompt => return self.route_prompt(id, params, &routes, token).await,
-            Routed::ReadResource => return self.route_read(id, params, &routes, token).await,
+            // Boxed, as the per-user path of a tool call is: each would size every call's future
+            // (moved when the call is spawned) to its own.
+            Routed::GetPrompt => {
+                return Box::pin(self.route_prompt(id, params, &routes, token)).await
+            }
+            Routed::ReadResource => {
+                return Box::pin(self.route_read(id, params, &routes, token)).await
+            }
         };
         made.map(Answer::Made)
     }
