@@ -219,20 +219,28 @@ fn subjects_of_calls(upstream: &ResourceServer) -> Vec<String> {
         .collect()
 }
 
-#[actix::test]
-async fn each_user_signs_in_upstream_through_the_gateway_and_calls_as_themselves() {
+/// The upstream server (anyone lists, only its users call) and the provider that is both its
+/// authorization server and the gateway's (`more` of its environment), on the gateway's port.
+async fn stage(more: &[(&str, &str)]) -> (Arc<ResourceServer>, OpenIdProvider, u16, String) {
     installed();
     let upstream = ResourceServer::start();
     upstream.open_lists.store(true, Ordering::SeqCst);
     let port = free_port();
     let url = format!("http://127.0.0.1:{port}/mcp");
     let extra = json!([upstream.mcp_url]).to_string();
-    let env = [
+    let mut env = vec![
         ("ACCESS_TOKEN_FORMAT", "jwt"),
         ("EXTRA_RESOURCES", extra.as_str()),
     ];
+    env.extend_from_slice(more);
     let provider = OpenIdProvider::start_with(&url, &upstream.secret, &env).await;
     *upstream.issuer.lock().unwrap() = provider.issuer.clone();
+    (upstream, provider, port, url)
+}
+
+#[actix::test]
+async fn each_user_signs_in_upstream_through_the_gateway_and_calls_as_themselves() {
+    let (upstream, provider, port, url) = stage(&[]).await;
     let dir = std::env::temp_dir().join(format!("gateway-users-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let _gateway = gateway(port, &provider.issuer, &upstream.mcp_url, json!({}), &dir);
@@ -415,19 +423,8 @@ async fn each_user_signs_in_upstream_through_the_gateway_and_calls_as_themselves
 
 #[actix::test]
 async fn with_token_exchange_each_users_own_token_is_exchanged_without_a_browser() {
-    installed();
-    let upstream = ResourceServer::start();
-    upstream.open_lists.store(true, Ordering::SeqCst);
-    let port = free_port();
-    let url = format!("http://127.0.0.1:{port}/mcp");
-    let extra = json!([upstream.mcp_url]).to_string();
-    let env = [
-        ("ACCESS_TOKEN_FORMAT", "jwt"),
-        ("EXTRA_RESOURCES", extra.as_str()),
-        ("EXCHANGE_CLIENT", "gateway-exchange:exchange-secret"),
-    ];
-    let provider = OpenIdProvider::start_with(&url, &upstream.secret, &env).await;
-    *upstream.issuer.lock().unwrap() = provider.issuer.clone();
+    let exchange = [("EXCHANGE_CLIENT", "gateway-exchange:exchange-secret")];
+    let (upstream, provider, port, url) = stage(&exchange).await;
     let dir = std::env::temp_dir().join(format!("gateway-exchange-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let auth = json!({"clientId": "gateway-exchange", "clientSecret": "exchange-secret",

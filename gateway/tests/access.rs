@@ -90,14 +90,7 @@ impl Guarded {
     async fn tools(&self, token: &str) -> Vec<String> {
         let (status, _, answer) = self.modern(token, "tools/list", json!({})).await;
         assert_eq!(status, 200, "{answer}");
-        let tools = answer["result"]["tools"]
-            .as_array()
-            .cloned()
-            .unwrap_or_default();
-        tools
-            .iter()
-            .map(|t| t["name"].as_str().unwrap().to_owned())
-            .collect()
+        tool_names(&answer)
     }
 
     /// The `tools/call`s of `tool` server `a` read.
@@ -107,6 +100,16 @@ impl Guarded {
             .filter(|m| m["method"] == "tools/call" && m["params"]["name"] == tool)
             .count()
     }
+}
+
+/// The tool names of a `tools/list` answer.
+fn tool_names(answer: &Value) -> Vec<String> {
+    let tools = answer["result"]["tools"].as_array();
+    let names = tools
+        .into_iter()
+        .flatten()
+        .map(|t| t["name"].as_str().unwrap().to_owned());
+    names.collect()
 }
 
 /// The answer of a body: one JSON message, or the event stream's message with an id.
@@ -227,20 +230,10 @@ async fn in_a_session_each_request_is_judged_by_its_own_token() {
         .to_owned();
     let _ = opened.text().await;
     let list = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"});
-    let names = |answer: Value| -> Vec<String> {
-        let tools = answer["result"]["tools"]
-            .as_array()
-            .cloned()
-            .unwrap_or_default();
-        tools
-            .iter()
-            .map(|t| t["name"].as_str().unwrap().to_owned())
-            .collect()
-    };
     let listed = post(&alice, Some(&session), list.clone()).await.unwrap();
-    let before = names(answer_of(&listed.text().await.unwrap()));
+    let before = tool_names(&answer_of(&listed.text().await.unwrap()));
     assert!(!before.contains(&"a__add".to_owned()), "{before:?}");
     let listed = post(&admin, Some(&session), list).await.unwrap();
-    let after = names(answer_of(&listed.text().await.unwrap()));
+    let after = tool_names(&answer_of(&listed.text().await.unwrap()));
     assert!(after.contains(&"a__add".to_owned()), "{after:?}");
 }
