@@ -32,6 +32,7 @@ mod owner;
 mod pins;
 mod pins_command;
 mod pins_file;
+mod replicas;
 mod replies;
 mod routes;
 mod server_requests;
@@ -108,6 +109,20 @@ struct Args {
     /// here. A refresh is made once across every process sharing the store.
     #[arg(long, value_name = "FILE|URL")]
     credentials: Option<String>,
+    /// Run as one of several replicas sharing this Redis (`redis://HOST:PORT/DB`): any replica
+    /// serves any session, and what a replica that dies left running upstream is cancelled by
+    /// another. Records are sealed with ACTIX_MCP_CREDENTIALS_KEY (64 hex digits, the same on
+    /// every replica), under ACTIX_MCP_CREDENTIALS_PREFIX.
+    #[arg(long, value_name = "URL", requires = "listen")]
+    replicas: Option<String>,
+    /// How long a replica that stops renewing its lease in --replicas is still taken as alive.
+    #[arg(
+        long,
+        value_name = "SECONDS",
+        default_value_t = 10,
+        requires = "replicas"
+    )]
+    replica_lease: u64,
     /// How tools and prompts are named: `qualified` (`server__tool`, always) or `plain` (the
     /// tool's own name, `server__tool` only where a server listed earlier has one of that name).
     #[arg(long, value_enum, default_value_t = names::Naming::Qualified)]
@@ -300,6 +315,7 @@ async fn serve(
     let mut upstream = upstream::Upstream::from_config(&config, store, args.names);
     upstream.audit = audit;
     upstream.pins = pins;
+    upstream.replicas = replicas(&args, &config).await?;
     let servers = upstream.servers.clone();
     servers.start_all().await;
     let (changes, _) = tokio::sync::broadcast::channel(64);
@@ -311,6 +327,46 @@ async fn serve(
     };
     servers.stop().await;
     served.map_err(|e| (1, e.to_string()))
+}
+
+/// With `--replicas`, this replica's part in the shared store.
+async fn replicas(
+    args: &Args,
+    config: &Config,
+) -> Result<Option<std::sync::Arc<replicas::Replicas>>, (u8, String)> {
+    let Some(url) = &args.replicas else {
+        return Ok(None);
+    };
+    let key =
+        credentials::key_from_env(&format!("--replicas {url}")).map_err(|e| (2, e.to_string()))?;
+    let endpoints = config
+        .servers
+        .iter()
+        .filter_map(|server| match &server.transport {
+            actix_mcp::config::TransportConfig::Http {
+                url,
+                headers,
+                socket: None,
+            } => {
+                let endpoint = replicas::Endpoint {
+                    url: url.clone(),
+                    headers: headers.clone(),
+                };
+                Some((server.name.clone(), endpoint))
+            }
+            _ => None,
+        });
+    let settings = replicas::Settings {
+        url: url.clone(),
+        key,
+        prefix: format!("{}gateway:", credentials::prefix_from_env()),
+        idle: std::time::Duration::from_secs(args.session_idle),
+        lease: std::time::Duration::from_secs(args.replica_lease.max(1)),
+        endpoints: endpoints.collect(),
+    };
+    let connected = replicas::Replicas::connect(settings).await;
+    let replicas = connected.map_err(|e| (1, format!("--replicas {url}: {e}")))?;
+    Ok(Some(replicas))
 }
 
 /// The HTTP side's options, from the arguments.

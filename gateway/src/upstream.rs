@@ -42,6 +42,8 @@ pub struct Upstream {
     subscribers: Arc<Mutex<Subscribers>>,
     /// How the tools and prompts are named (`--names`).
     pub naming: Naming,
+    /// With `--replicas`: this replica's part in the shared store.
+    pub replicas: Option<Arc<crate::replicas::Replicas>>,
     /// The routes of the last catalogue, shared by every session and stateless call: made once
     /// per catalogue change, not once per request.
     routes: Arc<Mutex<Made>>,
@@ -108,6 +110,7 @@ impl Upstream {
             log_floor: Arc::default(),
             subscribers: Arc::default(),
             naming,
+            replicas: None,
             routes: Arc::default(),
         }
     }

@@ -45,19 +45,30 @@ pub async fn open(credentials: Option<&str>) -> Result<Arc<dyn CredentialStore>,
     if !(place.starts_with("redis://") || place.starts_with("rediss://")) {
         return Ok(Arc::new(FileStore::new(place)));
     }
-    let key = std::env::var(KEY_VARIABLE).map_err(|_| {
-        CredentialsError::Usage(format!(
-            "--credentials {place}: set {KEY_VARIABLE} to the store's key (64 hex digits)"
-        ))
-    })?;
-    let key = parse_key(&key).ok_or_else(|| {
-        CredentialsError::Usage(format!("{KEY_VARIABLE}: not 32 bytes as 64 hex digits"))
-    })?;
-    let prefix = std::env::var(PREFIX_VARIABLE).unwrap_or_else(|_| "actix-mcp:".into());
+    let key = key_from_env(&format!("--credentials {place}"))?;
+    let prefix = prefix_from_env();
     let store = RedisStore::connect(place, key, &prefix)
         .await
         .map_err(|e| CredentialsError::Unavailable(format!("--credentials {place}: {e}")))?;
     Ok(Arc::new(store))
+}
+
+/// The store's key from [`KEY_VARIABLE`] (replicas seal what they share with it too), for
+/// `what` (named in the error).
+pub fn key_from_env(what: &str) -> Result<[u8; 32], CredentialsError> {
+    let key = std::env::var(KEY_VARIABLE).map_err(|_| {
+        CredentialsError::Usage(format!(
+            "{what}: set {KEY_VARIABLE} to the store's key (64 hex digits)"
+        ))
+    })?;
+    parse_key(&key).ok_or_else(|| {
+        CredentialsError::Usage(format!("{KEY_VARIABLE}: not 32 bytes as 64 hex digits"))
+    })
+}
+
+/// The prefix of what is kept in Redis ([`PREFIX_VARIABLE`], default `actix-mcp:`).
+pub fn prefix_from_env() -> String {
+    std::env::var(PREFIX_VARIABLE).unwrap_or_else(|_| "actix-mcp:".into())
 }
 
 fn parse_key(hex_digits: &str) -> Option<[u8; 32]> {

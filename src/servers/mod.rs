@@ -59,7 +59,7 @@ pub use config::{HealthProbe, ServersBuilder, DEFAULT_LIST_TIMEOUT};
 pub use entry::ServerStatus;
 pub use error::ServersError;
 pub use live::{CallInFlight, ToolStats, DURATIONS_KEPT};
-pub use routed::{RoutedCall, RoutedResult};
+pub use routed::{BeforeSend, RoutedCall, RoutedResult};
 pub use start::DEFAULT_START_PARALLELISM;
 pub use supervision::{RestartPolicy, Status};
 

@@ -19,7 +19,7 @@ use crate::{
     client::{Client, ProgressStream},
     error::Error,
     protocol::{
-        jsonrpc::RawResult,
+        jsonrpc::{RawResult, RequestId},
         notifications::{Progress, ProgressCallback},
         tools::CallToolResult,
     },
@@ -65,8 +65,14 @@ pub struct RoutedCall<T = CallToolResult> {
     timeout: Option<Duration>,
     meta: Option<Map<String, Value>>,
     progress: Option<ProgressCallback>,
+    before_send: Option<BeforeSend>,
     _result: PhantomData<fn() -> T>,
 }
+
+/// What runs once a routed call's server is found, before its request is sent
+/// ([`RoutedCall::before_send`]).
+pub type BeforeSend =
+    Box<dyn FnOnce(&Client, RequestId) -> Pin<Box<dyn Future<Output = ()> + Send>> + Send>;
 
 /// Where a routed call goes. Apart from the call's settings, whose progress callback is not
 /// `Sync`: finding the server borrows only this, and the call stays `Send`.
@@ -156,6 +162,7 @@ impl RoutedCall {
             timeout: None,
             meta: None,
             progress: None,
+            before_send: None,
             _result: PhantomData,
         }
     }
@@ -170,6 +177,7 @@ impl RoutedCall {
             timeout: self.timeout,
             meta: self.meta,
             progress: self.progress,
+            before_send: self.before_send,
             _result: PhantomData,
         }
     }
@@ -198,6 +206,20 @@ impl<T: RoutedResult> RoutedCall<T> {
     /// Cancels the call when `token` is cancelled (on the server, once it was sent).
     pub fn cancellation(mut self, token: &Cancellation) -> Self {
         self.cancellation = Some(token.clone());
+        self
+    }
+
+    /// Runs `hook` once the server is found, with its connection and the id the request will
+    /// carry, and sends the request only when it is done: for keeping a record of what is about
+    /// to be owed to the server (a gateway replica writes it to a shared store, so that another
+    /// cancels the call if this process dies). A cancel meanwhile: nothing is sent.
+    pub fn before_send(
+        mut self,
+        hook: impl FnOnce(&Client, RequestId) -> Pin<Box<dyn Future<Output = ()> + Send>>
+            + Send
+            + 'static,
+    ) -> Self {
+        self.before_send = Some(Box::new(hook));
         self
     }
 
@@ -273,6 +295,9 @@ impl<T: RoutedResult> RoutedCall<T> {
         let keeper = live.map(live::Registration::progress_keeper);
         if let Some(progress) = progress_callback(keeper, self.progress) {
             call = call.on_progress(progress);
+        }
+        if let Some(hook) = self.before_send {
+            hook(client, call.id()).await;
         }
         Ok(call.await?)
     }

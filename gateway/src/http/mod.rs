@@ -28,6 +28,7 @@ mod envelope;
 
 mod parking;
 mod peer;
+mod replicated;
 mod session;
 mod shutdown;
 mod sign_in;
@@ -69,6 +70,8 @@ struct Gateway {
     parking: Parking,
     body: BodyLimits,
     stream_buffer: usize,
+    /// With `--replicas`: sessions shared with the other replicas (`replicated.rs`).
+    replicas: Option<Arc<crate::replicas::Replicas>>,
 }
 
 impl Gateway {
@@ -207,7 +210,6 @@ async fn post(
         Err(refused) => return refused,
     };
     let caller = caller_of(&request);
-    let owner = caller.owner.clone();
     let header = |name: &str| request.headers().get(name).and_then(|v| v.to_str().ok());
     let repeated = envelope::Headers {
         protocol_version: header("mcp-protocol-version"),
@@ -237,9 +239,13 @@ async fn post(
         }
         return stateless(&request, asked, caller, &gateway).await;
     };
-    let Some(exchange) = Exchange::begin(&gateway, named, &owner) else {
-        return not_found();
+    let exchange = match begin(&gateway, named, &caller).await {
+        Ok(exchange) => exchange,
+        Err(refused) => return refused,
     };
+    if let Some(replicas) = &gateway.replicas {
+        replicated::tell_others(replicas, named, &message);
+    }
     // On the session's own worker, directly; from another, through its handle.
     let messages = match session::here(named) {
         Some(session) => Ok(session.exchange(message, caller)),
@@ -248,6 +254,19 @@ async fn post(
     match messages {
         Ok(messages) => reply(&request, messages, None, true, Some(exchange)).await,
         Err(session::Gone) => not_found(),
+    }
+}
+
+/// `caller`'s exchange with session `id`, if it is theirs; with replicas, made from its shared
+/// record if this replica has no copy yet.
+async fn begin(
+    gateway: &Gateway,
+    id: &str,
+    caller: &Arc<Caller>,
+) -> Result<Exchange, HttpResponse> {
+    match &gateway.replicas {
+        None => Exchange::begin(gateway, id, &caller.owner).ok_or_else(not_found),
+        Some(replicas) => replicated::exchange(gateway, replicas, id, caller).await,
     }
 }
 
@@ -269,6 +288,13 @@ async fn open_session(
     if let Err(full) = opened {
         // Its only handle went with the refusal: its driver ends it.
         return too_many(&initialize.id, &full);
+    }
+    if let Some(replicas) = &gateway.replicas {
+        // Recorded before it is answered: its next request may reach another replica.
+        if let Err(refused) = replicated::opened(replicas, &id, &caller, &initialize.params).await {
+            gateway.table().close(&id, &owner);
+            return refused;
+        }
     }
     tracing::debug!(%owner, "a downstream session opened");
     session.live_here_as(&id);
@@ -370,28 +396,36 @@ async fn retry(
 }
 
 async fn delete(request: HttpRequest, gateway: web::Data<Gateway>) -> HttpResponse {
-    let owner = caller_of(&request).owner.clone();
+    let caller = caller_of(&request);
     let named = request.headers().get(SESSION).and_then(|v| v.to_str().ok());
-    let handle = named.and_then(|id| gateway.table().close(id, &owner));
-    match handle {
-        Some(handle) => {
-            handle.end("the downstream session was closed").await;
-            HttpResponse::Ok().finish()
+    let handle = named.and_then(|id| gateway.table().close(id, &caller.owner));
+    let mut closed = handle.is_some();
+    if let Some(handle) = handle {
+        handle.end("the downstream session was closed").await;
+    }
+    if let (Some(replicas), Some(id)) = (&gateway.replicas, named) {
+        match replicated::close(replicas, id, &caller).await {
+            Ok(theirs) => closed |= theirs,
+            Err(refused) => return refused,
         }
-        None => HttpResponse::NotFound().finish(),
+    }
+    match closed {
+        true => HttpResponse::Ok().finish(),
+        false => HttpResponse::NotFound().finish(),
     }
 }
 
 /// `GET /mcp`: the session's stream of what belongs to no request (a new one replaces the
 /// last). An open stream does not keep a session from expiring: requests do.
 async fn get(request: HttpRequest, gateway: web::Data<Gateway>) -> HttpResponse {
-    let owner = caller_of(&request).owner.clone();
+    let caller = caller_of(&request);
     let named = request.headers().get(SESSION).and_then(|v| v.to_str().ok());
     let Some(named) = named else {
         return HttpResponse::BadRequest().body("no Mcp-Session-Id");
     };
-    let Some(exchange) = Exchange::begin(&gateway, named, &owner) else {
-        return not_found();
+    let exchange = match begin(&gateway, named, &caller).await {
+        Ok(exchange) => exchange,
+        Err(refused) => return refused,
     };
     let stream = match session::here(named) {
         Some(session) => Ok(session.open_stream()),
@@ -584,7 +618,13 @@ pub async fn serve(
         parking: Parking::new(options.input_wait),
         body: options.body,
         stream_buffer: options.stream_buffer,
+        replicas: upstream.replicas.clone(),
     });
+    if let Some(replicas) = &gateway.replicas {
+        let (tell, told) = tokio::sync::mpsc::channel(crate::replicas::QUEUE);
+        replicas.run(tell);
+        actix_rt::spawn(replicated::deliver(gateway.clone(), told));
+    }
     let workers = options.workers.unwrap_or_else(|| {
         std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get)
     });

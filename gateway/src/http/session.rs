@@ -83,6 +83,8 @@ enum Command {
     Resume(Value, Request, oneshot::Sender<Inbox>),
     OpenStream(oneshot::Sender<Inbox>),
     Abandon(Value, &'static str),
+    /// A message another replica relayed (a cancel, an answer): no caller of its own.
+    Relayed(Incoming),
     End(String, oneshot::Sender<()>),
 }
 
@@ -132,6 +134,12 @@ impl SessionHandle {
             .send(Box::new(Command::OpenStream(reply)))
             .map_err(|_| Gone)?;
         answer.await.map_err(|_| Gone)
+    }
+
+    /// A message of the session's client that another replica relayed: a cancel of a call
+    /// made here, an answer to what was asked here.
+    pub fn relayed(&self, message: Incoming) {
+        let _ = self.commands.send(Box::new(Command::Relayed(message)));
     }
 
     /// The client gave up request `id` (its POST went away): cancelled upstream.
@@ -232,6 +240,7 @@ impl HttpSession {
                     let _ = reply.send(self.open_stream());
                 }
                 Command::Abandon(id, reason) => self.session.abandoned(&id, reason),
+                Command::Relayed(message) => self.exchange_into(message, None),
                 Command::End(reason, done) => {
                     // Boxed: the end is rare, and an idle driver stays small.
                     Box::pin(self.end(&reason)).await;

@@ -115,6 +115,35 @@ impl<H: Clone> Table<H> {
         Some(entry.handle.clone())
     }
 
+    /// `owner` begins an exchange with session `id`, opened on another replica: the handle of
+    /// this replica's copy if it made one meanwhile (`false`), else `handle`, opened as its copy
+    /// here and counted as any session (`true`).
+    pub fn begin_copy(
+        &mut self,
+        id: &str,
+        owner: &Owner,
+        handle: H,
+        now: Instant,
+    ) -> Result<(H, bool), Full> {
+        if let Some(there) = self.begin(id, owner, now) {
+            return Ok((there, false));
+        }
+        self.open(id.to_owned(), owner.clone(), handle, now)?;
+        let begun = self.begin(id, owner, now).ok_or(Full::Stopping)?;
+        Ok((begun, true))
+    }
+
+    /// Session `id`'s handle, whoever's it is: for a message another replica relays (its
+    /// owner was checked there).
+    pub fn relayed_to(&self, id: &str) -> Option<H> {
+        self.sessions.get(id).map(|entry| entry.handle.clone())
+    }
+
+    /// Session `id` was closed on another replica: its handle, removed, to end.
+    pub fn closed_elsewhere(&mut self, id: &str) -> Option<H> {
+        self.remove(id)
+    }
+
     /// An exchange begun at `id` ended at `now` (the session may have left meanwhile).
     pub fn finish(&mut self, id: &str, now: Instant) {
         if let Some(entry) = self.sessions.get_mut(id) {

@@ -140,6 +140,23 @@ impl Session {
         self.upstream.downstream.stateless(self.key, capabilities);
     }
 
+    /// A session opened at another replica, served here too (`--replicas`): what its client
+    /// declared at `initialize`, and the level it asked for logs at, as its record says.
+    pub fn restore(
+        self: &Rc<Self>,
+        capabilities: Value,
+        log_level: Option<actix_mcp::LoggingLevel>,
+    ) {
+        self.modern.set(false);
+        self.upstream.downstream.initialized(self.key, capabilities);
+        let level = log_level.filter(|level| self.state.borrow().log_level != Some(*level));
+        if let Some(level) = level {
+            self.state.borrow_mut().log_level = Some(level);
+            let session = self.clone();
+            self.spawn(async move { session.ask_upstreams_for_logs(level).await });
+        }
+    }
+
     /// Known to its client as session `id` (for the audit trail).
     pub fn known_as(&self, id: &str) {
         *self.known_as.borrow_mut() = Some(id.into());
@@ -378,6 +395,8 @@ impl Session {
         // A routed call, so the inspector sees it.
         let call = self.upstream.servers.call_tool(server, tool, arguments);
         let call = call.raw().meta(meta).cancellation(token);
+        // With replicas, recorded before it is written, for a survivor to cancel.
+        let (call, _owed) = crate::replicas::owing(self.upstream.replicas.as_ref(), server, call);
         let answer = async {
             match progress_token {
                 None => call.await.map_err(Refusal::from),

@@ -5,6 +5,11 @@
 #[path = "../../../tests/support/workspace_bins.rs"]
 mod workspace_bins;
 
+#[path = "../../../tests/support/redis.rs"]
+pub mod redis;
+
+pub mod cluster;
+
 use std::{
     path::{Path, PathBuf},
     process::Command,

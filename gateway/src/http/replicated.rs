@@ -1,0 +1,184 @@
+//! The HTTP side of replicas (`--replicas`, `replicas/`): a session opened here is recorded
+//! before its `initialize` is answered; a request naming a session this replica has no copy of
+//! makes one from its record (its owner's only); every request pushes the record's expiry back,
+//! and finds nothing once the session was closed anywhere; a cancel or an answer of the
+//! client goes to the other replicas too, since the call or the request it names may be
+//! theirs; a close ends every replica's copy.
+
+use std::{sync::Arc, time::Instant};
+
+use actix_web::{web, HttpResponse};
+use serde_json::{json, Value};
+
+use super::{session::HttpSession, Exchange, Gateway};
+use crate::{
+    message::Incoming,
+    owner::Caller,
+    replicas::{record::SessionRecord, Envelope, Replicas},
+};
+
+/// Session `id` opened here by `initialize` with `params`: recorded for every replica.
+pub async fn opened(
+    replicas: &Replicas,
+    id: &str,
+    caller: &Caller,
+    params: &Value,
+) -> Result<(), HttpResponse> {
+    let capabilities = serde_json::from_value(params["capabilities"].clone()).unwrap_or_default();
+    let record = SessionRecord {
+        owner: (&caller.owner).into(),
+        protocol_version: params["protocolVersion"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned(),
+        capabilities,
+        log_level: None,
+    };
+    replicas.put_session(id, &record).await.map_err(unavailable)
+}
+
+/// `caller`'s exchange with session `id`: with this replica's copy, made now from the record
+/// if there is none yet. `Err`: the answer instead (`404` for a session closed, expired, never
+/// opened or another's).
+pub async fn exchange(
+    gateway: &Gateway,
+    replicas: &Replicas,
+    id: &str,
+    caller: &Arc<Caller>,
+) -> Result<Exchange, HttpResponse> {
+    let record = match replicas.session(id).await {
+        Ok(Some(record)) if record.owner.is(&caller.owner) => record,
+        Ok(_) => {
+            // Closed or expired elsewhere (or never this caller's): this copy ends too.
+            if let Some(handle) = gateway.table().close(id, &caller.owner) {
+                actix_rt::spawn(async move { handle.end("the downstream session ended").await });
+            }
+            return Err(super::not_found());
+        }
+        Err(e) => return Err(unavailable(e)),
+    };
+    if let Some(exchange) = Exchange::begin(gateway, id, &caller.owner) {
+        if let Some(session) = super::session::here(id) {
+            let capabilities = serde_json::to_value(&record.capabilities).unwrap_or_default();
+            session.session.restore(capabilities, record.log_level);
+        }
+        return Ok(exchange);
+    }
+    let session = HttpSession::new(gateway.setup(caller.clone()), Some(&gateway.changes), None);
+    let capabilities = serde_json::to_value(&record.capabilities).unwrap_or_default();
+    session.session.restore(capabilities, record.log_level);
+    session.session.known_as(id);
+    let handle = session.handle();
+    let begun = gateway
+        .table()
+        .begin_copy(id, &caller.owner, handle, Instant::now());
+    match begun {
+        Ok((handle, made)) => {
+            // Unless another request made the copy first (this one then goes with its handle).
+            if made {
+                session.live_here_as(id);
+            }
+            tracing::debug!(owner = %caller.owner, "a session opened on another replica is served here");
+            Ok(Exchange {
+                sessions: gateway.sessions.clone(),
+                id: id.to_owned(),
+                handle,
+            })
+        }
+        Err(full) => Err(super::too_many(&Value::Null, &full)),
+    }
+}
+
+/// What of `message` the other replicas must see: a cancel (its call may be theirs), an answer
+/// (what it answers may have been asked there), a log level (their copies log at it too).
+pub fn tell_others(replicas: &Arc<Replicas>, session: &str, message: &Incoming) {
+    let body = match message {
+        Incoming::Notification { method, params } if method == "notifications/cancelled" => {
+            json!({"jsonrpc": "2.0", "method": method, "params": params}).to_string()
+        }
+        Incoming::Answer { message, .. } => message.to_string(),
+        Incoming::Request(request) if request.method == crate::method::Method::SetLogLevel => {
+            let level = serde_json::from_value(request.params["level"].clone()).ok();
+            let (replicas, session) = (replicas.clone(), session.to_owned());
+            actix_rt::spawn(async move { record_log_level(&replicas, &session, level).await });
+            return;
+        }
+        _ => return,
+    };
+    let envelope = Envelope::ToSession {
+        from: replicas.me.to_string(),
+        session: session.to_owned(),
+        body,
+    };
+    let replicas = replicas.clone();
+    actix_rt::spawn(async move {
+        if let Err(e) = replicas.publish(&envelope).await {
+            tracing::warn!(error = %e, "a message was not told to the other replicas");
+        }
+    });
+}
+
+/// The session's record takes the log level its client asked for.
+async fn record_log_level(
+    replicas: &Replicas,
+    session: &str,
+    level: Option<actix_mcp::LoggingLevel>,
+) {
+    let Ok(Some(mut record)) = replicas.session(session).await else {
+        return;
+    };
+    record.log_level = level;
+    if let Err(e) = replicas.put_session(session, &record).await {
+        tracing::warn!(error = %e, "a session's log level was not recorded");
+    }
+}
+
+/// `DELETE` of session `id` by `caller`: its record removed and every replica's copy ended.
+/// Whether it was theirs to close.
+pub async fn close(replicas: &Replicas, id: &str, caller: &Caller) -> Result<bool, HttpResponse> {
+    match replicas.session(id).await {
+        Ok(Some(record)) if record.owner.is(&caller.owner) => {}
+        Ok(_) => return Ok(false),
+        Err(e) => return Err(unavailable(e)),
+    }
+    replicas.remove_session(id).await.map_err(unavailable)?;
+    let ended = Envelope::Ended {
+        from: replicas.me.to_string(),
+        session: id.to_owned(),
+    };
+    if let Err(e) = replicas.publish(&ended).await {
+        tracing::warn!(error = %e, "a session's close was not told to the other replicas");
+    }
+    Ok(true)
+}
+
+/// Hands what the other replicas tell to this one's sessions, as long as the gateway runs.
+pub async fn deliver(gateway: web::Data<Gateway>, mut told: tokio::sync::mpsc::Receiver<Envelope>) {
+    while let Some(envelope) = told.recv().await {
+        match envelope {
+            Envelope::ToSession { session, body, .. } => {
+                let Some(handle) = gateway.table().relayed_to(&session) else {
+                    continue;
+                };
+                if let Ok(message) = crate::message::parse(body.as_bytes()) {
+                    handle.relayed(message);
+                }
+            }
+            Envelope::Ended { session, .. } => {
+                if let Some(handle) = gateway.table().closed_elsewhere(&session) {
+                    actix_rt::spawn(async move {
+                        handle.end("the downstream session was closed").await;
+                    });
+                }
+            }
+        }
+    }
+}
+
+/// The shared store did not answer: `503`, to be tried again.
+fn unavailable(e: crate::replicas::StoreError) -> HttpResponse {
+    tracing::warn!(error = %e, "the replicas' store did not answer");
+    HttpResponse::ServiceUnavailable()
+        .insert_header(("retry-after", "1"))
+        .body("the gateway's shared session store did not answer; try again")
+}

@@ -1,0 +1,261 @@
+//! Gateway replicas sharing one Redis (`--replicas redis://…`): any replica serves any
+//! 2025-11-25 session, and what a replica that dies owed upstream is settled by another.
+//!
+//! - **Session records** (`record.rs`): what a request needs to be served anywhere (owner,
+//!   version, capabilities, log level), written when the session opens, read by a replica that
+//!   has no copy of it yet (it makes one, `http/adopt.rs`), its expiry pushed back to the idle
+//!   limit by every request, removed when the session is closed. Sealed with the replicas'
+//!   shared key (`seal.rs`), under ids as unguessable as before.
+//! - **The bus** (`bus.rs`): what must reach the replica holding something of a session: the
+//!   client's cancel of a call made elsewhere, its answer to a server's request asked
+//!   elsewhere, the session's close. One Redis channel, one hop, every message sealed, each
+//!   replica's queue of them bounded.
+//! - **Leases** (`survivor.rs`): a replica renews its lease while it lives. Before a call is
+//!   written to an HTTP upstream server that keeps sessions, the replica records it
+//!   (`OwedCall`) and removes the record when the call ends; when a replica's lease lapses, one
+//!   survivor sends the cancel of every call it left there, then ends those upstream sessions.
+//!
+//! Without `--replicas` none of this runs: a single gateway keeps its sessions in its own
+//! memory, exactly as before.
+
+mod bus;
+pub mod record;
+mod seal;
+mod survivor;
+
+use std::{collections::HashMap, sync::Arc, time::Duration};
+
+use redis::aio::ConnectionManager;
+
+pub use bus::{Envelope, QUEUE};
+use record::{OwedCall, SessionRecord};
+use seal::Seal;
+pub use survivor::Endpoint;
+
+/// Why the shared store did not answer.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("the replicas' Redis: {0}")]
+    Redis(#[from] redis::RedisError),
+    #[error("a record in the replicas' Redis does not open with this key, or does not parse: {0}")]
+    Corrupt(String),
+}
+
+/// How replicas share: where, under which key and prefix, and their times.
+pub struct Settings {
+    pub url: String,
+    pub key: [u8; 32],
+    pub prefix: String,
+    /// A session record's expiry: the sessions' idle limit.
+    pub idle: Duration,
+    /// How long a replica that stops renewing is still taken as alive.
+    pub lease: Duration,
+    /// The HTTP upstream servers by name: where a survivor sends what a dead replica owed.
+    pub endpoints: HashMap<String, Endpoint>,
+}
+
+pub struct Replicas {
+    /// This replica's id, random for each process.
+    pub me: Arc<str>,
+    redis: ConnectionManager,
+    client: redis::Client,
+    seal: Seal,
+    prefix: String,
+    idle: Duration,
+    lease: Duration,
+    endpoints: HashMap<String, Endpoint>,
+}
+
+impl Replicas {
+    /// Connects to the store; nothing runs until [`run`](Self::run).
+    pub async fn connect(settings: Settings) -> Result<Arc<Self>, StoreError> {
+        let client = redis::Client::open(settings.url.as_str())?;
+        let redis = client.get_connection_manager().await?;
+        Ok(Arc::new(Self {
+            me: uuid::Uuid::new_v4().simple().to_string().into(),
+            redis,
+            client,
+            seal: Seal::new(settings.key),
+            prefix: settings.prefix,
+            idle: settings.idle,
+            lease: settings.lease,
+            endpoints: settings.endpoints,
+        }))
+    }
+
+    fn name(&self, kind: &str, id: &str) -> String {
+        format!("{}{kind}:{id}", self.prefix)
+    }
+
+    fn sealed<T: serde::Serialize>(&self, place: &str, value: &T) -> Result<Vec<u8>, StoreError> {
+        let plain = serde_json::to_vec(value).map_err(|e| StoreError::Corrupt(e.to_string()))?;
+        let sealed = self.seal.seal(place, &plain);
+        sealed.ok_or_else(|| StoreError::Corrupt("cannot encrypt".into()))
+    }
+
+    fn opened<T: serde::de::DeserializeOwned>(
+        &self,
+        place: &str,
+        sealed: &[u8],
+    ) -> Result<T, StoreError> {
+        let plain = (self.seal.open(place, sealed))
+            .ok_or_else(|| StoreError::Corrupt(format!("{place} does not open")))?;
+        serde_json::from_slice(&plain).map_err(|e| StoreError::Corrupt(format!("{place}: {e}")))
+    }
+
+    /// Session `id` opened (or changed): its record, expiring after the idle limit.
+    pub async fn put_session(&self, id: &str, record: &SessionRecord) -> Result<(), StoreError> {
+        let place = self.name("session", id);
+        let sealed = self.sealed(&place, record)?;
+        let mut redis = self.redis.clone();
+        redis::cmd("SET")
+            .arg(&place)
+            .arg(sealed)
+            .arg("PX")
+            .arg(millis(self.idle))
+            .query_async::<()>(&mut redis)
+            .await?;
+        Ok(())
+    }
+
+    /// Session `id`'s record, its expiry pushed back to the idle limit (a request uses it);
+    /// `None` if it was closed or expired.
+    pub async fn session(&self, id: &str) -> Result<Option<SessionRecord>, StoreError> {
+        let place = self.name("session", id);
+        let mut redis = self.redis.clone();
+        let sealed: Option<Vec<u8>> = redis::cmd("GETEX")
+            .arg(&place)
+            .arg("PX")
+            .arg(millis(self.idle))
+            .query_async(&mut redis)
+            .await?;
+        sealed.map(|s| self.opened(&place, &s)).transpose()
+    }
+
+    /// Session `id` was closed: no replica serves it any more.
+    pub async fn remove_session(&self, id: &str) -> Result<(), StoreError> {
+        let mut redis = self.redis.clone();
+        redis::cmd("DEL")
+            .arg(self.name("session", id))
+            .query_async::<()>(&mut redis)
+            .await?;
+        Ok(())
+    }
+
+    /// Tells every other replica `envelope` (one hop, no answer).
+    pub async fn publish(&self, envelope: &Envelope) -> Result<(), StoreError> {
+        let channel = self.name("bus", "all");
+        let sealed = self.sealed(&channel, envelope)?;
+        let mut redis = self.redis.clone();
+        redis::cmd("PUBLISH")
+            .arg(&channel)
+            .arg(sealed)
+            .query_async::<()>(&mut redis)
+            .await?;
+        Ok(())
+    }
+
+    /// Records, before it is written, a call this replica is about to owe an upstream server;
+    /// the returned key removes it with [`paid`](Self::paid).
+    pub async fn owe(&self, call: &OwedCall) -> Result<String, StoreError> {
+        let owed = self.name("owed", &self.me);
+        let field = format!("{}\n{}\n{}", call.server, call.session, call.request);
+        let sealed = self.sealed(&owed, call)?;
+        let mut redis = self.redis.clone();
+        redis::cmd("HSET")
+            .arg(&owed)
+            .arg(&field)
+            .arg(sealed)
+            .query_async::<()>(&mut redis)
+            .await?;
+        Ok(field)
+    }
+
+    /// The call recorded under `field` ended: nothing is owed for it any more.
+    pub async fn paid(&self, field: &str) -> Result<(), StoreError> {
+        let mut redis = self.redis.clone();
+        redis::cmd("HDEL")
+            .arg(self.name("owed", &self.me))
+            .arg(field)
+            .query_async::<()>(&mut redis)
+            .await?;
+        Ok(())
+    }
+
+    /// Whether upstream server `server` is one whose calls are recorded (an HTTP endpoint).
+    pub fn settles(&self, server: &str) -> bool {
+        self.endpoints.contains_key(server)
+    }
+
+    /// Runs this replica's part: its lease renewed, the bus's messages handed to `deliver`,
+    /// and the settling of replicas that died.
+    pub fn run(self: &Arc<Self>, deliver: tokio::sync::mpsc::Sender<Envelope>) {
+        actix_rt::spawn(bus::listen(self.clone(), deliver));
+        actix_rt::spawn(survivor::live(self.clone()));
+    }
+}
+
+fn millis(time: Duration) -> u64 {
+    u64::try_from(time.as_millis()).unwrap_or(u64::MAX).max(1)
+}
+
+/// A call recorded as owed (`Replicas::owe`) until this is dropped, as the call ends.
+pub struct Owed {
+    replicas: Arc<Replicas>,
+    field: Arc<std::sync::Mutex<Option<String>>>,
+}
+
+impl Drop for Owed {
+    fn drop(&mut self) {
+        let field = self.field.lock().ok().and_then(|mut field| field.take());
+        if let Some(field) = field {
+            let replicas = self.replicas.clone();
+            actix_rt::spawn(async move {
+                if let Err(e) = replicas.paid(&field).await {
+                    tracing::warn!(error = %e, "a call's record was not removed");
+                }
+            });
+        }
+    }
+}
+
+/// `call` to `server`, recorded as owed before it is written when `replicas` run and the
+/// server is an HTTP one that keeps sessions; the record goes with the returned [`Owed`].
+pub fn owing<T: actix_mcp::servers::RoutedResult>(
+    replicas: Option<&Arc<Replicas>>,
+    server: &str,
+    call: actix_mcp::servers::RoutedCall<T>,
+) -> (actix_mcp::servers::RoutedCall<T>, Option<Owed>) {
+    let Some(replicas) = replicas.filter(|r| r.settles(server)) else {
+        return (call, None);
+    };
+    let field = Arc::new(std::sync::Mutex::new(None));
+    let owed = Owed {
+        replicas: replicas.clone(),
+        field: field.clone(),
+    };
+    let (replicas, server) = (replicas.clone(), server.to_owned());
+    let call = call.before_send(move |client, id| {
+        let session = client.session_id();
+        let protocol_version = client.protocol_version().to_owned();
+        Box::pin(async move {
+            // A server that keeps no session: its POST's end is the call's cancel.
+            let Some(session) = session else { return };
+            let call = OwedCall {
+                server,
+                session: session.to_string(),
+                protocol_version,
+                request: id.as_u64(),
+            };
+            match replicas.owe(&call).await {
+                Ok(recorded) => {
+                    if let Ok(mut field) = field.lock() {
+                        *field = Some(recorded);
+                    }
+                }
+                Err(e) => tracing::warn!(error = %e, "a call was not recorded as owed"),
+            }
+        })
+    });
+    (call, Some(owed))
+}
