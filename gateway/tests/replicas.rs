@@ -1,8 +1,13 @@
 //! Three gateway replicas behind HAProxy (no affinity: each request goes to the next replica)
 //! sharing one Redis: a 2025-11-25 session is served by every replica, a call's progress comes
 //! back on its own POST, a cancel that reaches another replica than its call's still cancels
-//! it upstream, a closed session is closed everywhere, and a replica SIGKILLed in the middle
-//! of a call leaves nothing running upstream while its sessions go on through the others.
+//! it upstream, an upstream server's request asked on one replica is answered through another,
+//! a 2026-07-28 retry after `input_required` is served by another replica than the one that
+//! asked, a task made on one is followed through the others, a closed session is closed
+//! everywhere, and a replica SIGKILLed in the middle of a call leaves nothing running upstream
+//! while its sessions go on through the others. (Sampling is asked by server `b`, each
+//! replica's own over stdio: the demo server over HTTP has no stream to send `sample`'s request
+//! on.)
 #![allow(
     clippy::unwrap_used,
     clippy::expect_used,
@@ -76,11 +81,16 @@ impl Raw {
     }
 
     async fn initialize(&mut self) -> Served {
+        self.initialize_with(json!({})).await
+    }
+
+    /// A session whose client declares `capabilities`.
+    async fn initialize_with(&mut self, capabilities: Value) -> Served {
         let response = self
             .send(
                 json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
                     "protocolVersion": "2025-11-25",
-                    "capabilities": {},
+                    "capabilities": capabilities,
                     "clientInfo": {"name": "raw", "version": "0"},
                 }}),
             )
@@ -260,4 +270,142 @@ async fn a_replica_killed_mid_call_leaves_nothing_running_upstream_and_its_sessi
     }
     assert!(!served_by.contains(&calling), "{served_by:?}");
     assert_eq!(served_by.len(), 2, "{served_by:?}");
+}
+
+/// What a client answers a sampling request with, naming `model`.
+fn sampled_by(model: &str) -> Value {
+    json!({"role": "assistant", "content": {"type": "text", "text": "sampled"}, "model": model})
+}
+
+#[actix_rt::test]
+async fn a_servers_request_asked_on_one_replica_is_answered_through_another() {
+    let cluster = Cluster::start("asked", 3);
+    let mut client = Raw::new(&cluster.url);
+    client.initialize_with(json!({"sampling": {}})).await;
+    let call = json!({"jsonrpc": "2.0", "id": 30, "method": "tools/call", "params": {
+        "name": "b__sample", "arguments": {},
+    }});
+    let response = client.send(call).await;
+    let calling = replica_of(&response);
+    let mut stream = response.bytes_stream();
+    let mut text = String::new();
+    // The server's request comes on the call's own stream.
+    let asked = loop {
+        let bytes = stream.next().await.expect("the stream goes on").unwrap();
+        text.push_str(&String::from_utf8_lossy(&bytes));
+        let asked = messages_in(&text)
+            .into_iter()
+            .find(|m| m["method"] == "sampling/createMessage");
+        if let Some(asked) = asked {
+            break asked;
+        }
+    };
+    let answer = json!({"jsonrpc": "2.0", "id": asked["id"], "result": sampled_by("crossed")});
+    let answered = client.post(answer).await;
+    assert_eq!(answered.status, 202);
+    assert_ne!(
+        answered.replica, calling,
+        "the answer reached another replica"
+    );
+    while let Some(Ok(bytes)) = stream.next().await {
+        text.push_str(&String::from_utf8_lossy(&bytes));
+    }
+    let messages = messages_in(&text);
+    let result = messages
+        .iter()
+        .find(|m| m["id"] == 30)
+        .expect("the call's answer");
+    let response = &result["result"]["structuredContent"]["response"];
+    assert_eq!(response["result"]["model"], "crossed", "{result}");
+}
+
+/// The 2026-07-28 envelope of a `tools/call` of `b__sample` declaring sampling, with `extra`.
+fn modern_sample(id: i64, extra: Value) -> Value {
+    let mut params = json!({"name": "b__sample", "arguments": {},
+        "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                  "io.modelcontextprotocol/clientCapabilities": {"sampling": {}},
+                  "io.modelcontextprotocol/clientInfo": {"name": "t", "version": "1"}}});
+    if let (Some(params), Some(extra)) = (params.as_object_mut(), extra.as_object()) {
+        params.extend(extra.clone());
+    }
+    json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": params})
+}
+
+async fn post_modern(url: &str, message: &Value) -> Served {
+    let response = reqwest::Client::new()
+        .post(url)
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", "2026-07-28")
+        .header("mcp-method", "tools/call")
+        .header("mcp-name", "b__sample")
+        .json(message)
+        .send()
+        .await
+        .expect("answered");
+    let replica = replica_of(&response);
+    let status = response.status().as_u16();
+    let messages = messages_in(&response.text().await.unwrap());
+    Served {
+        replica,
+        status,
+        messages,
+    }
+}
+
+#[actix_rt::test]
+async fn a_2026_07_28_retry_is_served_by_another_replica_than_the_one_that_asked() {
+    let cluster = Cluster::start("retry", 3);
+    let asked = post_modern(&cluster.url, &modern_sample(1, json!({}))).await;
+    let result = &answer(&asked)["result"];
+    assert_eq!(result["resultType"], "input_required", "{result}");
+    let (key, request) = result["inputRequests"]
+        .as_object()
+        .unwrap()
+        .iter()
+        .next()
+        .unwrap();
+    assert_eq!(request["method"], "sampling/createMessage");
+    let retry = json!({
+        "requestState": result["requestState"],
+        "inputResponses": {key.as_str(): sampled_by("retried elsewhere")},
+    });
+    let retried = post_modern(&cluster.url, &modern_sample(2, retry)).await;
+    assert_ne!(
+        retried.replica, asked.replica,
+        "the retry reached another replica"
+    );
+    let answered = answer(&retried);
+    assert_eq!(answered["id"], 2, "{answered}");
+    let response = &answered["result"]["structuredContent"]["response"];
+    assert_eq!(
+        response["result"]["model"], "retried elsewhere",
+        "{answered}"
+    );
+    // The upstream servers saw one call, answered once.
+    let calls = cluster.upstreams.read_by("b");
+    let calls = calls.iter().filter(|m| m["method"] == "tools/call");
+    assert_eq!(calls.count(), 1);
+}
+
+#[actix_rt::test]
+async fn a_task_made_on_one_replica_is_followed_through_the_others() {
+    let cluster = Cluster::start("tasks", 3);
+    let mut client = Raw::new(&cluster.url);
+    client.initialize().await;
+    let call = json!({"jsonrpc": "2.0", "id": 40, "method": "tools/call", "params": {
+        "name": "a__task_sleep", "arguments": {"ms": 300, "steps": 3}, "task": {"ttl": 60_000},
+    }});
+    let made = client.post(call).await;
+    let task = &answer(&made)["result"]["task"];
+    let id = task["taskId"].as_str().expect("a task id").to_owned();
+    let get = json!({"jsonrpc": "2.0", "id": 41, "method": "tasks/get", "params": {"taskId": id}});
+    let got = client.post(get).await;
+    assert_ne!(got.replica, made.replica);
+    assert_eq!(answer(&got)["result"]["taskId"], id, "{:?}", got.messages);
+    let wait =
+        json!({"jsonrpc": "2.0", "id": 42, "method": "tasks/result", "params": {"taskId": id}});
+    let result = client.post(wait).await;
+    assert!(result.replica != made.replica && result.replica != got.replica);
+    let text = &answer(&result)["result"]["content"][0]["text"];
+    assert_eq!(text, "slept 300 ms in 3 steps", "{:?}", result.messages);
 }

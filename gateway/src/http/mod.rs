@@ -28,6 +28,7 @@ mod envelope;
 
 mod parking;
 mod peer;
+mod relay;
 mod replicated;
 mod session;
 mod shutdown;
@@ -72,6 +73,8 @@ struct Gateway {
     stream_buffer: usize,
     /// With `--replicas`: sessions shared with the other replicas (`replicated.rs`).
     replicas: Option<Arc<crate::replicas::Replicas>>,
+    /// Requests relayed to or from other replicas (`relay.rs`).
+    relays: Arc<relay::Relays>,
 }
 
 impl Gateway {
@@ -245,6 +248,9 @@ async fn post(
     };
     if let Some(replicas) = &gateway.replicas {
         replicated::tell_others(replicas, named, &message);
+        if let Some((to, relay)) = replicated::served_elsewhere(replicas, named, &message) {
+            return relayed(&request, &gateway, replicas, to, relay, false, true).await;
+        }
     }
     // On the session's own worker, directly; from another, through its handle.
     let messages = match session::here(named) {
@@ -378,6 +384,18 @@ async fn retry(
 ) -> HttpResponse {
     let retry_id = asked.id.clone();
     let Some(Parked { session, id }) = gateway.parking.take(state, owner) else {
+        // Parked at another replica: served there.
+        let replicas = gateway.replicas.as_ref();
+        let elsewhere = replicas.and_then(|r| Some((r, crate::replicas::elsewhere(r, state)?)));
+        if let Some((replicas, to)) = elsewhere {
+            let relay = crate::replicas::Relay::Retry {
+                state: state.to_owned(),
+                owner: owner.into(),
+                body: relay::body_of(&asked),
+            };
+            let to = to.to_owned();
+            return relayed(request, gateway, replicas, to, relay, true, progress).await;
+        }
         let why = "the requestState names no call waiting for input (answered or expired)";
         return json(&error(&retry_id, INVALID_PARAMS, why));
     };
@@ -392,6 +410,30 @@ async fn retry(
             let why = "the call waiting for input ended";
             json(&error(&retry_id, INVALID_PARAMS, why))
         }
+    }
+}
+
+/// A request served at replica `to`: its messages on this POST, as they come back. With
+/// `cancels` (a 2026-07-28 call), the POST's end before its answer cancels it there.
+async fn relayed(
+    request: &HttpRequest,
+    gateway: &Gateway,
+    replicas: &Arc<crate::replicas::Replicas>,
+    to: String,
+    relay: crate::replicas::Relay,
+    cancels: bool,
+    streams: bool,
+) -> HttpResponse {
+    match relay::ask(gateway, replicas, &to, relay, cancels).await {
+        Ok((messages, post)) => {
+            let abort = AbortIsCancel {
+                target: Target::Relayed(post),
+                id: Value::Null,
+                answered: false,
+            };
+            reply(request, Some(messages), Some(abort), streams, None).await
+        }
+        Err(refused) => refused,
     }
 }
 
@@ -619,6 +661,7 @@ pub async fn serve(
         body: options.body,
         stream_buffer: options.stream_buffer,
         replicas: upstream.replicas.clone(),
+        relays: Arc::default(),
     });
     if let Some(replicas) = &gateway.replicas {
         let (tell, told) = tokio::sync::mpsc::channel(crate::replicas::QUEUE);

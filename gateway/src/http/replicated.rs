@@ -118,6 +118,26 @@ pub fn tell_others(replicas: &Arc<Replicas>, session: &str, message: &Incoming) 
     });
 }
 
+/// Where `message` of session `session` must be served, if at another replica: a request of a
+/// task made there (its id names the replica).
+pub fn served_elsewhere(
+    replicas: &Replicas,
+    session: &str,
+    message: &Incoming,
+) -> Option<(String, crate::replicas::Relay)> {
+    let request = message.request()?;
+    let crate::method::Method::Routed(crate::method::Routed::Task(_)) = request.method else {
+        return None;
+    };
+    let task = request.params["taskId"].as_str()?;
+    let to = crate::replicas::elsewhere(replicas, task)?.to_owned();
+    let relay = crate::replicas::Relay::Request {
+        session: session.to_owned(),
+        body: super::relay::body_of(request),
+    };
+    Some((to, relay))
+}
+
 /// The session's record takes the log level its client asked for.
 async fn record_log_level(
     replicas: &Replicas,
@@ -171,6 +191,28 @@ pub async fn deliver(gateway: web::Data<Gateway>, mut told: tokio::sync::mpsc::R
                     });
                 }
             }
+            Envelope::Relay { from, post, relay } => {
+                if let Some(replicas) = gateway.replicas.clone() {
+                    let serve = super::relay::serve(gateway.clone(), replicas, from, post, relay);
+                    actix_rt::spawn(serve);
+                }
+            }
+            Envelope::Relayed {
+                post,
+                json,
+                answer,
+                missing_capability,
+                scope_needed,
+            } => {
+                let outgoing = crate::outbox::Outgoing {
+                    json: json.into(),
+                    answer,
+                    missing_capability,
+                    scope_needed: scope_needed.map(Into::into),
+                };
+                super::relay::relayed(&gateway, post, outgoing);
+            }
+            Envelope::Abandoned { from, post } => super::relay::abandoned(&gateway, from, post),
         }
     }
 }

@@ -85,6 +85,8 @@ enum Command {
     Abandon(Value, &'static str),
     /// A message another replica relayed (a cancel, an answer): no caller of its own.
     Relayed(Incoming),
+    /// A request another replica relayed (a task's), and the outbox of its messages.
+    RelayedRequest(Incoming, Outbox),
     End(String, oneshot::Sender<()>),
 }
 
@@ -140,6 +142,15 @@ impl SessionHandle {
     /// made here, an answer to what was asked here.
     pub fn relayed(&self, message: Incoming) {
         let _ = self.commands.send(Box::new(Command::Relayed(message)));
+    }
+
+    /// A request of the session's client that another replica relayed (a request of a task
+    /// made here): the messages for its POST there.
+    pub fn relayed_request(&self, message: Incoming) -> Option<Inbox> {
+        let (outbox, inbox) = outbox::channel(self.stream_buffer);
+        let command = Box::new(Command::RelayedRequest(message, outbox));
+        self.commands.send(command).ok()?;
+        Some(inbox)
     }
 
     /// The client gave up request `id` (its POST went away): cancelled upstream.
@@ -241,6 +252,9 @@ impl HttpSession {
                 }
                 Command::Abandon(id, reason) => self.session.abandoned(&id, reason),
                 Command::Relayed(message) => self.exchange_into(message, None),
+                Command::RelayedRequest(message, outbox) => {
+                    self.exchange_into(message, Some(outbox));
+                }
                 Command::End(reason, done) => {
                     // Boxed: the end is rare, and an idle driver stays small.
                     Box::pin(self.end(&reason)).await;
@@ -406,6 +420,8 @@ impl HttpSession {
 pub enum Target {
     Here(Rc<HttpSession>),
     Handle(SessionHandle),
+    /// Served at another replica (`relay.rs`).
+    Relayed(super::relay::RelayedPost),
 }
 
 /// A stateless (2026-07-28) request in flight: its POST aborted (this dropped before the
@@ -426,6 +442,7 @@ impl Drop for AbortIsCancel {
         match &self.target {
             Target::Here(session) => session.session.abandoned(&self.id, reason),
             Target::Handle(handle) => handle.abandon(self.id.clone(), reason),
+            Target::Relayed(post) => post.abandon(),
         }
     }
 }

@@ -1,6 +1,8 @@
-//! The replicas' bus: one Redis pub/sub channel every replica listens to, each message sealed.
-//! A message is for whichever replica holds what it names; the others drop it. Redis delivers
-//! a message once to each replica listening when it is published: one hop, nothing stored.
+//! The replicas' bus: Redis pub/sub, each message sealed. On one channel every replica listens
+//! to go the messages for whichever replica holds what they name (the others drop them); on
+//! each replica's own channel, a request relayed to it and the messages of a request it
+//! relayed. Redis delivers a message once to each replica listening when it is published: one
+//! hop, nothing stored.
 //! A replica whose queue of received messages is full drops the next (bounded like every
 //! other buffer); one whose subscription breaks subscribes again, and what was published
 //! meanwhile is lost to it (the session's record, in the store, is not).
@@ -26,12 +28,53 @@ pub enum Envelope {
     },
     /// Session `session` was closed: each replica ends its copy (its calls cancelled).
     Ended { from: String, session: String },
+    /// A request that must be served where what it names is (a waiting call, a task), for
+    /// the POST `post` of replica `from` that waits for its messages.
+    Relay {
+        from: String,
+        post: u64,
+        relay: Relay,
+    },
+    /// One message for POST `post` of the replica that relayed its request; the answer is its
+    /// last.
+    Relayed {
+        post: u64,
+        json: String,
+        answer: bool,
+        #[serde(rename = "missingCapability")]
+        missing_capability: bool,
+        #[serde(rename = "scopeNeeded")]
+        scope_needed: Option<String>,
+    },
+    /// The POST waiting for relayed request `post` of replica `from` went away before its
+    /// answer: the request is abandoned (a 2026-07-28 call: cancelled).
+    Abandoned { from: String, post: u64 },
+}
+
+/// What is relayed.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "camelCase")]
+pub enum Relay {
+    /// 2026-07-28: the retry (its body) of the call waiting for input under `state`, which
+    /// only `owner` may retry.
+    Retry {
+        state: String,
+        owner: super::record::OwnerRecord,
+        body: String,
+    },
+    /// A request of session `session` (a task's), its body.
+    Request { session: String, body: String },
 }
 
 impl Envelope {
-    fn from(&self) -> &str {
+    /// The replica that sent it, where it says.
+    fn from(&self) -> Option<&str> {
         match self {
-            Self::ToSession { from, .. } | Self::Ended { from, .. } => from,
+            Self::ToSession { from, .. }
+            | Self::Ended { from, .. }
+            | Self::Relay { from, .. }
+            | Self::Abandoned { from, .. } => Some(from),
+            Self::Relayed { .. } => None,
         }
     }
 }
@@ -42,9 +85,8 @@ pub const QUEUE: usize = 1024;
 /// Listens to the bus for as long as the process lives, handing each message of another
 /// replica to `deliver`.
 pub async fn listen(replicas: Arc<Replicas>, deliver: mpsc::Sender<Envelope>) {
-    let channel = replicas.name("bus", "all");
     loop {
-        match subscribed(&replicas, &channel, &deliver).await {
+        match subscribed(&replicas, &deliver).await {
             Ok(()) => tracing::warn!("the replicas' bus ended; subscribing again"),
             Err(e) => tracing::warn!(error = %e, "the replicas' bus failed; subscribing again"),
         }
@@ -54,13 +96,14 @@ pub async fn listen(replicas: Arc<Replicas>, deliver: mpsc::Sender<Envelope>) {
 
 async fn subscribed(
     replicas: &Replicas,
-    channel: &str,
     deliver: &mpsc::Sender<Envelope>,
 ) -> Result<(), redis::RedisError> {
     let mut pubsub = replicas.client.get_async_pubsub().await?;
-    pubsub.subscribe(channel).await?;
+    pubsub.subscribe(replicas.name("bus", "all")).await?;
+    pubsub.subscribe(replicas.name("bus", &replicas.me)).await?;
     let mut messages = pubsub.on_message();
     while let Some(message) = messages.next().await {
+        let channel = message.get_channel_name();
         let envelope: Envelope = match replicas.opened(channel, message.get_payload_bytes()) {
             Ok(envelope) => envelope,
             Err(e) => {
@@ -68,7 +111,7 @@ async fn subscribed(
                 continue;
             }
         };
-        if envelope.from() == &*replicas.me {
+        if envelope.from() == Some(&*replicas.me) {
             continue;
         }
         if deliver.try_send(envelope).is_err() {

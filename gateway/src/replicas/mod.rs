@@ -27,7 +27,7 @@ use std::{collections::HashMap, sync::Arc, time::Duration};
 
 use redis::aio::ConnectionManager;
 
-pub use bus::{Envelope, QUEUE};
+pub use bus::{Envelope, Relay, QUEUE};
 use record::{OwedCall, SessionRecord};
 use seal::Seal;
 pub use survivor::Endpoint;
@@ -155,6 +155,19 @@ impl Replicas {
         Ok(())
     }
 
+    /// Tells replica `to` only `envelope` (one hop, no answer).
+    pub async fn publish_to(&self, to: &str, envelope: &Envelope) -> Result<(), StoreError> {
+        let channel = self.name("bus", to);
+        let sealed = self.sealed(&channel, envelope)?;
+        let mut redis = self.redis.clone();
+        redis::cmd("PUBLISH")
+            .arg(&channel)
+            .arg(sealed)
+            .query_async::<()>(&mut redis)
+            .await?;
+        Ok(())
+    }
+
     /// Records, before it is written, a call this replica is about to owe an upstream server;
     /// the returned key removes it with [`paid`](Self::paid).
     pub async fn owe(&self, call: &OwedCall) -> Result<String, StoreError> {
@@ -193,6 +206,21 @@ impl Replicas {
         actix_rt::spawn(bus::listen(self.clone(), deliver));
         actix_rt::spawn(survivor::live(self.clone()));
     }
+}
+
+/// `name`, marked as this replica's when replicas run (`REPLICA~name`): a request naming it (a
+/// task's, a retry's `requestState`) that reaches another replica is relayed here.
+pub fn here_named(replicas: Option<&Arc<Replicas>>, name: &str) -> String {
+    match replicas {
+        Some(replicas) => format!("{}~{name}", replicas.me),
+        None => name.to_owned(),
+    }
+}
+
+/// The other replica a name made by [`here_named`] marks, if it marks one.
+pub fn elsewhere<'n>(replicas: &Replicas, name: &'n str) -> Option<&'n str> {
+    let (replica, _) = name.split_once('~')?;
+    (replica != &*replicas.me).then_some(replica)
 }
 
 fn millis(time: Duration) -> u64 {

@@ -44,6 +44,13 @@ impl OwnerRecord {
     pub fn is(&self, owner: &Owner) -> bool {
         *self == Self::from(owner)
     }
+
+    pub fn owner(&self) -> Owner {
+        match self {
+            Self::Anonymous => Owner::Anonymous,
+            Self::User { issuer, subject } => Owner::user(issuer, subject),
+        }
+    }
 }
 
 /// A call a replica is about to write to an HTTP upstream server that keeps sessions: what a

@@ -102,7 +102,10 @@ impl Session {
         let result = json!({
             "resultType": "input_required",
             "inputRequests": requests,
-            "requestState": uuid::Uuid::new_v4().simple().to_string(),
+            "requestState": crate::replicas::here_named(
+                self.upstream.replicas.as_ref(),
+                &uuid::Uuid::new_v4().simple().to_string(),
+            ),
         });
         let answer = json!({"jsonrpc": "2.0", "id": related, "result": result});
         (self.out)(answer.into(), None);

@@ -83,7 +83,13 @@ impl Session {
         let failed = |e: Error| Refusal::from_error(&e);
         let handle = call.start_task().await.map_err(failed)?;
         let task = handle.get().await.map_err(failed)?;
-        let known_as = self.state.borrow_mut().upstream_tasks.adopt(server, handle);
+        // With replicas, its id names this replica: a request of it reaching another comes here.
+        let server_here = crate::replicas::here_named(self.upstream.replicas.as_ref(), server);
+        let known_as = self
+            .state
+            .borrow_mut()
+            .upstream_tasks
+            .adopt(&server_here, handle);
         Ok(json!({"task": crate::tasks::shown(&task, &known_as)}))
     }
 

@@ -207,7 +207,7 @@ fn haproxy(dir: &std::path::Path, gateways: &[(String, u16)]) -> (Killed, String
         .collect();
     let config = format!(
         "global\n  maxconn 2000\n\
-         defaults\n  mode http\n  timeout connect 2s\n  timeout client 300s\n  timeout server 300s\n  option redispatch\n  retries 3\n\
+         defaults\n  mode http\n  timeout connect 2s\n  timeout client 30s\n  timeout server 30s\n  option redispatch\n  retries 3\n\
          frontend mcp\n  bind 127.0.0.1:{port}\n  default_backend gateways\n\
          backend gateways\n  balance roundrobin\n  http-response set-header x-replica %[srv_name]\n{servers}"
     );

@@ -1,0 +1,218 @@
+//! Requests served at another replica (`--replicas`): a 2026-07-28 retry whose call waits for
+//! its input there (its `requestState` names the replica), a request of a task made there (its
+//! id names it). The replica the request reached relays it over the bus to that one, which
+//! serves it as its own and sends each message for the request's POST back, the answer last;
+//! the POST waits here as for any request, bounded as any. A relayed 2026-07-28 call whose
+//! POST goes away is abandoned there, which cancels it upstream.
+
+use std::{
+    collections::HashMap,
+    sync::{
+        atomic::{AtomicU64, Ordering},
+        Arc, Mutex, PoisonError,
+    },
+};
+
+use actix_web::HttpResponse;
+use serde_json::{json, Value};
+
+use super::{session::SessionHandle, Gateway};
+use crate::{
+    message::{Incoming, Request},
+    outbox::{self, Inbox, Outbox, Outgoing},
+    replicas::{Envelope, Relay, Replicas},
+    replies::{error, INVALID_PARAMS},
+};
+
+/// This replica's relayed requests, both ways.
+#[derive(Default)]
+pub struct Relays {
+    next: AtomicU64,
+    /// The POSTs here waiting for what another replica serves, by number.
+    waiting: Mutex<HashMap<u64, Outbox>>,
+    /// The 2026-07-28 calls served here for another replica's POST, by (replica, number): to
+    /// abandon if that POST goes away.
+    serving: Mutex<HashMap<(String, u64), (SessionHandle, Value)>>,
+}
+
+fn locked<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// A POST waiting for a request served at replica `to`: dropped, it waits no more (and a
+/// relayed call not yet answered is abandoned there, when `cancels`).
+pub struct RelayedPost {
+    relays: Arc<Relays>,
+    replicas: Arc<Replicas>,
+    to: String,
+    post: u64,
+    cancels: bool,
+}
+
+impl RelayedPost {
+    pub fn abandon(&self) {
+        locked(&self.relays.waiting).remove(&self.post);
+        if !self.cancels {
+            return;
+        }
+        let abandoned = Envelope::Abandoned {
+            from: self.replicas.me.to_string(),
+            post: self.post,
+        };
+        let (replicas, to) = (self.replicas.clone(), self.to.clone());
+        actix_rt::spawn(async move {
+            let _ = replicas.publish_to(&to, &abandoned).await;
+        });
+    }
+
+    /// The answer came: nothing to abandon.
+    pub fn release(&self) {
+        locked(&self.relays.waiting).remove(&self.post);
+    }
+}
+
+/// Relays `relay` to replica `to`: the messages of the POST that waits for it, and the POST's
+/// part in it. `Err`: the answer instead (the bus did not take it).
+pub async fn ask(
+    gateway: &Gateway,
+    replicas: &Arc<Replicas>,
+    to: &str,
+    relay: Relay,
+    cancels: bool,
+) -> Result<(Inbox, RelayedPost), HttpResponse> {
+    let relays = gateway.relays.clone();
+    let post = relays.next.fetch_add(1, Ordering::Relaxed);
+    let (outbox, inbox) = outbox::channel(gateway.stream_buffer);
+    locked(&relays.waiting).insert(post, outbox);
+    let waiting = RelayedPost {
+        relays,
+        replicas: replicas.clone(),
+        to: to.to_owned(),
+        post,
+        cancels,
+    };
+    let asked = Envelope::Relay {
+        from: replicas.me.to_string(),
+        post,
+        relay,
+    };
+    if let Err(e) = replicas.publish_to(to, &asked).await {
+        waiting.release();
+        tracing::warn!(error = %e, "a request was not relayed to its replica");
+        return Err(HttpResponse::ServiceUnavailable()
+            .insert_header(("retry-after", "1"))
+            .body("the gateway's replicas could not be reached; try again"));
+    }
+    Ok((inbox, waiting))
+}
+
+/// The JSON text of `request`, to relay.
+pub fn body_of(request: &Request) -> String {
+    json!({"jsonrpc": "2.0", "id": request.id, "method": request.name, "params": request.params})
+        .to_string()
+}
+
+/// A message another replica served for a POST waiting here.
+pub fn relayed(gateway: &Gateway, post: u64, outgoing: Outgoing) {
+    let mut waiting = locked(&gateway.relays.waiting);
+    let answer = outgoing.answer;
+    let delivered = waiting
+        .get(&post)
+        .map(|outbox| outbox.send_outgoing(outgoing));
+    if answer || matches!(delivered, Some(Err(outbox::Overflow))) {
+        waiting.remove(&post);
+    }
+}
+
+/// The POST `post` of replica `from` went away: its relayed call here is abandoned.
+pub fn abandoned(gateway: &Gateway, from: String, post: u64) {
+    let serving = locked(&gateway.relays.serving).remove(&(from, post));
+    if let Some((session, id)) = serving {
+        session.abandon(id, "the downstream client aborted the request");
+    }
+}
+
+/// Serves `relay` here for POST `post` of replica `from`, sending each of its messages back.
+pub async fn serve(
+    gateway: actix_web::web::Data<Gateway>,
+    replicas: Arc<Replicas>,
+    from: String,
+    post: u64,
+    relay: Relay,
+) {
+    let messages = match relay {
+        Relay::Retry { state, owner, body } => {
+            retried(&gateway, &from, post, &state, &owner.owner(), &body).await
+        }
+        Relay::Request { session, body } => requested(&gateway, &session, &body),
+    };
+    let mut messages = match messages {
+        Ok(messages) => messages,
+        Err(answer) => {
+            let outgoing = Outgoing::of(&answer.into());
+            return send_back(&replicas, &from, post, outgoing).await;
+        }
+    };
+    while let Some(outgoing) = messages.recv().await {
+        let answer = outgoing.answer;
+        send_back(&replicas, &from, post, outgoing).await;
+        if answer {
+            break;
+        }
+    }
+    locked(&gateway.relays.serving).remove(&(from, post));
+}
+
+/// The retry of the call parked here under `state`, if `owner`'s.
+async fn retried(
+    gateway: &Gateway,
+    from: &str,
+    post: u64,
+    state: &str,
+    owner: &crate::owner::Owner,
+    body: &str,
+) -> Result<Inbox, Value> {
+    let Ok(Incoming::Request(retry)) = crate::message::parse(body.as_bytes()) else {
+        return Err(error(&Value::Null, INVALID_PARAMS, "not a request"));
+    };
+    let retry_id = retry.id.clone();
+    let Some(super::parking::Parked { session, id }) = gateway.parking.take(state, owner) else {
+        let why = "the requestState names no call waiting for input (answered or expired)";
+        return Err(error(&retry_id, INVALID_PARAMS, why));
+    };
+    let serving = (session.clone(), id.clone());
+    locked(&gateway.relays.serving).insert((from.to_owned(), post), serving);
+    session
+        .resume(id, retry)
+        .await
+        .map_err(|super::session::Gone| {
+            error(
+                &retry_id,
+                INVALID_PARAMS,
+                "the call waiting for input ended",
+            )
+        })
+}
+
+/// A request of session `session`, served by this replica's copy of it.
+fn requested(gateway: &Gateway, session: &str, body: &str) -> Result<Inbox, Value> {
+    let message = crate::message::parse(body.as_bytes())?;
+    let id = message.request().map(|r| r.id.clone()).unwrap_or_default();
+    let handle = gateway.table().relayed_to(session);
+    let handle = handle.ok_or_else(|| error(&id, INVALID_PARAMS, "the session ended"))?;
+    let messages = handle.relayed_request(message);
+    messages.ok_or_else(|| error(&id, INVALID_PARAMS, "the session ended"))
+}
+
+async fn send_back(replicas: &Replicas, to: &str, post: u64, outgoing: Outgoing) {
+    let envelope = Envelope::Relayed {
+        post,
+        json: String::from_utf8_lossy(&outgoing.json).into_owned(),
+        answer: outgoing.answer,
+        missing_capability: outgoing.missing_capability,
+        scope_needed: outgoing.scope_needed.map(String::from),
+    };
+    if let Err(e) = replicas.publish_to(to, &envelope).await {
+        tracing::warn!(error = %e, "a relayed request's message was not sent back");
+    }
+}
