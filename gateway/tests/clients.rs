@@ -20,10 +20,8 @@
 
 mod support;
 
-use serde_json::{json, Value};
-use std::time::Duration;
-use support::*;
-use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt};
+use serde_json::Value;
+use support::{sdk::*, *};
 
 const SESSIONS: &str = "2025-11-25";
 const STATELESS: &str = "2026-07-28";
@@ -87,150 +85,9 @@ async fn the_python_v2_client_lists_calls_and_cancels_statelessly() {
     assert_reason(&cancelled, ABORTED);
 }
 
-/// An SDK's client script (`tests/data/`), to be run with the gateway's URL and an era.
-struct SdkClient {
-    command: tokio::process::Command,
-    language: &'static str,
-    /// Which SDK: a name for the test's directory.
-    name: String,
-}
-
-/// The TypeScript SDK `package` (`sdk`: v1, `client`: v2) running `typescript_client.mjs`.
-fn typescript_client(package: &str) -> SdkClient {
-    let (node, sdk) = typescript(&format!("@modelcontextprotocol/{package}"));
-    let mut command = tokio::process::Command::new(node);
-    command
-        .arg(data("typescript_client.mjs"))
-        .env("TS_SDK", sdk);
-    SdkClient {
-        command,
-        language: "typescript",
-        name: format!("ts-{package}"),
-    }
-}
-
-/// The Python SDK `sdk` ([`PYTHON_V1`], [`PYTHON_V2`]) running `python_client.py`.
-fn python_client(sdk: (&str, &str)) -> SdkClient {
-    let mut command = tokio::process::Command::new(python_with(sdk));
-    command.arg(data("python_client.py"));
-    SdkClient {
-        command,
-        language: "python",
-        name: sdk.0.to_owned(),
-    }
-}
-
-fn data(file: &str) -> std::path::PathBuf {
-    std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/data")
-        .join(file)
-}
-
-/// When an SDK's abandoned call reaches the upstream server as a cancel.
-#[derive(PartialEq)]
-enum When {
-    /// Once it is abandoned, while the client stays.
-    Abandoned,
-    /// Only once the client has left.
-    Left,
-}
-
-/// Runs `client` in `era` through the gateway before servers `a` and `b`: it agrees `era`, lists
-/// the tools under their gateway names, has `b__echo` answer, and abandons a call of `a__sleep`
-/// once server `a` has read it. The cancel server `a` then read (`when` said), after the call.
-async fn through_the_gateway(mut client: SdkClient, era: &str, when: When) -> Value {
+/// Runs `client` in `era` through a gateway of its own (see [`script_through`]).
+async fn through_the_gateway(client: SdkClient, era: &str, when: When) -> Value {
     let upstreams = Upstreams::new(&format!("sdk-{}-{era}", client.name));
     let gateway = listen(&upstreams);
-    let mut child = client
-        .command
-        .arg(&gateway.1)
-        .arg(era)
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .expect("the SDK client starts");
-    let mut script = Script::of(&mut child);
-
-    assert_eq!(script.step().await["version"], era, "the era agreed");
-    let tools = script.step().await;
-    for tool in ["a__echo", "a__sleep", "b__echo"] {
-        assert!(tools["tools"].as_array().unwrap().contains(&json!(tool)));
-    }
-    let echo = format!("from {} at {era}", client.language);
-    assert_eq!(script.step().await["echo"], echo);
-    assert_eq!(script.step().await["calling"], true);
-    let id = upstream_call(&upstreams, "a", "sleep").await;
-    script.say("cancel").await;
-    assert_eq!(script.step().await["abandoned"], true);
-    let cancelled = if when == When::Abandoned {
-        cancel_after_request(&upstreams, "a", &id).await
-    } else {
-        Value::Null
-    };
-    script.say("leave").await;
-    script.ends().await;
-    if when == When::Left {
-        return cancel_after_request(&upstreams, "a", &id).await;
-    }
-    cancelled
-}
-
-fn assert_reason(cancelled: &Value, reason: &str) {
-    assert_eq!(cancelled["params"]["reason"], reason, "{cancelled}");
-}
-
-/// A client script's steps (a JSON line each on its stdout) and its stdin.
-struct Script<'a> {
-    child: &'a mut tokio::process::Child,
-    stdin: tokio::process::ChildStdin,
-    stdout: tokio::io::Lines<tokio::io::BufReader<tokio::process::ChildStdout>>,
-    stderr: actix_rt::task::JoinHandle<String>,
-}
-
-/// A bound on one step of a client script (it starts Node or Python first), not a timing.
-const STEP: Duration = Duration::from_secs(60);
-
-impl<'a> Script<'a> {
-    fn of(child: &'a mut tokio::process::Child) -> Self {
-        let mut stderr = child.stderr.take().unwrap();
-        Self {
-            stdin: child.stdin.take().unwrap(),
-            stdout: tokio::io::BufReader::new(child.stdout.take().unwrap()).lines(),
-            stderr: actix_rt::spawn(async move {
-                let mut text = String::new();
-                let _ = stderr.read_to_string(&mut text).await;
-                text
-            }),
-            child,
-        }
-    }
-
-    async fn step(&mut self) -> Value {
-        let line = tokio::time::timeout(STEP, self.stdout.next_line()).await;
-        match line {
-            Ok(Ok(Some(line))) => serde_json::from_str(&line).expect("a JSON step"),
-            _ => {
-                let _ = self.child.start_kill();
-                let stderr = (&mut self.stderr).await.unwrap_or_default();
-                panic!("the client script gave no next step:\n{stderr}")
-            }
-        }
-    }
-
-    async fn say(&mut self, line: &str) {
-        let sent = self.stdin.write_all(format!("{line}\n").as_bytes()).await;
-        sent.expect("the client script reads");
-    }
-
-    async fn ends(self) {
-        let status = tokio::time::timeout(STEP, self.child.wait()).await;
-        let ok = matches!(status, Ok(Ok(s)) if s.success());
-        if !ok {
-            let _ = self.child.start_kill();
-        }
-        let stderr = self.stderr.await.unwrap_or_default();
-        assert!(ok, "the client script failed: {status:?}\n{stderr}");
-    }
+    script_through(client, &gateway.1, &upstreams, era, when).await
 }

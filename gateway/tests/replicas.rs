@@ -20,7 +20,12 @@ use std::collections::BTreeSet;
 
 use futures::StreamExt as _;
 use serde_json::{json, Value};
-use support::{cancel_after_request, cluster::Cluster, upstream_call};
+use support::{
+    cancel_after_request, cluster::Cluster, sdk::*, upstream_call, PYTHON_V1, PYTHON_V2,
+};
+
+const LEGACY: &str = "2025-11-25";
+const MODERN: &str = "2026-07-28";
 
 /// What a survivor tells an upstream server of a dead replica's call.
 const SETTLED: &str = "the gateway replica that made this call stopped";
@@ -408,4 +413,65 @@ async fn a_task_made_on_one_replica_is_followed_through_the_others() {
     assert!(result.replica != made.replica && result.replica != got.replica);
     let text = &answer(&result)["result"]["content"][0]["text"];
     assert_eq!(text, "slept 300 ms in 3 steps", "{:?}", result.messages);
+}
+
+/// Runs an official SDK's client script in `era` through the load balancer: it agrees the era,
+/// lists, has `b__echo` answer and abandons a call of `a__sleep`, each request on the next
+/// replica. The cancel upstream server `a` read, after the call.
+async fn sdk_across_replicas(client: SdkClient, era: &str, when: When) -> Value {
+    let cluster = Cluster::start(&format!("sdk-{}-{era}", client.name), 3);
+    script_through(client, &cluster.url, &cluster.upstreams, era, when).await
+}
+
+#[actix_rt::test]
+async fn the_typescript_v1_client_works_across_replicas_in_a_session() {
+    let client = typescript_client("sdk");
+    let cancelled = sdk_across_replicas(client, LEGACY, When::Abandoned).await;
+    assert_reason(
+        &cancelled,
+        "cancelled by the downstream client: the user left",
+    );
+}
+
+#[actix_rt::test]
+async fn the_typescript_v2_client_works_across_replicas_in_a_session() {
+    let client = typescript_client("client");
+    let cancelled = sdk_across_replicas(client, LEGACY, When::Abandoned).await;
+    assert_reason(
+        &cancelled,
+        "cancelled by the downstream client: the user left",
+    );
+}
+
+#[actix_rt::test]
+async fn the_typescript_v2_client_works_across_replicas_statelessly() {
+    let client = typescript_client("client");
+    let cancelled = sdk_across_replicas(client, MODERN, When::Abandoned).await;
+    assert_reason(&cancelled, "the downstream client aborted the request");
+}
+
+/// The v1 SDK cancels nothing until it leaves (see `clients.rs`): its `DELETE` reaches one
+/// replica, the call was made on another.
+#[actix_rt::test]
+async fn the_python_v1_client_works_across_replicas_in_a_session() {
+    let client = python_client(PYTHON_V1);
+    let cancelled = sdk_across_replicas(client, LEGACY, When::Left).await;
+    assert_reason(&cancelled, "the downstream session was closed");
+}
+
+#[actix_rt::test]
+async fn the_python_v2_client_works_across_replicas_in_a_session() {
+    let client = python_client(PYTHON_V2);
+    let cancelled = sdk_across_replicas(client, LEGACY, When::Abandoned).await;
+    assert_reason(
+        &cancelled,
+        "cancelled by the downstream client: caller cancelled",
+    );
+}
+
+#[actix_rt::test]
+async fn the_python_v2_client_works_across_replicas_statelessly() {
+    let client = python_client(PYTHON_V2);
+    let cancelled = sdk_across_replicas(client, MODERN, When::Abandoned).await;
+    assert_reason(&cancelled, "the downstream client aborted the request");
 }

@@ -9,6 +9,7 @@ mod workspace_bins;
 pub mod redis;
 
 pub mod cluster;
+pub mod sdk;
 
 use std::{
     path::{Path, PathBuf},
