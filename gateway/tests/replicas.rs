@@ -16,6 +16,9 @@
 
 mod support;
 
+#[path = "support/issuer.rs"]
+mod issuer;
+
 use std::collections::BTreeSet;
 
 use futures::StreamExt as _;
@@ -35,6 +38,8 @@ struct Raw {
     http: reqwest::Client,
     url: String,
     session: Option<String>,
+    /// Its bearer token, if the gateways require one.
+    token: Option<String>,
 }
 
 /// A response: which replica served it, its status, its messages (JSON, or each SSE event).
@@ -50,6 +55,7 @@ impl Raw {
             http: reqwest::Client::new(),
             url: url.to_owned(),
             session: None,
+            token: None,
         }
     }
 
@@ -62,6 +68,9 @@ impl Raw {
             .header("mcp-protocol-version", "2025-11-25");
         if let Some(session) = &self.session {
             request = request.header("mcp-session-id", session);
+        }
+        if let Some(token) = &self.token {
+            request = request.bearer_auth(token);
         }
         request
     }
@@ -201,6 +210,44 @@ async fn a_session_is_its_owners_only_and_its_id_is_not_enough_to_forge_one() {
     stranger.session = Some("0123456789abcdef0123456789abcdef".into());
     for id in 1..=3 {
         assert_eq!(stranger.list(id).await.status, 404, "an id never given");
+    }
+}
+
+/// With tokens required, a session is its owner's at every replica: another user naming it
+/// finds nothing anywhere (`404`, as for an id never given), cannot close it, and it goes on.
+#[actix_rt::test]
+async fn another_user_finds_nothing_of_a_session_at_any_replica() {
+    let issuer = issuer::Issuer::start();
+    let how = ["--authorization-server", &issuer.url, "--resource", "{url}"];
+    let cluster = Cluster::start_with("owners", 3, &how);
+    let token = |sub: &str| {
+        let now = issuer::now();
+        issuer.token(json!({"iss": issuer.url, "aud": cluster.url, "sub": sub,
+            "exp": now + 600, "iat": now}))
+    };
+    let mut alice = Raw::new(&cluster.url);
+    alice.token = Some(token("alice"));
+    assert_eq!(alice.initialize().await.status, 200);
+    let mut mallory = Raw::new(&cluster.url);
+    mallory.token = Some(token("mallory"));
+    mallory.session = alice.session.clone();
+    let mut tried = BTreeSet::new();
+    for id in 1..=3 {
+        let listed = mallory.list(id).await;
+        assert_eq!(listed.status, 404, "{:?}", listed.messages);
+        tried.insert(listed.replica);
+    }
+    assert_eq!(tried.len(), 3, "{tried:?}");
+    for _ in 0..3 {
+        let closed = mallory
+            .request(reqwest::Method::DELETE)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(closed.status().as_u16(), 404);
+    }
+    for id in 4..=6 {
+        assert_eq!(alice.list(id).await.status, 200, "alice's session goes on");
     }
 }
 

@@ -60,6 +60,15 @@ fn free_port() -> u16 {
 impl Cluster {
     /// `replicas` gateways behind HAProxy, named `test` (its directory).
     pub fn start(test: &str, replicas: usize) -> Self {
+        Self::start_with(test, replicas, &[])
+    }
+
+    /// [`start`](Self::start), each gateway given `more` arguments too (`{url}` in one is the
+    /// load balancer's URL: the gateways' resource).
+    pub fn start_with(test: &str, replicas: usize, more: &[&str]) -> Self {
+        let port = free_port();
+        let url = format!("http://127.0.0.1:{port}/mcp");
+        let more: Vec<String> = more.iter().map(|arg| arg.replace("{url}", &url)).collect();
         let upstreams = Upstreams::of(&format!("replicas-{test}"), json!({}));
         let (upstream_a, a_url) = http_demo_server(&upstreams.dir.join("a.jsonl"));
         let demo = workspace_bins::program(
@@ -76,7 +85,7 @@ impl Cluster {
         let redis = redis::start();
         let replicas: Vec<Replica> = (0..replicas)
             .map(|n| {
-                let (process, port) = gateway(&upstreams, &redis.url());
+                let (process, port) = gateway(&upstreams, &redis.url(), &more);
                 Replica {
                     name: format!("g{n}"),
                     port,
@@ -85,7 +94,7 @@ impl Cluster {
             })
             .collect();
         let ports: Vec<(String, u16)> = replicas.iter().map(|r| (r.name.clone(), r.port)).collect();
-        let (balancer, url) = haproxy(&upstreams.dir, &ports);
+        let balancer = haproxy(&upstreams.dir, port, &ports);
         Self {
             upstreams,
             url,
@@ -135,10 +144,11 @@ fn http_demo_server(journal: &std::path::Path) -> (Killed, String) {
 }
 
 /// A gateway replica before `upstreams`, sharing `redis`: its process and port.
-fn gateway(upstreams: &Upstreams, redis: &str) -> (Killed, u16) {
+fn gateway(upstreams: &Upstreams, redis: &str, more: &[String]) -> (Killed, u16) {
     let mut child = upstreams
         .gateway_with(&["--listen", "127.0.0.1:0", "--replicas", redis])
         .args(["--replica-lease", LEASE_SECONDS])
+        .args(more)
         .env("ACTIX_MCP_CREDENTIALS_KEY", KEY)
         .env(
             "ACTIX_MCP_CREDENTIALS_PREFIX",
@@ -195,10 +205,9 @@ fn haproxy_binary() -> PathBuf {
     find().expect("haproxy after installing it")
 }
 
-/// HAProxy on a free port, sending each request to the next of `gateways` in turn (a down one
+/// HAProxy on `port`, sending each request to the next of `gateways` in turn (a down one
 /// skipped: it checks each every 100 ms, and sends a request refused by a dead one to another).
-fn haproxy(dir: &std::path::Path, gateways: &[(String, u16)]) -> (Killed, String) {
-    let port = free_port();
+fn haproxy(dir: &std::path::Path, port: u16, gateways: &[(String, u16)]) -> Killed {
     let servers: String = gateways
         .iter()
         .map(|(name, port)| {
@@ -226,5 +235,5 @@ fn haproxy(dir: &std::path::Path, gateways: &[(String, u16)]) -> (Killed, String
         assert!(Instant::now() < deadline, "haproxy never listened");
         std::thread::sleep(Duration::from_millis(20));
     }
-    (Killed(child), format!("http://127.0.0.1:{port}/mcp"))
+    Killed(child)
 }
