@@ -446,7 +446,7 @@ async fn delete(request: HttpRequest, gateway: web::Data<Gateway>) -> HttpRespon
         handle.end("the downstream session was closed").await;
     }
     if let (Some(replicas), Some(id)) = (&gateway.replicas, named) {
-        match replicated::close(replicas, id, &caller).await {
+        match replicated::close(&gateway, replicas, id, &caller).await {
             Ok(theirs) => closed |= theirs,
             Err(refused) => return refused,
         }

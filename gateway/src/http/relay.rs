@@ -33,6 +33,31 @@ pub struct Relays {
     /// The 2026-07-28 calls served here for another replica's POST, by (replica, number): to
     /// abandon if that POST goes away.
     serving: Mutex<HashMap<(String, u64), (SessionHandle, Value)>>,
+    /// The closes of a session here waiting for the other replicas to end their copies, by
+    /// number: told of each that did.
+    closing: Mutex<HashMap<u64, tokio::sync::mpsc::UnboundedSender<()>>>,
+}
+
+impl Relays {
+    /// A number for a close, and where the other replicas' acks come.
+    pub fn closing(&self) -> (u64, tokio::sync::mpsc::UnboundedReceiver<()>) {
+        let ack = self.next.fetch_add(1, Ordering::Relaxed);
+        let (acked, acks) = tokio::sync::mpsc::unbounded_channel();
+        locked(&self.closing).insert(ack, acked);
+        (ack, acks)
+    }
+
+    /// Close `ack` waits no more.
+    pub fn closed(&self, ack: u64) {
+        locked(&self.closing).remove(&ack);
+    }
+
+    /// Another replica ended its copy for close `ack`.
+    pub fn acked(&self, ack: u64) {
+        if let Some(acked) = locked(&self.closing).get(&ack) {
+            let _ = acked.send(());
+        }
+    }
 }
 
 fn locked<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {

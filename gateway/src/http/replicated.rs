@@ -37,33 +37,36 @@ pub async fn opened(
     replicas.put_session(id, &record).await.map_err(unavailable)
 }
 
+/// How often a replica looks at the shared record of a session it has a copy of, at most: a
+/// request within that time of the last look is served at once, with no round trip to the
+/// store. A close elsewhere is told on the bus; a look once a second catches one the bus lost.
+const RECORD_EVERY: std::time::Duration = std::time::Duration::from_secs(1);
+
 /// `caller`'s exchange with session `id`: with this replica's copy, made now from the record
 /// if there is none yet. `Err`: the answer instead (`404` for a session closed, expired, never
 /// opened or another's).
 pub async fn exchange(
     gateway: &Gateway,
-    replicas: &Replicas,
+    replicas: &Arc<Replicas>,
     id: &str,
     caller: &Arc<Caller>,
 ) -> Result<Exchange, HttpResponse> {
-    let record = match replicas.session(id).await {
-        Ok(Some(record)) if record.owner.is(&caller.owner) => record,
-        Ok(_) => {
-            // Closed or expired elsewhere (or never this caller's): this copy ends too.
-            if let Some(handle) = gateway.table().close(id, &caller.owner) {
-                actix_rt::spawn(async move { handle.end("the downstream session ended").await });
-            }
-            return Err(super::not_found());
-        }
-        Err(e) => return Err(unavailable(e)),
-    };
     if let Some(exchange) = Exchange::begin(gateway, id, &caller.owner) {
-        if let Some(session) = super::session::here(id) {
-            let capabilities = serde_json::to_value(&record.capabilities).unwrap_or_default();
-            session.session.restore(capabilities, record.log_level);
+        let due = gateway
+            .table()
+            .due_for_record(id, Instant::now(), RECORD_EVERY);
+        if due {
+            let (replicas, sessions) = (replicas.clone(), gateway.sessions.clone());
+            let (id, caller) = (id.to_owned(), caller.clone());
+            actix_rt::spawn(async move { look_again(&replicas, &sessions, &id, &caller).await });
         }
         return Ok(exchange);
     }
+    let record = match replicas.session(id).await {
+        Ok(Some(record)) if record.owner.is(&caller.owner) => record,
+        Ok(_) => return Err(super::not_found()),
+        Err(e) => return Err(unavailable(e)),
+    };
     let session = HttpSession::new(gateway.setup(caller.clone()), Some(&gateway.changes), None);
     let capabilities = serde_json::to_value(&record.capabilities).unwrap_or_default();
     session.session.restore(capabilities, record.log_level);
@@ -86,6 +89,36 @@ pub async fn exchange(
             })
         }
         Err(full) => Err(super::too_many(&Value::Null, &full)),
+    }
+}
+
+/// Looks at session `id`'s record again: its expiry pushed back; gone (closed or expired
+/// elsewhere), this replica's copy ends too; a log level asked elsewhere, taken here.
+async fn look_again(
+    replicas: &Replicas,
+    sessions: &std::sync::Mutex<super::table::Table<super::session::SessionHandle>>,
+    id: &str,
+    caller: &Caller,
+) {
+    let table = || {
+        sessions
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    };
+    match replicas.session(id).await {
+        Ok(Some(record)) => {
+            let handle = table().relayed_to(id);
+            if let (Some(handle), Some(level)) = (handle, record.log_level) {
+                handle.log_at(level);
+            }
+        }
+        Ok(None) => {
+            let handle = table().close(id, &caller.owner);
+            if let Some(handle) = handle {
+                handle.end("the downstream session ended").await;
+            }
+        }
+        Err(e) => tracing::warn!(error = %e, "the replicas' store did not answer"),
     }
 }
 
@@ -153,22 +186,44 @@ async fn record_log_level(
     }
 }
 
-/// `DELETE` of session `id` by `caller`: its record removed and every replica's copy ended.
+/// How long a close waits for the other replicas to end their copies, at most.
+const CLOSE_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// `DELETE` of session `id` by `caller`: its record removed and every replica's copy ended
+/// (what they left in flight cancelled) before it is answered, as a single gateway's close.
 /// Whether it was theirs to close.
-pub async fn close(replicas: &Replicas, id: &str, caller: &Caller) -> Result<bool, HttpResponse> {
+pub async fn close(
+    gateway: &Gateway,
+    replicas: &Replicas,
+    id: &str,
+    caller: &Caller,
+) -> Result<bool, HttpResponse> {
     match replicas.session(id).await {
         Ok(Some(record)) if record.owner.is(&caller.owner) => {}
         Ok(_) => return Ok(false),
         Err(e) => return Err(unavailable(e)),
     }
     replicas.remove_session(id).await.map_err(unavailable)?;
+    let (ack, mut acks) = gateway.relays.closing();
     let ended = Envelope::Ended {
         from: replicas.me.to_string(),
         session: id.to_owned(),
+        ack,
     };
-    if let Err(e) = replicas.publish(&ended).await {
-        tracing::warn!(error = %e, "a session's close was not told to the other replicas");
+    match replicas.publish(&ended).await {
+        Ok(others) => {
+            let all = async {
+                for _ in 0..others {
+                    acks.recv().await;
+                }
+            };
+            if tokio::time::timeout(CLOSE_WAIT, all).await.is_err() {
+                tracing::warn!("a replica did not say it ended its copy of a closed session");
+            }
+        }
+        Err(e) => tracing::warn!(error = %e, "a session's close was not told to the others"),
     }
+    gateway.relays.closed(ack);
     Ok(true)
 }
 
@@ -184,13 +239,19 @@ pub async fn deliver(gateway: web::Data<Gateway>, mut told: tokio::sync::mpsc::R
                     handle.relayed(message);
                 }
             }
-            Envelope::Ended { session, .. } => {
-                if let Some(handle) = gateway.table().closed_elsewhere(&session) {
-                    actix_rt::spawn(async move {
+            Envelope::Ended { from, session, ack } => {
+                let handle = gateway.table().closed_elsewhere(&session);
+                let Some(replicas) = gateway.replicas.clone() else {
+                    continue;
+                };
+                actix_rt::spawn(async move {
+                    if let Some(handle) = handle {
                         handle.end("the downstream session was closed").await;
-                    });
-                }
+                    }
+                    let _ = replicas.publish_to(&from, &Envelope::Acked { ack }).await;
+                });
             }
+            Envelope::Acked { ack } => gateway.relays.acked(ack),
             Envelope::Relay { from, post, relay } => {
                 if let Some(replicas) = gateway.replicas.clone() {
                     let serve = super::relay::serve(gateway.clone(), replicas, from, post, relay);

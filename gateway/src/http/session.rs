@@ -87,6 +87,8 @@ enum Command {
     Relayed(Incoming),
     /// A request another replica relayed (a task's), and the outbox of its messages.
     RelayedRequest(Incoming, Outbox),
+    /// The client asked for logs at this level at another replica.
+    LogAt(actix_mcp::LoggingLevel),
     End(String, oneshot::Sender<()>),
 }
 
@@ -151,6 +153,11 @@ impl SessionHandle {
         let command = Box::new(Command::RelayedRequest(message, outbox));
         self.commands.send(command).ok()?;
         Some(inbox)
+    }
+
+    /// The client asked for logs at `level` at another replica: this copy logs at it too.
+    pub fn log_at(&self, level: actix_mcp::LoggingLevel) {
+        let _ = self.commands.send(Box::new(Command::LogAt(level)));
     }
 
     /// The client gave up request `id` (its POST went away): cancelled upstream.
@@ -255,6 +262,7 @@ impl HttpSession {
                 Command::RelayedRequest(message, outbox) => {
                     self.exchange_into(message, Some(outbox));
                 }
+                Command::LogAt(level) => self.session.log_at(level),
                 Command::End(reason, done) => {
                     // Boxed: the end is rare, and an idle driver stays small.
                     Box::pin(self.end(&reason)).await;

@@ -44,6 +44,8 @@ struct Entry<H> {
     owner: Owner,
     handle: H,
     last_seen: Instant,
+    /// With replicas: when its shared record was last looked at (`due_for_record`).
+    record_seen: Instant,
     /// Requests and streams under way: a busy session is not idle.
     busy: u32,
 }
@@ -96,6 +98,7 @@ impl<H: Clone> Table<H> {
             owner,
             handle,
             last_seen: now,
+            record_seen: now,
             busy: 0,
         };
         self.sessions.insert(id, entry);
@@ -131,6 +134,20 @@ impl<H: Clone> Table<H> {
         self.open(id.to_owned(), owner.clone(), handle, now)?;
         let begun = self.begin(id, owner, now).ok_or(Full::Stopping)?;
         Ok((begun, true))
+    }
+
+    /// With replicas: whether session `id`'s shared record is due to be looked at again (its
+    /// expiry pushed back, a close elsewhere seen) at `now`, once `every`; if so, it counts as
+    /// looked at.
+    pub fn due_for_record(&mut self, id: &str, now: Instant, every: Duration) -> bool {
+        let Some(entry) = self.sessions.get_mut(id) else {
+            return false;
+        };
+        let due = now.saturating_duration_since(entry.record_seen) >= every;
+        if due {
+            entry.record_seen = now;
+        }
+        due
     }
 
     /// Session `id`'s handle, whoever's it is: for a message another replica relays (its

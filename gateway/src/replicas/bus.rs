@@ -26,8 +26,15 @@ pub enum Envelope {
         session: String,
         body: String,
     },
-    /// Session `session` was closed: each replica ends its copy (its calls cancelled).
-    Ended { from: String, session: String },
+    /// Session `session` was closed: each replica ends its copy (its calls cancelled), then
+    /// says so to `from` with `ack`.
+    Ended {
+        from: String,
+        session: String,
+        ack: u64,
+    },
+    /// A replica ended its copy of a session closed elsewhere ([`Envelope::Ended`]'s `ack`).
+    Acked { ack: u64 },
     /// A request that must be served where what it names is (a waiting call, a task), for
     /// the POST `post` of replica `from` that waits for its messages.
     Relay {
@@ -74,7 +81,7 @@ impl Envelope {
             | Self::Ended { from, .. }
             | Self::Relay { from, .. }
             | Self::Abandoned { from, .. } => Some(from),
-            Self::Relayed { .. } => None,
+            Self::Relayed { .. } | Self::Acked { .. } => None,
         }
     }
 }

@@ -142,17 +142,17 @@ impl Replicas {
         Ok(())
     }
 
-    /// Tells every other replica `envelope` (one hop, no answer).
-    pub async fn publish(&self, envelope: &Envelope) -> Result<(), StoreError> {
+    /// Tells every other replica `envelope` (one hop, no answer): how many others listened.
+    pub async fn publish(&self, envelope: &Envelope) -> Result<usize, StoreError> {
         let channel = self.name("bus", "all");
         let sealed = self.sealed(&channel, envelope)?;
         let mut redis = self.redis.clone();
-        redis::cmd("PUBLISH")
+        let listening: usize = redis::cmd("PUBLISH")
             .arg(&channel)
             .arg(sealed)
-            .query_async::<()>(&mut redis)
+            .query_async(&mut redis)
             .await?;
-        Ok(())
+        Ok(listening.saturating_sub(1))
     }
 
     /// Tells replica `to` only `envelope` (one hop, no answer).

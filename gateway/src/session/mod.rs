@@ -149,12 +149,19 @@ impl Session {
     ) {
         self.modern.set(false);
         self.upstream.downstream.initialized(self.key, capabilities);
-        let level = log_level.filter(|level| self.state.borrow().log_level != Some(*level));
-        if let Some(level) = level {
-            self.state.borrow_mut().log_level = Some(level);
-            let session = self.clone();
-            self.spawn(async move { session.ask_upstreams_for_logs(level).await });
+        if let Some(level) = log_level {
+            self.log_at(level);
         }
+    }
+
+    /// Logs at `level`, asked of the client's session at another replica (`--replicas`).
+    pub fn log_at(self: &Rc<Self>, level: actix_mcp::LoggingLevel) {
+        if self.state.borrow().log_level == Some(level) {
+            return;
+        }
+        self.state.borrow_mut().log_level = Some(level);
+        let session = self.clone();
+        self.spawn(async move { session.ask_upstreams_for_logs(level).await });
     }
 
     /// Known to its client as session `id` (for the audit trail).
