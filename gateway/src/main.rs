@@ -115,7 +115,9 @@ struct Args {
     /// every replica), under ACTIX_MCP_CREDENTIALS_PREFIX.
     #[arg(long, value_name = "URL", requires = "listen")]
     replicas: Option<String>,
-    /// How long a replica that stops renewing its lease in --replicas is still taken as alive.
+    /// With --replicas: what a replica that dies left running at HTTP upstream servers is
+    /// cancelled by another within this. Each says it is alive every quarter of it; one
+    /// stalled for more than 5/12 of it is taken as dead.
     #[arg(
         long,
         value_name = "SECONDS",

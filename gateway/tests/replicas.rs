@@ -251,6 +251,27 @@ async fn another_user_finds_nothing_of_a_session_at_any_replica() {
     }
 }
 
+/// Without the shared store no session is opened that the other replicas could not serve:
+/// `503`, to be tried again.
+#[actix_rt::test]
+async fn without_the_store_a_session_is_refused_not_opened_half() {
+    let mut cluster = Cluster::start("no-store", 3);
+    cluster.stop_redis();
+    for _ in 0..3 {
+        let client = Raw::new(&cluster.url);
+        let response = client
+            .send(
+                json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+                    "protocolVersion": "2025-11-25", "capabilities": {},
+                    "clientInfo": {"name": "raw", "version": "0"},
+                }}),
+            )
+            .await;
+        assert_eq!(response.status().as_u16(), 503);
+        assert_eq!(response.headers()["retry-after"], "1");
+    }
+}
+
 #[actix_rt::test]
 async fn a_cancel_that_reaches_another_replica_cancels_the_call_upstream() {
     let cluster = Cluster::start("cancel", 3);

@@ -76,7 +76,8 @@ pub async fn exchange(
         .table()
         .begin_copy(id, &caller.owner, handle, Instant::now());
     match begun {
-        Ok((handle, made)) => {
+        Ok(None) => Err(super::not_found()),
+        Ok(Some((handle, made))) => {
             // Unless another request made the copy first (this one then goes with its handle).
             if made {
                 session.live_here_as(id);

@@ -120,20 +120,23 @@ impl<H: Clone> Table<H> {
 
     /// `owner` begins an exchange with session `id`, opened on another replica: the handle of
     /// this replica's copy if it made one meanwhile (`false`), else `handle`, opened as its copy
-    /// here and counted as any session (`true`).
+    /// here and counted as any session (`true`). `None` if `id` is another owner's here.
     pub fn begin_copy(
         &mut self,
         id: &str,
         owner: &Owner,
         handle: H,
         now: Instant,
-    ) -> Result<(H, bool), Full> {
+    ) -> Result<Option<(H, bool)>, Full> {
         if let Some(there) = self.begin(id, owner, now) {
-            return Ok((there, false));
+            return Ok(Some((there, false)));
+        }
+        if self.sessions.contains_key(id) {
+            return Ok(None);
         }
         self.open(id.to_owned(), owner.clone(), handle, now)?;
         let begun = self.begin(id, owner, now).ok_or(Full::Stopping)?;
-        Ok((begun, true))
+        Ok(Some((begun, true)))
     }
 
     /// With replicas: whether session `id`'s shared record is due to be looked at again (its
@@ -219,3 +222,61 @@ impl<H: Clone> Table<H> {
 #[cfg(test)]
 #[path = "table_model.rs"]
 mod model;
+
+#[cfg(test)]
+mod copies {
+    use super::*;
+
+    const LIMITS: Limits = Limits {
+        idle: Duration::from_secs(60),
+        sessions: 10,
+        per_owner: 2,
+    };
+
+    fn alice() -> Owner {
+        Owner::user("https://issuer", "alice")
+    }
+
+    #[test]
+    fn a_copy_is_made_once_and_counted_as_its_owners_session() {
+        let (mut table, now) = (Table::new(LIMITS), Instant::now());
+        assert_eq!(table.begin_copy("s", &alice(), 1, now), Ok(Some((1, true))));
+        assert_eq!(
+            table.begin_copy("s", &alice(), 2, now),
+            Ok(Some((1, false)))
+        );
+        assert_eq!(table.len(), 1);
+        table.open("t".into(), alice(), 3, now).unwrap();
+        let full = table.begin_copy("u", &alice(), 4, now);
+        assert_eq!(full, Err(Full::Owner(2)), "the per-owner cap counts copies");
+    }
+
+    #[test]
+    fn another_owners_session_is_neither_found_nor_replaced_by_a_copy() {
+        let (mut table, now) = (Table::new(LIMITS), Instant::now());
+        table.open("s".into(), alice(), 1, now).unwrap();
+        let mallory = Owner::user("https://issuer", "mallory");
+        assert_eq!(table.begin_copy("s", &mallory, 2, now), Ok(None));
+        assert_eq!(
+            table.begin("s", &alice(), now),
+            Some(1),
+            "alice's is still hers"
+        );
+    }
+
+    #[test]
+    fn a_record_is_looked_at_once_per_period_and_a_close_elsewhere_removes_the_copy() {
+        let (mut table, now) = (Table::new(LIMITS), Instant::now());
+        table.open("s".into(), alice(), 1, now).unwrap();
+        let every = Duration::from_secs(1);
+        assert!(!table.due_for_record("s", now, every), "just made from it");
+        let later = now + every;
+        assert!(table.due_for_record("s", later, every));
+        assert!(!table.due_for_record("s", later, every), "looked at");
+        assert!(!table.due_for_record("t", later, every), "no such copy");
+        assert_eq!(table.closed_elsewhere("s"), Some(1));
+        assert_eq!(table.len(), 0);
+        table.open("t".into(), alice(), 2, now).unwrap();
+        table.open("u".into(), alice(), 3, now).unwrap();
+    }
+}

@@ -1,11 +1,13 @@
-//! Leases, and what survivors do for a replica that died. Each replica renews its lease every
-//! third of it and is listed among the replicas; on each renewal it also looks for listed
-//! replicas whose lease lapsed. For each, one survivor (the first to take its settling lock,
-//! itself a lease) reads what it owed (`OwedCall`s, recorded before each call was written) and
-//! settles it at each upstream server: the call's `notifications/cancelled` in the upstream
-//! session it was made in, then a `DELETE` of that session (nobody will use it again). So a
-//! call left running upstream by a replica that died is cancelled there within about one lease
-//! and a third.
+//! Leases, and what survivors do for a replica that died. Each replica is listed among the
+//! replicas and says it is alive every quarter of `--replica-lease`, the word kept for two
+//! thirds of it (a replica stalled for more than 5/12 of a lease is taken as dead); on each
+//! turn it also looks for listed replicas no longer alive. For each, one survivor (the first to
+//! take its settling lock, itself a lease) reads what it owed (`OwedCall`s, recorded before
+//! each call was written) and settles it at each upstream server: the call's
+//! `notifications/cancelled` in the upstream session it was made in, then a `DELETE` of that
+//! session (nobody will use it again). So a call left running upstream by a replica that died
+//! is cancelled there within one lease: its word lapses at most 2/3 of a lease after its last
+//! turn, and a survivor looks within a quarter more.
 
 use std::{
     collections::{BTreeMap, HashMap},
@@ -28,7 +30,7 @@ const REASON: &str = "the gateway replica that made this call stopped";
 
 /// This replica's lease renewed, and the dead settled, for as long as the process lives.
 pub async fn live(replicas: Arc<Replicas>) {
-    let mut every = tokio::time::interval(replicas.lease / 3);
+    let mut every = tokio::time::interval(replicas.lease / 4);
     every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         every.tick().await;
@@ -48,7 +50,7 @@ async fn renew(replicas: &Replicas) -> Result<(), StoreError> {
         .arg(replicas.name("alive", &replicas.me))
         .arg(1)
         .arg("PX")
-        .arg(super::millis(replicas.lease))
+        .arg(super::millis(replicas.lease * 2 / 3))
         .ignore()
         .cmd("SADD")
         .arg(replicas.name("replicas", "all"))

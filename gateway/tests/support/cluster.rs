@@ -31,7 +31,7 @@ pub struct Cluster {
     pub replicas: Vec<Replica>,
     balancer: Killed,
     upstream_a: Killed,
-    _redis: redis::Redis,
+    redis: Option<redis::Redis>,
 }
 
 /// One gateway replica.
@@ -101,8 +101,13 @@ impl Cluster {
             replicas,
             balancer,
             upstream_a,
-            _redis: redis,
+            redis: Some(redis),
         }
+    }
+
+    /// Stops the replicas' Redis.
+    pub fn stop_redis(&mut self) {
+        self.redis = None;
     }
 
     /// SIGKILLs replica `name`: no chance to say or settle anything.
