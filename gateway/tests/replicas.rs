@@ -318,6 +318,7 @@ async fn a_replica_killed_mid_call_leaves_nothing_running_upstream_and_its_sessi
     let mut stream = response.bytes_stream();
     let upstream_id = upstream_call(&cluster.upstreams, "a", "sleep").await;
 
+    let killed = std::time::Instant::now();
     cluster.kill(&calling);
     // The call it held fails at its client: its stream ends with no answer.
     let mut body = Vec::new();
@@ -333,6 +334,8 @@ async fn a_replica_killed_mid_call_leaves_nothing_running_upstream_and_its_sessi
     // A survivor cancels what it left running upstream, once its lease lapsed.
     let read = cancel_after_request(&cluster.upstreams, "a", &upstream_id).await;
     assert_eq!(read["params"]["reason"], SETTLED);
+    // A figure for BENCHMARKS.md, not an assertion: a busy machine may take longer.
+    eprintln!("settled {:?} after the kill (lease 2 s)", killed.elapsed());
 
     // The session goes on through the others.
     let mut served_by = BTreeSet::new();
