@@ -1,9 +1,10 @@
 //! The official SDKs' clients through the gateway over Streamable HTTP, in each protocol era
 //! they speak: 2025-11-25 (`initialize`, then a session by `Mcp-Session-Id`) and 2026-07-28
 //! (`server/discover`, then a self-describing POST per request). Each lists the tools under their
-//! gateway names, calls one routed to server `b`, and abandons a call of `a__sleep` in its own
-//! way (an AbortSignal, an anyio cancel scope); server `a` then reads the cancel of that call,
-//! after the call.
+//! gateway names, calls one routed to server `b`, gets a call's progress, answers an elicitation
+//! of server `b` (in 2026-07-28 through `input_required`), and abandons a call of `a__sleep` in
+//! its own way (an AbortSignal, an anyio cancel scope); server `a` then reads the cancel of that
+//! call, after the call.
 //!
 //! The pairs not tested here, and why (from the pinned SDKs' sources):
 //! - TypeScript v1 (`@modelcontextprotocol/sdk` 1.32.2) at 2026-07-28: it has no such version;

@@ -251,6 +251,55 @@ async fn another_user_finds_nothing_of_a_session_at_any_replica() {
     }
 }
 
+/// A subscription made through one replica is followed by the replica holding the session's
+/// stream: the resource's update reaches the client there.
+#[actix_rt::test]
+async fn a_subscription_made_at_one_replica_is_told_on_the_stream_another_holds() {
+    let cluster = Cluster::start("subscribed", 3);
+    let mut client = Raw::new(&cluster.url);
+    client.initialize().await;
+    let stream = client.request(reqwest::Method::GET).send().await.unwrap();
+    assert_eq!(stream.status().as_u16(), 200);
+    let holding = replica_of(&stream);
+    let (told, mut updates) = tokio::sync::mpsc::unbounded_channel();
+    let mut events = stream.bytes_stream();
+    actix_rt::spawn(async move {
+        let mut text = String::new();
+        while let Some(Ok(bytes)) = events.next().await {
+            text.push_str(&String::from_utf8_lossy(&bytes));
+            let updated = messages_in(&text)
+                .into_iter()
+                .any(|m| m["method"] == "notifications/resources/updated");
+            if updated {
+                let _ = told.send(());
+            }
+        }
+    });
+    let subscribe = json!({"jsonrpc": "2.0", "id": 50, "method": "resources/subscribe",
+        "params": {"uri": "demo://counter"}});
+    let subscribed = client.post(subscribe).await;
+    assert_eq!(subscribed.status, 200, "{:?}", subscribed.messages);
+    assert_ne!(
+        subscribed.replica, holding,
+        "subscribed at another replica than the stream's"
+    );
+    // The upstream server tells of an update once asked to (the replica holding the stream
+    // follows the subscription as soon as it hears of it: until then, ask again).
+    for id in 51.. {
+        let notify = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {
+            "name": "a__notify", "arguments": {"kind": "updated", "uri": "demo://counter"},
+        }});
+        assert_eq!(client.post(notify).await.status, 200);
+        let wait = std::time::Duration::from_millis(200);
+        match tokio::time::timeout(wait, updates.recv()).await {
+            Ok(Some(())) => break,
+            Ok(None) => panic!("the stream at {holding} ended without the update"),
+            Err(_) => {}
+        }
+        assert!(id < 200, "the update never reached the stream at {holding}");
+    }
+}
+
 /// Without the shared store no session is opened that the other replicas could not serve:
 /// `503`, to be tried again.
 #[actix_rt::test]

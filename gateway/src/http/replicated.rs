@@ -33,6 +33,7 @@ pub async fn opened(
             .to_owned(),
         capabilities,
         log_level: None,
+        subscriptions: Default::default(),
     };
     replicas.put_session(id, &record).await.map_err(unavailable)
 }
@@ -69,7 +70,7 @@ pub async fn exchange(
     };
     let session = HttpSession::new(gateway.setup(caller.clone()), Some(&gateway.changes), None);
     let capabilities = serde_json::to_value(&record.capabilities).unwrap_or_default();
-    session.session.restore(capabilities, record.log_level);
+    session.session.restore(capabilities, followed(record));
     session.session.known_as(id);
     let handle = session.handle();
     let begun = gateway
@@ -93,8 +94,16 @@ pub async fn exchange(
     }
 }
 
+/// What of `record` a copy follows.
+fn followed(record: SessionRecord) -> crate::session::Followed {
+    crate::session::Followed {
+        log_level: record.log_level,
+        subscriptions: record.subscriptions,
+    }
+}
+
 /// Looks at session `id`'s record again: its expiry pushed back; gone (closed or expired
-/// elsewhere), this replica's copy ends too; a log level asked elsewhere, taken here.
+/// elsewhere), this replica's copy ends too; else the copy follows it.
 async fn look_again(
     replicas: &Replicas,
     sessions: &std::sync::Mutex<super::table::Table<super::session::SessionHandle>>,
@@ -108,9 +117,8 @@ async fn look_again(
     };
     match replicas.session(id).await {
         Ok(Some(record)) => {
-            let handle = table().relayed_to(id);
-            if let (Some(handle), Some(level)) = (handle, record.log_level) {
-                handle.log_at(level);
+            if let Some(handle) = table().relayed_to(id) {
+                handle.follow(followed(record));
             }
         }
         Ok(None) => {
@@ -124,20 +132,23 @@ async fn look_again(
 }
 
 /// What of `message` the other replicas must see: a cancel (its call may be theirs), an answer
-/// (what it answers may have been asked there), a log level (their copies log at it too).
+/// (what it answers may have been asked there), a log level or a subscription (written to the
+/// record, which their copies follow).
 pub fn tell_others(replicas: &Arc<Replicas>, session: &str, message: &Incoming) {
     let body = match message {
         Incoming::Notification { method, params } if method == "notifications/cancelled" => {
             json!({"jsonrpc": "2.0", "method": method, "params": params}).to_string()
         }
         Incoming::Answer { message, .. } => message.to_string(),
-        Incoming::Request(request) if request.method == crate::method::Method::SetLogLevel => {
-            let level = serde_json::from_value(request.params["level"].clone()).ok();
+        Incoming::Request(request) => {
+            let Some(change) = Change::of(request) else {
+                return;
+            };
             let (replicas, session) = (replicas.clone(), session.to_owned());
-            actix_rt::spawn(async move { record_log_level(&replicas, &session, level).await });
+            actix_rt::spawn(async move { record_change(&replicas, &session, change).await });
             return;
         }
-        _ => return,
+        Incoming::Notification { .. } => return,
     };
     let envelope = Envelope::ToSession {
         from: replicas.me.to_string(),
@@ -150,6 +161,57 @@ pub fn tell_others(replicas: &Arc<Replicas>, session: &str, message: &Incoming) 
             tracing::warn!(error = %e, "a message was not told to the other replicas");
         }
     });
+}
+
+/// A change of a session's record a request makes.
+enum Change {
+    LogLevel(Option<actix_mcp::LoggingLevel>),
+    Subscribe(String),
+    Unsubscribe(String),
+}
+
+impl Change {
+    fn of(request: &crate::message::Request) -> Option<Self> {
+        use crate::method::Method;
+        let uri = || request.params["uri"].as_str().map(str::to_owned);
+        match request.method {
+            Method::SetLogLevel => Some(Self::LogLevel(
+                serde_json::from_value(request.params["level"].clone()).ok(),
+            )),
+            Method::Subscribe => uri().map(Self::Subscribe),
+            Method::Unsubscribe => uri().map(Self::Unsubscribe),
+            _ => None,
+        }
+    }
+}
+
+/// The session's record takes `change`, and the other replicas' copies follow it.
+///
+/// A read, change and write: two changes of one session at once at two replicas may lose one
+/// (a client's `logging/setLevel` and `resources/subscribe` follow one another).
+async fn record_change(replicas: &Replicas, session: &str, change: Change) {
+    let Ok(Some(mut record)) = replicas.session(session).await else {
+        return;
+    };
+    match change {
+        Change::LogLevel(level) => record.log_level = level,
+        Change::Subscribe(uri) => {
+            record.subscriptions.insert(uri);
+        }
+        Change::Unsubscribe(uri) => {
+            record.subscriptions.remove(&uri);
+        }
+    }
+    if let Err(e) = replicas.put_session(session, &record).await {
+        return tracing::warn!(error = %e, "a session's change was not recorded");
+    }
+    let changed = Envelope::Changed {
+        from: replicas.me.to_string(),
+        session: session.to_owned(),
+    };
+    if let Err(e) = replicas.publish(&changed).await {
+        tracing::warn!(error = %e, "a session's change was not told to the others");
+    }
 }
 
 /// Where `message` of session `session` must be served, if at another replica: a request of a
@@ -170,21 +232,6 @@ pub fn served_elsewhere(
         body: super::relay::body_of(request),
     };
     Some((to, relay))
-}
-
-/// The session's record takes the log level its client asked for.
-async fn record_log_level(
-    replicas: &Replicas,
-    session: &str,
-    level: Option<actix_mcp::LoggingLevel>,
-) {
-    let Ok(Some(mut record)) = replicas.session(session).await else {
-        return;
-    };
-    record.log_level = level;
-    if let Err(e) = replicas.put_session(session, &record).await {
-        tracing::warn!(error = %e, "a session's log level was not recorded");
-    }
 }
 
 /// How long a close waits for the other replicas to end their copies, at most.
@@ -253,6 +300,19 @@ pub async fn deliver(gateway: web::Data<Gateway>, mut told: tokio::sync::mpsc::R
                 });
             }
             Envelope::Acked { ack } => gateway.relays.acked(ack),
+            Envelope::Changed { session, .. } => {
+                let (Some(handle), Some(replicas)) = (
+                    gateway.table().relayed_to(&session),
+                    gateway.replicas.clone(),
+                ) else {
+                    continue;
+                };
+                actix_rt::spawn(async move {
+                    if let Ok(Some(record)) = replicas.session(&session).await {
+                        handle.follow(followed(record));
+                    }
+                });
+            }
             Envelope::Relay { from, post, relay } => {
                 if let Some(replicas) = gateway.replicas.clone() {
                     let serve = super::relay::serve(gateway.clone(), replicas, from, post, relay);

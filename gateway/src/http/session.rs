@@ -87,8 +87,8 @@ enum Command {
     Relayed(Incoming),
     /// A request another replica relayed (a task's), and the outbox of its messages.
     RelayedRequest(Incoming, Outbox),
-    /// The client asked for logs at this level at another replica.
-    LogAt(actix_mcp::LoggingLevel),
+    /// The session's shared record changed at another replica.
+    Follow(crate::session::Followed),
     End(String, oneshot::Sender<()>),
 }
 
@@ -155,9 +155,10 @@ impl SessionHandle {
         Some(inbox)
     }
 
-    /// The client asked for logs at `level` at another replica: this copy logs at it too.
-    pub fn log_at(&self, level: actix_mcp::LoggingLevel) {
-        let _ = self.commands.send(Box::new(Command::LogAt(level)));
+    /// The session's shared record says `record` (changed at another replica): this copy
+    /// follows it.
+    pub fn follow(&self, record: crate::session::Followed) {
+        let _ = self.commands.send(Box::new(Command::Follow(record)));
     }
 
     /// The client gave up request `id` (its POST went away): cancelled upstream.
@@ -262,7 +263,7 @@ impl HttpSession {
                 Command::RelayedRequest(message, outbox) => {
                     self.exchange_into(message, Some(outbox));
                 }
-                Command::LogAt(level) => self.session.log_at(level),
+                Command::Follow(record) => self.session.follow_record(record),
                 Command::End(reason, done) => {
                     // Boxed: the end is rare, and an idle driver stays small.
                     Box::pin(self.end(&reason)).await;

@@ -33,6 +33,9 @@ pub enum Envelope {
         session: String,
         ack: u64,
     },
+    /// Session `session`'s record changed (a log level, a subscription): each replica with a
+    /// copy follows it.
+    Changed { from: String, session: String },
     /// A replica ended its copy of a session closed elsewhere ([`Envelope::Ended`]'s `ack`).
     Acked { ack: u64 },
     /// A request that must be served where what it names is (a waiting call, a task), for
@@ -79,6 +82,7 @@ impl Envelope {
         match self {
             Self::ToSession { from, .. }
             | Self::Ended { from, .. }
+            | Self::Changed { from, .. }
             | Self::Relay { from, .. }
             | Self::Abandoned { from, .. } => Some(from),
             Self::Relayed { .. } | Self::Acked { .. } => None,

@@ -18,6 +18,9 @@ pub struct SessionRecord {
     /// The level it asked for logs at (`logging/setLevel`); none: no logs.
     #[serde(rename = "logLevel", default)]
     pub log_level: Option<LoggingLevel>,
+    /// The resources it subscribed to (`resources/subscribe`), by URI.
+    #[serde(default)]
+    pub subscriptions: std::collections::BTreeSet<String>,
 }
 
 /// [`Owner`], as it is stored.
@@ -83,6 +86,7 @@ mod tests {
             protocol_version: "2025-11-25".into(),
             capabilities,
             log_level: Some(LoggingLevel::Debug),
+            subscriptions: ["file:///a".to_owned()].into(),
         };
         let text = serde_json::to_string(&record).unwrap();
         let back: SessionRecord = serde_json::from_str(&text).unwrap();

@@ -64,6 +64,12 @@ fn server_info() -> Value {
     json!({"name": "actix-mcp-gateway", "version": env!("CARGO_PKG_VERSION")})
 }
 
+/// What a session's shared record says of its logs and subscriptions (`--replicas`).
+pub struct Followed {
+    pub log_level: Option<actix_mcp::LoggingLevel>,
+    pub subscriptions: std::collections::BTreeSet<String>,
+}
+
 pub struct Session {
     upstream: Upstream,
     /// The client speaks 2026-07-28 (`server/discover`, or a request without a session).
@@ -141,27 +147,46 @@ impl Session {
     }
 
     /// A session opened at another replica, served here too (`--replicas`): what its client
-    /// declared at `initialize`, and the level it asked for logs at, as its record says.
-    pub fn restore(
-        self: &Rc<Self>,
-        capabilities: Value,
-        log_level: Option<actix_mcp::LoggingLevel>,
-    ) {
+    /// declared at `initialize`, then what its record says of its logs and subscriptions.
+    pub fn restore(self: &Rc<Self>, capabilities: Value, record: Followed) {
         self.modern.set(false);
         self.upstream.downstream.initialized(self.key, capabilities);
-        if let Some(level) = log_level {
-            self.log_at(level);
-        }
+        self.follow_record(record);
     }
 
-    /// Logs at `level`, asked of the client's session at another replica (`--replicas`).
-    pub fn log_at(self: &Rc<Self>, level: actix_mcp::LoggingLevel) {
-        if self.state.borrow().log_level == Some(level) {
+    /// What the session's record says now (`--replicas`: asked at another replica): logs at
+    /// its level, and subscribed to its resources here too, so that the replica holding the
+    /// client's stream tells it of their updates.
+    pub fn follow_record(self: &Rc<Self>, record: Followed) {
+        let level = record.log_level;
+        let level = level.filter(|level| self.state.borrow().log_level != Some(*level));
+        if let Some(level) = level {
+            self.state.borrow_mut().log_level = Some(level);
+            let session = self.clone();
+            self.spawn(async move { session.ask_upstreams_for_logs(level).await });
+        }
+        let here: Vec<String> = self.state.borrow().subscribed.keys().cloned().collect();
+        let left = here
+            .into_iter()
+            .filter(|uri| !record.subscriptions.contains(uri));
+        let left: Vec<String> = left.collect();
+        let joined: Vec<String> = (record.subscriptions.into_iter())
+            .filter(|uri| !self.state.borrow().subscribed.contains_key(uri))
+            .collect();
+        if left.is_empty() && joined.is_empty() {
             return;
         }
-        self.state.borrow_mut().log_level = Some(level);
         let session = self.clone();
-        self.spawn(async move { session.ask_upstreams_for_logs(level).await });
+        self.spawn(async move {
+            for uri in left {
+                session.unsubscribe(&uri).await;
+            }
+            for uri in joined {
+                if let Err(refusal) = session.subscribe(&uri).await {
+                    tracing::debug!(%uri, why = %refusal.1, "a subscription of another replica was not followed");
+                }
+            }
+        });
     }
 
     /// Known to its client as session `id` (for the audit trail).

@@ -69,7 +69,7 @@ impl Session {
         Ok(())
     }
 
-    async fn unsubscribe(&self, uri: &str) {
+    pub(super) async fn unsubscribe(&self, uri: &str) {
         let Some(server) = self.state.borrow_mut().subscribed.remove(uri) else {
             return;
         };

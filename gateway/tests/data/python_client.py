@@ -6,7 +6,9 @@ gateway/tests/clients.rs.
 ERA is the protocol era to speak: `2025-11-25` (the `initialize` handshake and a session) or
 `2026-07-28` (v2 only: `server/discover`, then a self-describing POST per request). Prints one
 JSON line per step: the protocol version the SDK agreed, the tool names the gateway lists, a
-routed call's answer, `calling` once a call to `a__sleep` is started; a line on stdin then
+routed call's answer, how many progress updates a call of `a__progress` brought, the name its
+elicitation handler answered `b__ask_client`'s `elicitation/create` with (as the upstream
+server got it), `calling` once a call to `a__sleep` is started; a line on stdin then
 cancels that call in the SDK's own way (an anyio cancel scope), and the script prints
 `abandoned`; a second line on stdin ends the session.
 """
@@ -16,8 +18,26 @@ import sys
 from contextlib import asynccontextmanager
 
 import anyio
+import mcp.types as types
 
 LEGACY, MODERN = "2025-11-25", "2026-07-28"
+
+# What `b__ask_client` asks the client.
+ELICITATION = {
+    "method": "elicitation/create",
+    "params": {
+        "message": "Your name?",
+        "requestedSchema": {
+            "type": "object",
+            "properties": {"name": {"type": "string"}},
+            "required": ["name"],
+        },
+    },
+}
+
+
+async def answer_elicitation(context, params) -> types.ElicitResult:
+    return types.ElicitResult(action="accept", content={"name": "python"})
 
 
 def step(**fields) -> None:
@@ -40,13 +60,14 @@ async def connect(url: str, era: str):
         if era != LEGACY:
             raise SystemExit(f"the v1 SDK speaks no {era}")
         async with streamable_http_client(url) as (read, write, _):
-            async with ClientSession(read, write) as session:
+            async with ClientSession(read, write, elicitation_callback=answer_elicitation) as session:
                 initialized = await session.initialize()
                 yield session, initialized.protocolVersion
         return
     # v2: `auto` asks `server/discover` and falls back to `initialize` when the server has no
     # 2026-07-28; `legacy` goes straight to `initialize`.
-    async with Client(url, mode="auto" if era == MODERN else "legacy") as client:
+    mode = "auto" if era == MODERN else "legacy"
+    async with Client(url, mode=mode, elicitation_callback=answer_elicitation) as client:
         yield client, client.protocol_version
 
 
@@ -57,6 +78,16 @@ async def main(url: str, era: str) -> None:
         step(tools=[tool.name for tool in tools.tools])
         answer = await client.call_tool("b__echo", {"text": f"from python at {era}"})
         step(echo=answer.content[0].text)
+        updates = []
+
+        async def progressed(progress, total, message) -> None:
+            updates.append(progress)
+
+        steps = {"steps": 3, "interval_ms": 10}
+        await client.call_tool("a__progress", steps, progress_callback=progressed)
+        step(progress=len(updates))
+        asked = await client.call_tool("b__ask_client", ELICITATION)
+        step(elicited=json.loads(asked.content[0].text)["result"]["content"]["name"])
         scope = anyio.CancelScope()
 
         async def sleep() -> None:

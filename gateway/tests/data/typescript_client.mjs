@@ -6,7 +6,9 @@
 // ERA is the protocol era to speak: `2025-11-25` (the `initialize` handshake and a session) or
 // `2026-07-28` (v2 only: `server/discover`, then a self-describing POST per request). Prints one
 // JSON line per step: the protocol version the SDK agreed, the tool names the gateway lists, a
-// routed call's answer, `calling` once a call to `a__sleep` is started; a line on stdin then
+// routed call's answer, how many progress updates a call of `a__progress` brought, the name its
+// elicitation handler answered `b__ask_client`'s `elicitation/create` with (as the upstream
+// server got it), `calling` once a call to `a__sleep` is started; a line on stdin then
 // cancels that call in the SDK's own way (an AbortSignal), and the script prints `abandoned`; a
 // second line on stdin closes the client.
 //
@@ -32,7 +34,17 @@ const step = (fields) => console.log(JSON.stringify(fields));
 // `initialize` when the server has no 2026-07-28); by default it goes straight to `initialize`.
 const options = era === '2026-07-28' ? { versionNegotiation: { mode: 'auto' } } : {};
 if (v1 && era !== '2025-11-25') throw new Error(`the v1 SDK speaks no ${era}`);
-const client = new Client({ name: 'typescript-downstream', version: '1.0.0' }, options);
+const client = new Client(
+  { name: 'typescript-downstream', version: '1.0.0' },
+  { ...options, capabilities: { elicitation: {} } },
+);
+const answerElicitation = async () => ({ action: 'accept', content: { name: 'typescript' } });
+if (v1) {
+  const { ElicitRequestSchema } = await load('dist/esm/types.js');
+  client.setRequestHandler(ElicitRequestSchema, answerElicitation);
+} else {
+  client.setRequestHandler('elicitation/create', answerElicitation);
+}
 const transport = new StreamableHTTPClientTransport(new URL(url));
 await client.connect(transport);
 step({ version: client.getNegotiatedProtocolVersion?.() ?? transport.protocolVersion });
@@ -43,6 +55,27 @@ const tools = await client.listTools();
 step({ tools: tools.tools.map((tool) => tool.name) });
 const echo = await callTool({ name: 'b__echo', arguments: { text: `from typescript at ${era}` } });
 step({ echo: echo.content[0].text });
+let updates = 0;
+await callTool(
+  { name: 'a__progress', arguments: { steps: 3, interval_ms: 10 } },
+  { onprogress: () => (updates += 1) },
+);
+step({ progress: updates });
+const asked = await callTool({
+  name: 'b__ask_client',
+  arguments: {
+    method: 'elicitation/create',
+    params: {
+      message: 'Your name?',
+      requestedSchema: {
+        type: 'object',
+        properties: { name: { type: 'string' } },
+        required: ['name'],
+      },
+    },
+  },
+});
+step({ elicited: JSON.parse(asked.content[0].text).result.content.name });
 const abandon = new AbortController();
 const sleeping = callTool(
   { name: 'a__sleep', arguments: { ms: 60000 } },

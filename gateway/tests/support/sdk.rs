@@ -1,6 +1,7 @@
 //! The official SDKs' client scripts (`tests/data/python_client.py`, `typescript_client.mjs`):
-//! each agrees an era, lists the tools, has `b__echo` answer and abandons a call of `a__sleep`
-//! in its own way, step by step on its stdout (`clients.rs`, and `replicas.rs` through a
+//! each agrees an era, lists the tools, has `b__echo` answer, counts a call's progress, answers
+//! an elicitation of server `b` (through `input_required` in 2026-07-28) and abandons a call of
+//! `a__sleep` in its own way, step by step on its stdout (`clients.rs`, and `replicas.rs` through a
 //! load balancer before replicas).
 #![allow(dead_code, reason = "shared by several crates, each using a part")]
 
@@ -59,9 +60,11 @@ pub enum When {
     Left,
 }
 
-/// Runs `client` in `era` through the gateway at `url` before `upstreams` `a` and `b`: it agrees `era`, lists
-/// the tools under their gateway names, has `b__echo` answer, and abandons a call of `a__sleep`
-/// once server `a` has read it. The cancel server `a` then read (`when` said), after the call.
+/// Runs `client` in `era` through the gateway at `url` before `upstreams` `a` and `b`: it agrees
+/// `era`, lists the tools under their gateway names, has `b__echo` answer, gets the 3 progress
+/// updates of `a__progress`, answers the elicitation `b__ask_client` asks (the name of its
+/// language, which the server gets back), and abandons a call of `a__sleep` once server `a` has
+/// read it. The cancel server `a` then read (`when` said), after the call.
 pub async fn script_through(
     mut client: SdkClient,
     url: &str,
@@ -88,6 +91,16 @@ pub async fn script_through(
     }
     let echo = format!("from {} at {era}", client.language);
     assert_eq!(script.step().await["echo"], echo);
+    assert_eq!(
+        script.step().await["progress"],
+        3,
+        "every progress update came"
+    );
+    let elicited = script.step().await;
+    assert_eq!(
+        elicited["elicited"], client.language,
+        "the server got the answer"
+    );
     assert_eq!(script.step().await["calling"], true);
     let id = upstream_call(upstreams, "a", "sleep").await;
     script.say("cancel").await;
