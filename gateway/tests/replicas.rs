@@ -251,6 +251,64 @@ async fn another_user_finds_nothing_of_a_session_at_any_replica() {
     }
 }
 
+/// A user's sessions are counted across the replicas: `--max-sessions-per-user` in all, not at
+/// each; a closed one frees its place.
+#[actix_rt::test]
+async fn a_users_sessions_are_capped_across_the_replicas() {
+    let issuer = issuer::Issuer::start();
+    let how = [
+        "--authorization-server",
+        &issuer.url,
+        "--resource",
+        "{url}",
+        "--max-sessions-per-user",
+        "2",
+    ];
+    let cluster = Cluster::start_with("capped", 3, &how);
+    let token = |sub: &str| {
+        let now = issuer::now();
+        issuer.token(json!({"iss": issuer.url, "aud": cluster.url, "sub": sub,
+            "exp": now + 600, "iat": now}))
+    };
+    let opened = |sub: &str| {
+        let mut client = Raw::new(&cluster.url);
+        client.token = Some(token(sub));
+        client
+    };
+    let mut first = opened("alice");
+    let mut second = opened("alice");
+    assert_eq!(first.initialize().await.status, 200);
+    assert_eq!(second.initialize().await.status, 200);
+    let third = opened("alice");
+    let refused = third
+        .send(
+            json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+                "protocolVersion": "2025-11-25", "capabilities": {},
+                "clientInfo": {"name": "raw", "version": "0"},
+            }}),
+        )
+        .await;
+    assert_eq!(
+        refused.status().as_u16(),
+        429,
+        "two in all, wherever they were opened"
+    );
+    let mut bob = opened("bob");
+    assert_eq!(
+        bob.initialize().await.status,
+        200,
+        "another user's count is theirs"
+    );
+    let closed = first.request(reqwest::Method::DELETE).send().await.unwrap();
+    assert_eq!(closed.status().as_u16(), 200);
+    let mut again = opened("alice");
+    assert_eq!(
+        again.initialize().await.status,
+        200,
+        "a closed session frees its place"
+    );
+}
+
 /// A subscription made through one replica is followed by the replica holding the session's
 /// stream: the resource's update reaches the client there.
 #[actix_rt::test]

@@ -297,7 +297,9 @@ async fn open_session(
     }
     if let Some(replicas) = &gateway.replicas {
         // Recorded before it is answered: its next request may reach another replica.
-        if let Err(refused) = replicated::opened(replicas, &id, &caller, &initialize.params).await {
+        let per_owner = gateway.table().limits().per_owner;
+        let opened = replicated::opened(replicas, &id, &caller, &initialize, per_owner);
+        if let Err(refused) = opened.await {
             gateway.table().close(&id, &owner);
             return refused;
         }

@@ -17,13 +17,23 @@ use crate::{
     replicas::{record::SessionRecord, Envelope, Replicas},
 };
 
-/// Session `id` opened here by `initialize` with `params`: recorded for every replica.
+/// Session `id` opened here by `initialize`: counted as its owner's across the replicas (a
+/// user holds `per_owner` at most in all, `429` beyond), and recorded for every replica.
 pub async fn opened(
     replicas: &Replicas,
     id: &str,
     caller: &Caller,
-    params: &Value,
+    initialize: &crate::message::Request,
+    per_owner: usize,
 ) -> Result<(), HttpResponse> {
+    let params = &initialize.params;
+    if caller.owner != crate::owner::Owner::Anonymous {
+        let counted = replicas.count_session(id, &caller.owner, per_owner).await;
+        if !counted.map_err(unavailable)? {
+            let full = super::table::Full::Owner(per_owner);
+            return Err(super::too_many(&initialize.id, &full));
+        }
+    }
     let capabilities = serde_json::from_value(params["capabilities"].clone()).unwrap_or_default();
     let record = SessionRecord {
         owner: (&caller.owner).into(),
@@ -117,6 +127,11 @@ async fn look_again(
     };
     match replicas.session(id).await {
         Ok(Some(record)) => {
+            if caller.owner != crate::owner::Owner::Anonymous {
+                if let Err(e) = replicas.session_used(id, &caller.owner).await {
+                    tracing::warn!(error = %e, "a session's use was not counted");
+                }
+            }
             if let Some(handle) = table().relayed_to(id) {
                 handle.follow(followed(record));
             }
@@ -251,7 +266,8 @@ pub async fn close(
         Ok(_) => return Ok(false),
         Err(e) => return Err(unavailable(e)),
     }
-    replicas.remove_session(id).await.map_err(unavailable)?;
+    let removed = replicas.remove_session(id, &caller.owner).await;
+    removed.map_err(unavailable)?;
     let (ack, mut acks) = gateway.relays.closing();
     let ended = Envelope::Ended {
         from: replicas.me.to_string(),

@@ -27,8 +27,9 @@ use std::{collections::HashMap, sync::Arc, time::Duration};
 
 use redis::aio::ConnectionManager;
 
+use crate::owner::Owner;
 pub use bus::{Envelope, Relay, QUEUE};
-use record::{OwedCall, SessionRecord};
+use record::{OwedCall, OwnerRecord, SessionRecord};
 use seal::Seal;
 pub use survivor::Endpoint;
 
@@ -132,11 +133,78 @@ impl Replicas {
         sealed.map(|s| self.opened(&place, &s)).transpose()
     }
 
-    /// Session `id` was closed: no replica serves it any more.
-    pub async fn remove_session(&self, id: &str) -> Result<(), StoreError> {
+    /// Session `id` was closed: no replica serves it any more (nor counts it its owner's).
+    pub async fn remove_session(&self, id: &str, owner: &Owner) -> Result<(), StoreError> {
         let mut redis = self.redis.clone();
-        redis::cmd("DEL")
+        redis::pipe()
+            .cmd("DEL")
             .arg(self.name("session", id))
+            .ignore()
+            .cmd("ZREM")
+            .arg(self.owners_sessions(owner))
+            .arg(id)
+            .ignore()
+            .query_async::<()>(&mut redis)
+            .await?;
+        Ok(())
+    }
+
+    /// Where `owner`'s sessions are counted across replicas: a name made of a digest of who
+    /// they are, so that Redis holds no user's name.
+    fn owners_sessions(&self, owner: &Owner) -> String {
+        use sha2::Digest as _;
+        let who = serde_json::to_vec(&OwnerRecord::from(owner)).unwrap_or_default();
+        let digest = sha2::Sha256::digest(&who);
+        let hex: String = digest.iter().map(|b| format!("{b:02x}")).collect();
+        self.name("owner", &hex)
+    }
+
+    /// Counts session `id` as `owner`'s across every replica, unless they hold `limit` live
+    /// ones already (`false`): each counted until the idle limit after it was last used.
+    pub async fn count_session(
+        &self,
+        id: &str,
+        owner: &Owner,
+        limit: usize,
+    ) -> Result<bool, StoreError> {
+        /// Drops the expired, then adds `id` if there is room; the set expires with its last.
+        const COUNT: &str = r"
+            redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', ARGV[1])
+            if redis.call('ZCARD', KEYS[1]) >= tonumber(ARGV[3]) then return 0 end
+            redis.call('ZADD', KEYS[1], ARGV[2], ARGV[4])
+            redis.call('PEXPIREAT', KEYS[1], ARGV[2])
+            return 1";
+        let now = now_ms();
+        let until = now.saturating_add(millis(self.idle));
+        let mut redis = self.redis.clone();
+        let counted: i64 = redis::Script::new(COUNT)
+            .key(self.owners_sessions(owner))
+            .arg(now)
+            .arg(until)
+            .arg(limit)
+            .arg(id)
+            .invoke_async(&mut redis)
+            .await?;
+        Ok(counted == 1)
+    }
+
+    /// Session `id` of `owner` was used: counted until the idle limit from now.
+    pub async fn session_used(&self, id: &str, owner: &Owner) -> Result<(), StoreError> {
+        let until = now_ms().saturating_add(millis(self.idle));
+        let key = self.owners_sessions(owner);
+        let mut redis = self.redis.clone();
+        redis::pipe()
+            .cmd("ZADD")
+            .arg(&key)
+            .arg("XX")
+            .arg(until)
+            .arg(id)
+            .ignore()
+            .cmd("PEXPIREAT")
+            .arg(&key)
+            .arg(until)
+            .arg("GT")
+            .ignore()
             .query_async::<()>(&mut redis)
             .await?;
         Ok(())
@@ -221,6 +289,11 @@ pub fn here_named(replicas: Option<&Arc<Replicas>>, name: &str) -> String {
 pub fn elsewhere<'n>(replicas: &Replicas, name: &'n str) -> Option<&'n str> {
     let (replica, _) = name.split_once('~')?;
     (replica != &*replicas.me).then_some(replica)
+}
+
+fn now_ms() -> u64 {
+    let since = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH);
+    since.map_or(0, millis)
 }
 
 fn millis(time: Duration) -> u64 {
