@@ -5,8 +5,11 @@
 //! step: nothing one owner does reaches or changes another's session; no idle session outlives
 //! its limit past a sweep; the caps hold. At the end every session opened has left exactly once,
 //! and every call begun was either answered or cancelled upstream, never both, whichever way its
-//! session left (a `DELETE`, idle expiry, the gateway's stop). `SESSION_MODEL_CASES` sets the
-//! number of cases (CI: 10,000).
+//! session left (a `DELETE`, idle expiry, the gateway's stop). With replicas, sessions opened on
+//! another replica come in as copies (`begin_copy`, made by a request of their owner, whose
+//! record says so) and may be closed there (`closed_elsewhere`): a copy is made once, counted
+//! as its owner's, never found by or made over for another owner, and leaves exactly once too.
+//! `SESSION_MODEL_CASES` sets the number of cases (CI: 10,000).
 
 use std::{
     collections::{BTreeMap, BTreeSet},
@@ -65,6 +68,21 @@ enum Step {
         nth: usize,
         call: u8,
     },
+    /// Owner `by` names session `remote`, opened on another replica (whose owner is
+    /// `remote % 3`): its copy here, made if need be.
+    Copy {
+        by: usize,
+        remote: usize,
+    },
+    /// Session `remote` was closed at another replica.
+    ClosedElsewhere {
+        remote: usize,
+    },
+}
+
+/// The handle (and model index) of remote session `remote`'s copy.
+fn copy_of(remote: usize) -> usize {
+    1000 + remote
 }
 
 fn owner(by: usize) -> Owner {
@@ -87,6 +105,8 @@ fn step() -> impl Strategy<Value = Step> {
         4 => (by.clone(), nth.clone(), 0..4u8).prop_map(|(by, nth, call)| Step::Call { by, nth, call }),
         2 => (by, nth.clone(), 0..4u8).prop_map(|(by, nth, call)| Step::Cancel { by, nth, call }),
         3 => (nth, 0..4u8).prop_map(|(nth, call)| Step::Answer { nth, call }),
+        3 => (0..3usize, 0..6usize).prop_map(|(by, remote)| Step::Copy { by, remote }),
+        1 => (0..6usize).prop_map(|remote| Step::ClosedElsewhere { remote }),
     ]
 }
 
@@ -173,6 +193,10 @@ fn run(steps: &[Step], bugs: Bugs) -> Result<(), TestCaseError> {
         forget_on_leave: bugs.forget_calls,
         ..Calls::default()
     };
+    // The copies made, by their handle; the remote sessions closed (their record gone: no
+    // request makes a copy of them again).
+    let mut copied: BTreeSet<usize> = BTreeSet::new();
+    let mut gone: BTreeSet<usize> = BTreeSet::new();
     for step in steps {
         match *step {
             Step::Open { by } => {
@@ -254,6 +278,64 @@ fn run(steps: &[Step], bugs: Bugs) -> Result<(), TestCaseError> {
                     _ => prop_assert_eq!(closed, None, "owner {} closed session {}", by, nth),
                 }
             }
+            Step::Copy { by, remote } => {
+                let (id, nth) = (format!("remote-{remote}"), copy_of(remote));
+                let theirs = remote % 3;
+                if gone.contains(&remote) {
+                    continue;
+                }
+                // The gateway asks for a copy only for the record's owner; another owner naming
+                // a copy made here must find nothing, and change nothing.
+                if by != theirs {
+                    if known.contains_key(&nth) {
+                        let found = table.begin_copy(&id, &owner(by), usize::MAX, now);
+                        prop_assert_eq!(found, Ok(None), "owner {} reached session {}", by, nth);
+                    }
+                    continue;
+                }
+                let held = known.values().filter(|k| k.owner == by).count();
+                match (
+                    table.begin_copy(&id, &owner(by), nth, now),
+                    known.get_mut(&nth),
+                ) {
+                    (Ok(Some((found, made))), Some(k)) => {
+                        prop_assert_eq!((found, made), (nth, false));
+                        k.busy += 1;
+                        k.last_seen = now;
+                    }
+                    (Ok(Some((found, made))), None) => {
+                        prop_assert_eq!((found, made), (nth, true));
+                        prop_assert!(known.len() < LIMITS.sessions);
+                        prop_assert!(by == 0 || held < LIMITS.per_owner);
+                        let entry = Known {
+                            owner: by,
+                            last_seen: now,
+                            busy: 1,
+                        };
+                        known.insert(nth, entry);
+                        copied.insert(nth);
+                    }
+                    (Ok(None), _) => prop_assert!(false, "its owner found nothing"),
+                    (Err(Full::Table(_)), None) => prop_assert_eq!(known.len(), LIMITS.sessions),
+                    (Err(Full::Owner(_)), None) => {
+                        prop_assert!(by != 0 && held == LIMITS.per_owner);
+                    }
+                    (Err(full), _) => prop_assert!(false, "{:?} for a copy", full),
+                }
+            }
+            Step::ClosedElsewhere { remote } => {
+                let nth = copy_of(remote);
+                gone.insert(remote);
+                let closed = table.closed_elsewhere(&format!("remote-{remote}"));
+                match known.remove(&nth) {
+                    Some(_) => {
+                        prop_assert_eq!(closed, Some(nth));
+                        left.push(nth);
+                        calls.leave(nth);
+                    }
+                    None => prop_assert_eq!(closed, None),
+                }
+            }
             Step::Wait { seconds } => now += Duration::from_secs(seconds),
             Step::Sweep => {
                 let expired = table.expire(now);
@@ -281,7 +363,9 @@ fn run(steps: &[Step], bugs: Bugs) -> Result<(), TestCaseError> {
     left.extend(stopped);
     let unique: BTreeSet<usize> = left.iter().copied().collect();
     prop_assert_eq!(unique.len(), left.len(), "a session left twice");
-    prop_assert_eq!(unique, (0..opened.len()).collect::<BTreeSet<_>>());
+    let mut every: BTreeSet<usize> = (0..opened.len()).collect();
+    every.extend(copied);
+    prop_assert_eq!(unique, every);
     let refused = table.open("late".into(), owner(0), usize::MAX, now);
     prop_assert_eq!(refused, Err(Full::Stopping));
     // Every call begun was answered or cancelled upstream: never both, never neither.
