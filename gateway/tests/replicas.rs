@@ -251,6 +251,56 @@ async fn another_user_finds_nothing_of_a_session_at_any_replica() {
     }
 }
 
+/// A request relayed to the replica that holds what it names fails at its client when that
+/// replica dies: a 2026-07-28 retry of a call parked there, and a wait for a task's result.
+#[actix_rt::test]
+async fn what_a_dead_replica_held_for_another_fails_at_its_client() {
+    let mut cluster = Cluster::start("relayed-dead", 3);
+    let mut client = Raw::new(&cluster.url);
+    client.initialize().await;
+    let call = json!({"jsonrpc": "2.0", "id": 60, "method": "tools/call", "params": {
+        "name": "a__task_sleep", "arguments": {"ms": 60_000, "steps": 2}, "task": {"ttl": 60_000},
+    }});
+    let made = client.post(call).await;
+    let id = answer(&made)["result"]["task"]["taskId"].clone();
+    let wait =
+        json!({"jsonrpc": "2.0", "id": 61, "method": "tasks/result", "params": {"taskId": id}});
+    let waiting = client.send(wait).await;
+    assert_ne!(replica_of(&waiting), made.replica, "the wait was relayed");
+    let waited =
+        actix_rt::spawn(async move { messages_in(&waiting.text().await.unwrap_or_default()) });
+
+    let asked = post_modern(&cluster.url, &modern_sample(1, json!({}))).await;
+    let result = &answer(&asked)["result"];
+    assert_eq!(result["resultType"], "input_required", "{result}");
+    let key = result["inputRequests"]
+        .as_object()
+        .unwrap()
+        .keys()
+        .next()
+        .unwrap()
+        .clone();
+    let retry = json!({
+        "requestState": result["requestState"],
+        "inputResponses": {key: sampled_by("too late")},
+    });
+    cluster.kill(&made.replica);
+    if asked.replica != made.replica {
+        cluster.kill(&asked.replica);
+    }
+
+    let waited = waited.await.unwrap();
+    let failed = waited
+        .iter()
+        .find(|m| m["id"] == 61)
+        .expect("the wait is answered");
+    assert_eq!(failed["error"]["code"], -32603, "{failed}");
+    let retried = post_modern(&cluster.url, &modern_sample(2, retry)).await;
+    let failed = answer(&retried);
+    assert_eq!(failed["id"], 2, "{failed}");
+    assert!(failed.get("error").is_some(), "{failed}");
+}
+
 /// A user's sessions are counted across the replicas: `--max-sessions-per-user` in all, not at
 /// each; a closed one frees its place.
 #[actix_rt::test]

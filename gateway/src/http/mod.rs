@@ -249,7 +249,8 @@ async fn post(
     if let Some(replicas) = &gateway.replicas {
         replicated::tell_others(replicas, named, &message);
         if let Some((to, relay)) = replicated::served_elsewhere(replicas, named, &message) {
-            return relayed(&request, &gateway, replicas, to, relay, false, true).await;
+            let id = message.request().map(|r| r.id.clone()).unwrap_or_default();
+            return relayed(&request, &gateway, replicas, to, relay, false, true, id).await;
         }
     }
     // On the session's own worker, directly; from another, through its handle.
@@ -396,7 +397,8 @@ async fn retry(
                 body: relay::body_of(&asked),
             };
             let to = to.to_owned();
-            return relayed(request, gateway, replicas, to, relay, true, progress).await;
+            let id = retry_id.clone();
+            return relayed(request, gateway, replicas, to, relay, true, progress, id).await;
         }
         let why = "the requestState names no call waiting for input (answered or expired)";
         return json(&error(&retry_id, INVALID_PARAMS, why));
@@ -417,6 +419,10 @@ async fn retry(
 
 /// A request served at replica `to`: its messages on this POST, as they come back. With
 /// `cancels` (a 2026-07-28 call), the POST's end before its answer cancels it there.
+#[allow(
+    clippy::too_many_arguments,
+    reason = "each says what the relayed request is"
+)]
 async fn relayed(
     request: &HttpRequest,
     gateway: &Gateway,
@@ -425,8 +431,9 @@ async fn relayed(
     relay: crate::replicas::Relay,
     cancels: bool,
     streams: bool,
+    answer_id: Value,
 ) -> HttpResponse {
-    match relay::ask(gateway, replicas, &to, relay, cancels).await {
+    match relay::ask(gateway, replicas, &to, relay, cancels, answer_id).await {
         Ok((messages, post)) => {
             let abort = AbortIsCancel {
                 target: Target::Relayed(post),

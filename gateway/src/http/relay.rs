@@ -98,12 +98,16 @@ impl RelayedPost {
 
 /// Relays `relay` to replica `to`: the messages of the POST that waits for it, and the POST's
 /// part in it. `Err`: the answer instead (the bus did not take it).
+///
+/// If `to` is not listening, or stops saying it is alive before the answer, the POST is
+/// answered an error under `answer_id`: what that replica held fails at its client.
 pub async fn ask(
     gateway: &Gateway,
     replicas: &Arc<Replicas>,
     to: &str,
     relay: Relay,
     cancels: bool,
+    answer_id: Value,
 ) -> Result<(Inbox, RelayedPost), HttpResponse> {
     let relays = gateway.relays.clone();
     let post = relays.next.fetch_add(1, Ordering::Relaxed);
@@ -121,14 +125,52 @@ pub async fn ask(
         post,
         relay,
     };
-    if let Err(e) = replicas.publish_to(to, &asked).await {
-        waiting.release();
-        tracing::warn!(error = %e, "a request was not relayed to its replica");
-        return Err(HttpResponse::ServiceUnavailable()
-            .insert_header(("retry-after", "1"))
-            .body("the gateway's replicas could not be reached; try again"));
+    match replicas.publish_to(to, &asked).await {
+        Ok(true) => {
+            let relays = gateway.relays.clone();
+            let watching = watch(relays, replicas.clone(), to.to_owned(), post, answer_id);
+            actix_rt::spawn(watching);
+        }
+        Ok(false) => gone(&gateway.relays, post, &answer_id),
+        Err(e) => {
+            waiting.release();
+            tracing::warn!(error = %e, "a request was not relayed to its replica");
+            return Err(HttpResponse::ServiceUnavailable()
+                .insert_header(("retry-after", "1"))
+                .body("the gateway's replicas could not be reached; try again"));
+        }
     }
     Ok((inbox, waiting))
+}
+
+/// Watches replica `to` while POST `post` waits for it: once `to` no longer says it is alive,
+/// the POST is answered an error.
+async fn watch(
+    relays: Arc<Relays>,
+    replicas: Arc<Replicas>,
+    to: String,
+    post: u64,
+    answer_id: Value,
+) {
+    let mut every = tokio::time::interval(replicas.turn());
+    loop {
+        every.tick().await;
+        if !locked(&relays.waiting).contains_key(&post) {
+            return;
+        }
+        if let Ok(false) = replicas.alive(&to).await {
+            return gone(&relays, post, &answer_id);
+        }
+    }
+}
+
+/// The replica serving POST `post`'s request is gone: the POST is answered an error.
+fn gone(relays: &Relays, post: u64, answer_id: &Value) {
+    let why = "the gateway replica serving this request stopped";
+    let answer = error(answer_id, crate::replies::INTERNAL_ERROR, why);
+    if let Some(outbox) = locked(&relays.waiting).remove(&post) {
+        let _ = outbox.send(&answer.into());
+    }
 }
 
 /// The JSON text of `request`, to relay.

@@ -223,17 +223,32 @@ impl Replicas {
         Ok(listening.saturating_sub(1))
     }
 
-    /// Tells replica `to` only `envelope` (one hop, no answer).
-    pub async fn publish_to(&self, to: &str, envelope: &Envelope) -> Result<(), StoreError> {
+    /// Tells replica `to` only `envelope` (one hop, no answer): whether it was listening.
+    pub async fn publish_to(&self, to: &str, envelope: &Envelope) -> Result<bool, StoreError> {
         let channel = self.name("bus", to);
         let sealed = self.sealed(&channel, envelope)?;
         let mut redis = self.redis.clone();
-        redis::cmd("PUBLISH")
+        let listening: usize = redis::cmd("PUBLISH")
             .arg(&channel)
             .arg(sealed)
-            .query_async::<()>(&mut redis)
+            .query_async(&mut redis)
             .await?;
-        Ok(())
+        Ok(listening > 0)
+    }
+
+    /// Whether replica `replica` still says it is alive (`survivor.rs`).
+    pub async fn alive(&self, replica: &str) -> Result<bool, StoreError> {
+        let mut redis = self.redis.clone();
+        let alive: bool = redis::cmd("EXISTS")
+            .arg(self.name("alive", replica))
+            .query_async(&mut redis)
+            .await?;
+        Ok(alive)
+    }
+
+    /// How often a replica says it is alive, and looks at the others.
+    pub fn turn(&self) -> Duration {
+        self.lease / 4
     }
 
     /// Records, before it is written, a call this replica is about to owe an upstream server;

@@ -30,7 +30,7 @@ const REASON: &str = "the gateway replica that made this call stopped";
 
 /// This replica's lease renewed, and the dead settled, for as long as the process lives.
 pub async fn live(replicas: Arc<Replicas>) {
-    let mut every = tokio::time::interval(replicas.lease / 4);
+    let mut every = tokio::time::interval(replicas.turn());
     every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         every.tick().await;
