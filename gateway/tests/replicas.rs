@@ -630,7 +630,8 @@ async fn a_task_made_on_one_replica_is_followed_through_the_others() {
     }});
     let made = client.post(call).await;
     let task = &answer(&made)["result"]["task"];
-    let id = task["taskId"].as_str().expect("a task id").to_owned();
+    let first = task["taskId"].clone();
+    let id = id_of(&first);
     let get = json!({"jsonrpc": "2.0", "id": 41, "method": "tasks/get", "params": {"taskId": id}});
     let got = client.post(get).await;
     assert_ne!(got.replica, made.replica);
@@ -641,6 +642,31 @@ async fn a_task_made_on_one_replica_is_followed_through_the_others() {
     assert!(result.replica != made.replica && result.replica != got.replica);
     let text = &answer(&result)["result"]["content"][0]["text"];
     assert_eq!(text, "slept 300 ms in 3 steps", "{:?}", result.messages);
+
+    // A second task, made at another replica (a ping first: the next request goes to the next
+    // replica), and a list anywhere has both.
+    let ping = json!({"jsonrpc": "2.0", "id": 99, "method": "ping"});
+    assert_eq!(client.post(ping).await.status, 200);
+    let call = json!({"jsonrpc": "2.0", "id": 43, "method": "tools/call", "params": {
+        "name": "a__task_sleep", "arguments": {"ms": 100, "steps": 1}, "task": {"ttl": 60_000},
+    }});
+    let second = client.post(call).await;
+    assert_ne!(second.replica, made.replica);
+    let second = answer(&second)["result"]["task"]["taskId"].clone();
+    for id in 44..=46 {
+        let list = json!({"jsonrpc": "2.0", "id": id, "method": "tasks/list"});
+        let listed = client.post(list).await;
+        let tasks = answer(&listed)["result"]["tasks"].as_array().cloned();
+        let ids: BTreeSet<String> = (tasks.unwrap_or_default().iter())
+            .filter_map(|t| t["taskId"].as_str().map(str::to_owned))
+            .collect();
+        let both = BTreeSet::from([id_of(&first), id_of(&second)]);
+        assert_eq!(ids, both, "listed at {}", listed.replica);
+    }
+}
+
+fn id_of(task: &Value) -> String {
+    task.as_str().expect("a task id").to_owned()
 }
 
 /// Runs an official SDK's client script in `era` through the load balancer: it agrees the era,

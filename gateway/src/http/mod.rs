@@ -40,7 +40,7 @@ use crate::{
     authorization::Authorization,
     changes::Event,
     message::{Incoming, Request},
-    method::Method,
+    method::{Method, Routed, Task},
     owner::{Caller, Owner},
     replies::{error, INVALID_PARAMS},
     upstream::Upstream,
@@ -253,10 +253,23 @@ async fn post(
             return relayed(&request, &gateway, replicas, to, relay, false, true, id).await;
         }
     }
+    // With replicas, a `tasks/list` gathers every replica's part of the session's tasks.
+    let lists_tasks = gateway.replicas.clone().zip(match &message {
+        Incoming::Request(asked) if asked.method == Method::Routed(Routed::Task(Task::List)) => {
+            Some(asked.clone())
+        }
+        _ => None,
+    });
     // On the session's own worker, directly; from another, through its handle.
     let messages = match session::here(named) {
         Some(session) => Ok(session.exchange(message, caller)),
         None => exchange.handle.exchange(message, caller),
+    };
+    let messages = match (messages, lists_tasks) {
+        (Ok(Some(here)), Some((replicas, asked))) => Ok(Some(
+            relay::list_tasks(&gateway, &replicas, named, here, &asked).await,
+        )),
+        (messages, _) => messages,
     };
     match messages {
         Ok(messages) => reply(&request, messages, None, true, Some(exchange)).await,

@@ -283,3 +283,45 @@ async fn send_back(replicas: &Replicas, to: &str, post: u64, outgoing: Outgoing)
         tracing::warn!(error = %e, "a relayed request's message was not sent back");
     }
 }
+
+/// `tasks/list` of session `session` with replicas: the tasks its copy here made, then those
+/// every other replica's copy made (a task is reached where it was made), in one answer.
+pub async fn list_tasks(
+    gateway: &Gateway,
+    replicas: &Arc<Replicas>,
+    session: &str,
+    here: Inbox,
+    request: &Request,
+) -> Inbox {
+    let mut tasks = answered_tasks(here).await;
+    for other in replicas.others().await.unwrap_or_default() {
+        let relay = Relay::Request {
+            session: session.to_owned(),
+            body: body_of(request),
+        };
+        let asked = ask(gateway, replicas, &other, relay, false, request.id.clone()).await;
+        if let Ok((messages, post)) = asked {
+            tasks.extend(answered_tasks(messages).await);
+            post.release();
+        }
+    }
+    let (outbox, inbox) = outbox::channel(gateway.stream_buffer);
+    let answer = json!({"jsonrpc": "2.0", "id": request.id, "result": {"tasks": tasks}});
+    let _ = outbox.send(&answer.into());
+    inbox
+}
+
+/// The tasks a `tasks/list`'s answer among `messages` lists (none if it is an error).
+async fn answered_tasks(mut messages: Inbox) -> Vec<Value> {
+    while let Some(outgoing) = messages.recv().await {
+        if !outgoing.answer {
+            continue;
+        }
+        let answer: Value = serde_json::from_slice(&outgoing.json).unwrap_or_default();
+        return match answer["result"]["tasks"].as_array() {
+            Some(tasks) => tasks.clone(),
+            None => Vec::new(),
+        };
+    }
+    Vec::new()
+}

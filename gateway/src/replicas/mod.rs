@@ -236,6 +236,16 @@ impl Replicas {
         Ok(listening > 0)
     }
 
+    /// The other replicas listed (alive or not yet settled).
+    pub async fn others(&self) -> Result<Vec<String>, StoreError> {
+        let mut redis = self.redis.clone();
+        let members: Vec<String> = redis::cmd("SMEMBERS")
+            .arg(self.name("replicas", "all"))
+            .query_async(&mut redis)
+            .await?;
+        Ok(members.into_iter().filter(|r| **r != *self.me).collect())
+    }
+
     /// Whether replica `replica` still says it is alive (`survivor.rs`).
     pub async fn alive(&self, replica: &str) -> Result<bool, StoreError> {
         let mut redis = self.redis.clone();
