@@ -319,6 +319,7 @@ async fn serve(
     upstream.pins = pins;
     upstream.replicas = replicas(&args, &config).await?;
     let servers = upstream.servers.clone();
+    let replicas = upstream.replicas.clone();
     servers.start_all().await;
     let (changes, _) = tokio::sync::broadcast::channel(64);
     changes::watch(&upstream, changes.clone());
@@ -328,6 +329,11 @@ async fn serve(
         None => stdio::serve(upstream, changes).await,
     };
     servers.stop().await;
+    if let Some(replicas) = replicas {
+        if let Err(e) = replicas.leave().await {
+            eprintln!("actix-mcp-gateway: --replicas: {e}: a survivor will settle what is left");
+        }
+    }
     served.map_err(|e| (1, e.to_string()))
 }
 

@@ -288,6 +288,24 @@ impl Replicas {
         Ok(())
     }
 
+    /// This replica stops, having written every cancel it owed (`Servers::stop`): nothing is
+    /// left for a survivor to settle, and it is no longer listed.
+    pub async fn leave(&self) -> Result<(), StoreError> {
+        let mut redis = self.redis.clone();
+        redis::pipe()
+            .cmd("DEL")
+            .arg(self.name("owed", &self.me))
+            .arg(self.name("alive", &self.me))
+            .ignore()
+            .cmd("SREM")
+            .arg(self.name("replicas", "all"))
+            .arg(&*self.me)
+            .ignore()
+            .query_async::<()>(&mut redis)
+            .await?;
+        Ok(())
+    }
+
     /// Whether upstream server `server` is one whose calls are recorded (an HTTP endpoint).
     pub fn settles(&self, server: &str) -> bool {
         self.endpoints.contains_key(server)
