@@ -2,7 +2,9 @@
 //! they speak: 2025-11-25 (`initialize`, then a session by `Mcp-Session-Id`) and 2026-07-28
 //! (`server/discover`, then a self-describing POST per request). Each lists the tools under their
 //! gateway names, calls one routed to server `b`, gets a call's progress, answers an elicitation
-//! of server `b` (in 2026-07-28 through `input_required`), and abandons a call of `a__sleep` in
+//! of server `b` (in 2026-07-28 through `input_required`), runs a call as a task where its SDK
+//! can (v1's experimental tasks: TypeScript's `callToolStream`, Python's `call_tool_as_task`,
+//! then the session's task list), and abandons a call of `a__sleep` in
 //! its own way (an AbortSignal, an anyio cancel scope); server `a` then reads the cancel of that
 //! call, after the call.
 //!

@@ -8,7 +8,8 @@ ERA is the protocol era to speak: `2025-11-25` (the `initialize` handshake and a
 JSON line per step: the protocol version the SDK agreed, the tool names the gateway lists, a
 routed call's answer, how many progress updates a call of `a__progress` brought, the name its
 elicitation handler answered `b__ask_client`'s `elicitation/create` with (as the upstream
-server got it), `calling` once a call to `a__sleep` is started; a line on stdin then
+server got it), a task's result and whether the session lists it (v1's experimental tasks; null
+for v2, which has none), `calling` once a call to `a__sleep` is started; a line on stdin then
 cancels that call in the SDK's own way (an anyio cancel scope), and the script prints
 `abandoned`; a second line on stdin ends the session.
 """
@@ -71,6 +72,20 @@ async def connect(url: str, era: str):
         yield client, client.protocol_version
 
 
+async def run_a_task(client, era: str) -> None:
+    """v1's experimental tasks (2025-11-25): a call of `a__task_sleep` as a task, its result,
+    and the task in the session's list; `task: null` for an SDK without them."""
+    experimental = getattr(client, "experimental", None)
+    if era != LEGACY or not hasattr(experimental, "call_tool_as_task"):
+        step(task=None)
+        return
+    made = await experimental.call_tool_as_task("a__task_sleep", {"ms": 200, "steps": 2})
+    task_id = made.task.taskId
+    result = await experimental.get_task_result(task_id, types.CallToolResult)
+    listed = await experimental.list_tasks()
+    step(task=result.content[0].text, listed=any(t.taskId == task_id for t in listed.tasks))
+
+
 async def main(url: str, era: str) -> None:
     async with connect(url, era) as (client, version):
         step(version=version)
@@ -88,6 +103,7 @@ async def main(url: str, era: str) -> None:
         step(progress=len(updates))
         asked = await client.call_tool("b__ask_client", ELICITATION)
         step(elicited=json.loads(asked.content[0].text)["result"]["content"]["name"])
+        await run_a_task(client, era)
         scope = anyio.CancelScope()
 
         async def sleep() -> None:

@@ -8,7 +8,8 @@
 // JSON line per step: the protocol version the SDK agreed, the tool names the gateway lists, a
 // routed call's answer, how many progress updates a call of `a__progress` brought, the name its
 // elicitation handler answered `b__ask_client`'s `elicitation/create` with (as the upstream
-// server got it), `calling` once a call to `a__sleep` is started; a line on stdin then
+// server got it), a task's result and whether the session lists it (v1's experimental tasks;
+// null for v2), `calling` once a call to `a__sleep` is started; a line on stdin then
 // cancels that call in the SDK's own way (an AbortSignal), and the script prints `abandoned`; a
 // second line on stdin closes the client.
 //
@@ -76,6 +77,27 @@ const asked = await callTool({
   },
 });
 step({ elicited: JSON.parse(asked.content[0].text).result.content.name });
+// v1's experimental tasks (2025-11-25): a call of `a__task_sleep` as a task, its result, and the
+// task in the session's list; `task: null` for an SDK without them.
+const tasks = v1 && era === '2025-11-25' ? client.experimental?.tasks : undefined;
+if (tasks) {
+  let created;
+  let text;
+  const stream = tasks.callToolStream(
+    { name: 'a__task_sleep', arguments: { ms: 200, steps: 2 } },
+    undefined,
+    { task: { ttl: 60000 } },
+  );
+  for await (const message of stream) {
+    if (message.type === 'taskCreated') created = message.task.taskId;
+    if (message.type === 'result') text = message.result.content[0].text;
+    if (message.type === 'error') throw message.error;
+  }
+  const listed = await tasks.listTasks();
+  step({ task: text, listed: listed.tasks.some((task) => task.taskId === created) });
+} else {
+  step({ task: null });
+}
 const abandon = new AbortController();
 const sleeping = callTool(
   { name: 'a__sleep', arguments: { ms: 60000 } },

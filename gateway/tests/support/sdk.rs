@@ -10,7 +10,7 @@ use std::time::Duration;
 use serde_json::{json, Value};
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt};
 
-use super::{cancel_after_request, python_with, typescript, upstream_call, Upstreams};
+use super::{cancel_after_request, python_with, typescript, upstream_call, Upstreams, PYTHON_V1};
 
 /// An SDK's client script (`tests/data/`), to be run with the gateway's URL and an era.
 pub struct SdkClient {
@@ -18,6 +18,8 @@ pub struct SdkClient {
     pub language: &'static str,
     /// Which SDK: a name for the test's directory.
     pub name: String,
+    /// It runs a tool call as a task (v1's experimental tasks, in 2025-11-25).
+    pub tasks: bool,
 }
 
 /// The TypeScript SDK `package` (`sdk`: v1, `client`: v2) running `typescript_client.mjs`.
@@ -31,6 +33,7 @@ pub fn typescript_client(package: &str) -> SdkClient {
         command,
         language: "typescript",
         name: format!("ts-{package}"),
+        tasks: package == "sdk",
     }
 }
 
@@ -42,6 +45,7 @@ pub fn python_client(sdk: (&str, &str)) -> SdkClient {
         command,
         language: "python",
         name: sdk.0.to_owned(),
+        tasks: sdk == PYTHON_V1,
     }
 }
 
@@ -63,7 +67,8 @@ pub enum When {
 /// Runs `client` in `era` through the gateway at `url` before `upstreams` `a` and `b`: it agrees
 /// `era`, lists the tools under their gateway names, has `b__echo` answer, gets the 3 progress
 /// updates of `a__progress`, answers the elicitation `b__ask_client` asks (the name of its
-/// language, which the server gets back), and abandons a call of `a__sleep` once server `a` has
+/// language, which the server gets back), runs `a__task_sleep` as a task and finds it in the
+/// session's list (the SDKs with tasks, in 2025-11-25), and abandons a call of `a__sleep` once server `a` has
 /// read it. The cancel server `a` then read (`when` said), after the call.
 pub async fn script_through(
     mut client: SdkClient,
@@ -101,6 +106,13 @@ pub async fn script_through(
         elicited["elicited"], client.language,
         "the server got the answer"
     );
+    let task = script.step().await;
+    if client.tasks && era == "2025-11-25" {
+        assert_eq!(task["task"], "slept 200 ms in 2 steps", "{task}");
+        assert_eq!(task["listed"], true, "{task}");
+    } else {
+        assert_eq!(task["task"], Value::Null, "{task}");
+    }
     assert_eq!(script.step().await["calling"], true);
     let id = upstream_call(upstreams, "a", "sleep").await;
     script.say("cancel").await;
