@@ -685,11 +685,7 @@ pub async fn serve(
         replicas: upstream.replicas.clone(),
         relays: Arc::default(),
     });
-    if let Some(replicas) = &gateway.replicas {
-        let (tell, told) = tokio::sync::mpsc::channel(crate::replicas::QUEUE);
-        replicas.run(tell);
-        actix_rt::spawn(replicated::deliver(gateway.clone(), told));
-    }
+    replicated::run(&gateway);
     let workers = options.workers.unwrap_or_else(|| {
         std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get)
     });

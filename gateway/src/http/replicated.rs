@@ -291,8 +291,17 @@ pub async fn close(
     Ok(true)
 }
 
+/// With replicas, this one's part: its lease, the bus, and what it tells delivered here.
+pub fn run(gateway: &web::Data<Gateway>) {
+    if let Some(replicas) = &gateway.replicas {
+        let (tell, told) = tokio::sync::mpsc::channel(crate::replicas::QUEUE);
+        replicas.run(tell);
+        actix_rt::spawn(deliver(gateway.clone(), told));
+    }
+}
+
 /// Hands what the other replicas tell to this one's sessions, as long as the gateway runs.
-pub async fn deliver(gateway: web::Data<Gateway>, mut told: tokio::sync::mpsc::Receiver<Envelope>) {
+async fn deliver(gateway: web::Data<Gateway>, mut told: tokio::sync::mpsc::Receiver<Envelope>) {
     while let Some(envelope) = told.recv().await {
         match envelope {
             Envelope::ToSession { session, body, .. } => {

@@ -180,207 +180,267 @@ struct Bugs {
     forget_calls: bool,
 }
 
+/// The table under test, and what the model knows of it.
+struct Model {
+    now: Instant,
+    table: Table<usize>,
+    /// The ids of the sessions opened here, by their index (their handle).
+    opened: Vec<String>,
+    /// The sessions in the table, by handle.
+    known: BTreeMap<usize, Known>,
+    /// The sessions that left, by handle, in the order they left.
+    left: Vec<usize>,
+    calls: Calls,
+    /// The copies made, by their handle.
+    copied: BTreeSet<usize>,
+    /// The remote sessions closed (their record gone: no request makes a copy of them again).
+    gone: BTreeSet<usize>,
+}
+
 /// Runs `steps` on the table (with `bugs`) and the model.
 fn run(steps: &[Step], bugs: Bugs) -> Result<(), TestCaseError> {
-    let start = Instant::now();
-    let mut now = start;
     let mut table = Table::<usize>::new(LIMITS);
     table.ignore_owner = bugs.ignore_owner;
-    let mut opened: Vec<String> = Vec::new();
-    let mut known: BTreeMap<usize, Known> = BTreeMap::new();
-    let mut left: Vec<usize> = Vec::new();
-    let mut calls = Calls {
-        forget_on_leave: bugs.forget_calls,
-        ..Calls::default()
+    let mut model = Model {
+        now: Instant::now(),
+        table,
+        opened: Vec::new(),
+        known: BTreeMap::new(),
+        left: Vec::new(),
+        calls: Calls {
+            forget_on_leave: bugs.forget_calls,
+            ..Calls::default()
+        },
+        copied: BTreeSet::new(),
+        gone: BTreeSet::new(),
     };
-    // The copies made, by their handle; the remote sessions closed (their record gone: no
-    // request makes a copy of them again).
-    let mut copied: BTreeSet<usize> = BTreeSet::new();
-    let mut gone: BTreeSet<usize> = BTreeSet::new();
     for step in steps {
         match *step {
-            Step::Open { by } => {
-                let nth = opened.len();
-                let id = format!("session-{nth}");
-                let held = known.values().filter(|k| k.owner == by).count();
-                match table.open(id.clone(), owner(by), nth, now) {
-                    Ok(()) => {
-                        prop_assert!(known.len() < LIMITS.sessions);
-                        prop_assert!(by == 0 || held < LIMITS.per_owner);
-                        let entry = Known {
-                            owner: by,
-                            last_seen: now,
-                            busy: 0,
-                        };
-                        known.insert(nth, entry);
-                        opened.push(id);
-                    }
-                    Err(Full::Table(_)) => prop_assert_eq!(known.len(), LIMITS.sessions),
-                    Err(Full::Owner(_)) => prop_assert!(by != 0 && held == LIMITS.per_owner),
-                    Err(Full::Stopping) => prop_assert!(false, "not stopping"),
-                }
-            }
-            Step::Begin { by, nth } => {
-                let Some(id) = opened.get(nth) else { continue };
-                let found = table.begin(id, &owner(by), now);
-                match known.get_mut(&nth) {
-                    Some(k) if k.owner == by => {
-                        prop_assert_eq!(found, Some(nth));
-                        k.busy += 1;
-                        k.last_seen = now;
-                    }
-                    // Another owner's session, or one that left: nothing found.
-                    _ => prop_assert_eq!(found, None, "owner {} reached session {}", by, nth),
-                }
-            }
-            // A request's POST: the session it reaches (if its owner's) takes it, then the
-            // exchange ends (its answer comes later, on the session's stream).
-            Step::Call { by, nth, call } | Step::Cancel { by, nth, call } => {
-                let Some(id) = opened.get(nth) else { continue };
-                let found = table.begin(id, &owner(by), now);
-                match known.get_mut(&nth) {
-                    Some(k) if k.owner == by => {
-                        prop_assert_eq!(found, Some(nth));
-                        k.last_seen = now;
-                    }
-                    _ => prop_assert_eq!(found, None, "owner {} reached session {}", by, nth),
-                }
-                if let Some(session) = found {
-                    match step {
-                        Step::Call { .. } => calls.begin(session, call),
-                        _ => {
-                            let cancel = calls.of.get_mut(&session);
-                            cancel.map(|c| c.cancel(&json!(call), Some("the client cancelled")));
-                        }
-                    }
-                    table.finish(id, now);
-                }
-            }
-            Step::Answer { nth, call } => calls.answer(nth, call),
-            Step::Finish { nth } => {
-                let Some(k) = known.get_mut(&nth).filter(|k| k.busy > 0) else {
-                    continue;
-                };
-                k.busy -= 1;
-                k.last_seen = now;
-                table.finish(&opened[nth], now);
-            }
-            Step::Close { by, nth } => {
-                let Some(id) = opened.get(nth) else { continue };
-                let closed = table.close(id, &owner(by));
-                match known.get(&nth) {
-                    Some(k) if k.owner == by => {
-                        prop_assert_eq!(closed, Some(nth));
-                        known.remove(&nth);
-                        left.push(nth);
-                        calls.leave(nth);
-                    }
-                    _ => prop_assert_eq!(closed, None, "owner {} closed session {}", by, nth),
-                }
-            }
-            Step::Copy { by, remote } => {
-                let (id, nth) = (format!("remote-{remote}"), copy_of(remote));
-                let theirs = remote % 3;
-                if gone.contains(&remote) {
-                    continue;
-                }
-                // The gateway asks for a copy only for the record's owner; another owner naming
-                // a copy made here must find nothing, and change nothing.
-                if by != theirs {
-                    if known.contains_key(&nth) {
-                        let found = table.begin_copy(&id, &owner(by), usize::MAX, now);
-                        prop_assert_eq!(found, Ok(None), "owner {} reached session {}", by, nth);
-                    }
-                    continue;
-                }
-                let held = known.values().filter(|k| k.owner == by).count();
-                match (
-                    table.begin_copy(&id, &owner(by), nth, now),
-                    known.get_mut(&nth),
-                ) {
-                    (Ok(Some((found, made))), Some(k)) => {
-                        prop_assert_eq!((found, made), (nth, false));
-                        k.busy += 1;
-                        k.last_seen = now;
-                    }
-                    (Ok(Some((found, made))), None) => {
-                        prop_assert_eq!((found, made), (nth, true));
-                        prop_assert!(known.len() < LIMITS.sessions);
-                        prop_assert!(by == 0 || held < LIMITS.per_owner);
-                        let entry = Known {
-                            owner: by,
-                            last_seen: now,
-                            busy: 1,
-                        };
-                        known.insert(nth, entry);
-                        copied.insert(nth);
-                    }
-                    (Ok(None), _) => prop_assert!(false, "its owner found nothing"),
-                    (Err(Full::Table(_)), None) => prop_assert_eq!(known.len(), LIMITS.sessions),
-                    (Err(Full::Owner(_)), None) => {
-                        prop_assert!(by != 0 && held == LIMITS.per_owner);
-                    }
-                    (Err(full), _) => prop_assert!(false, "{:?} for a copy", full),
-                }
-            }
-            Step::ClosedElsewhere { remote } => {
-                let nth = copy_of(remote);
-                gone.insert(remote);
-                let closed = table.closed_elsewhere(&format!("remote-{remote}"));
-                match known.remove(&nth) {
-                    Some(_) => {
-                        prop_assert_eq!(closed, Some(nth));
-                        left.push(nth);
-                        calls.leave(nth);
-                    }
-                    None => prop_assert_eq!(closed, None),
-                }
-            }
-            Step::Wait { seconds } => now += Duration::from_secs(seconds),
-            Step::Sweep => {
-                let expired = table.expire(now);
-                for nth in &expired {
-                    let k = known.remove(nth);
-                    let k = k.ok_or_else(|| TestCaseError::fail("expired twice"))?;
-                    prop_assert!(k.busy == 0, "a busy session expired");
-                    prop_assert!(now - k.last_seen >= LIMITS.idle, "expired early");
-                    calls.leave(*nth);
-                }
-                left.extend(expired);
-                // No idle session outlives its limit past a sweep.
-                for k in known.values() {
-                    prop_assert!(k.busy > 0 || now - k.last_seen < LIMITS.idle);
-                }
-            }
+            Step::Open { by } => model.open(by)?,
+            Step::Begin { by, nth } => model.begin(by, nth)?,
+            Step::Call { .. } | Step::Cancel { .. } => model.call(step)?,
+            Step::Answer { nth, call } => model.calls.answer(nth, call),
+            Step::Finish { nth } => model.finish(nth),
+            Step::Close { by, nth } => model.close(by, nth)?,
+            Step::Wait { seconds } => model.now += Duration::from_secs(seconds),
+            Step::Sweep => model.sweep()?,
+            Step::Copy { by, remote } => model.copy(by, remote)?,
+            Step::ClosedElsewhere { remote } => model.closed_elsewhere(remote)?,
         }
-        prop_assert_eq!(table.len(), known.len());
+        prop_assert_eq!(model.table.len(), model.known.len());
     }
-    // The stop: every session left, exactly once, and nothing opens any more.
-    let stopped = table.stop();
-    for nth in &stopped {
-        calls.leave(*nth);
+    model.stop()
+}
+
+impl Model {
+    fn open(&mut self, by: usize) -> Result<(), TestCaseError> {
+        let nth = self.opened.len();
+        let id = format!("session-{nth}");
+        let held = self.held_by(by);
+        match self.table.open(id.clone(), owner(by), nth, self.now) {
+            Ok(()) => {
+                prop_assert!(self.known.len() < LIMITS.sessions);
+                prop_assert!(by == 0 || held < LIMITS.per_owner);
+                let entry = Known {
+                    owner: by,
+                    last_seen: self.now,
+                    busy: 0,
+                };
+                self.known.insert(nth, entry);
+                self.opened.push(id);
+            }
+            Err(Full::Table(_)) => prop_assert_eq!(self.known.len(), LIMITS.sessions),
+            Err(Full::Owner(_)) => prop_assert!(by != 0 && held == LIMITS.per_owner),
+            Err(Full::Stopping) => prop_assert!(false, "not stopping"),
+        }
+        Ok(())
     }
-    left.extend(stopped);
-    let unique: BTreeSet<usize> = left.iter().copied().collect();
-    prop_assert_eq!(unique.len(), left.len(), "a session left twice");
-    let mut every: BTreeSet<usize> = (0..opened.len()).collect();
-    every.extend(copied);
-    prop_assert_eq!(unique, every);
-    let refused = table.open("late".into(), owner(0), usize::MAX, now);
-    prop_assert_eq!(refused, Err(Full::Stopping));
-    // Every call begun was answered or cancelled upstream: never both, never neither.
-    for b in &calls.begun {
-        let cancelled = b.token.is_cancelled();
-        prop_assert!(
-            b.answered != cancelled,
-            "call {} of session {}: answered {}, cancelled {}",
-            b.call,
-            b.nth,
-            b.answered,
-            cancelled
-        );
+
+    fn held_by(&self, by: usize) -> usize {
+        self.known.values().filter(|k| k.owner == by).count()
     }
-    Ok(())
+
+    fn begin(&mut self, by: usize, nth: usize) -> Result<(), TestCaseError> {
+        let Some(id) = self.opened.get(nth) else {
+            return Ok(());
+        };
+        let found = self.table.begin(id, &owner(by), self.now);
+        match self.known.get_mut(&nth) {
+            Some(k) if k.owner == by => {
+                prop_assert_eq!(found, Some(nth));
+                k.busy += 1;
+                k.last_seen = self.now;
+            }
+            // Another owner's session, or one that left: nothing found.
+            _ => prop_assert_eq!(found, None, "owner {} reached session {}", by, nth),
+        }
+        Ok(())
+    }
+
+    /// A request's POST: the session it reaches (if its owner's) takes it, then the exchange
+    /// ends (its answer comes later, on the session's stream).
+    fn call(&mut self, step: &Step) -> Result<(), TestCaseError> {
+        let (Step::Call { by, nth, call } | Step::Cancel { by, nth, call }) = *step else {
+            return Ok(());
+        };
+        let Some(id) = self.opened.get(nth) else {
+            return Ok(());
+        };
+        let found = self.table.begin(id, &owner(by), self.now);
+        match self.known.get_mut(&nth) {
+            Some(k) if k.owner == by => {
+                prop_assert_eq!(found, Some(nth));
+                k.last_seen = self.now;
+            }
+            _ => prop_assert_eq!(found, None, "owner {} reached session {}", by, nth),
+        }
+        if let Some(session) = found {
+            match step {
+                Step::Call { .. } => self.calls.begin(session, call),
+                _ => {
+                    let cancel = self.calls.of.get_mut(&session);
+                    cancel.map(|c| c.cancel(&json!(call), Some("the client cancelled")));
+                }
+            }
+            self.table.finish(id, self.now);
+        }
+        Ok(())
+    }
+
+    fn finish(&mut self, nth: usize) {
+        let Some(k) = self.known.get_mut(&nth).filter(|k| k.busy > 0) else {
+            return;
+        };
+        k.busy -= 1;
+        k.last_seen = self.now;
+        self.table.finish(&self.opened[nth], self.now);
+    }
+
+    fn close(&mut self, by: usize, nth: usize) -> Result<(), TestCaseError> {
+        let Some(id) = self.opened.get(nth) else {
+            return Ok(());
+        };
+        let closed = self.table.close(id, &owner(by));
+        match self.known.get(&nth) {
+            Some(k) if k.owner == by => {
+                prop_assert_eq!(closed, Some(nth));
+                self.known.remove(&nth);
+                self.left.push(nth);
+                self.calls.leave(nth);
+            }
+            _ => prop_assert_eq!(closed, None, "owner {} closed session {}", by, nth),
+        }
+        Ok(())
+    }
+
+    fn sweep(&mut self) -> Result<(), TestCaseError> {
+        let now = self.now;
+        let expired = self.table.expire(now);
+        for nth in &expired {
+            let k = self.known.remove(nth);
+            let k = k.ok_or_else(|| TestCaseError::fail("expired twice"))?;
+            prop_assert!(k.busy == 0, "a busy session expired");
+            prop_assert!(now - k.last_seen >= LIMITS.idle, "expired early");
+            self.calls.leave(*nth);
+        }
+        self.left.extend(expired);
+        // No idle session outlives its limit past a sweep.
+        for k in self.known.values() {
+            prop_assert!(k.busy > 0 || now - k.last_seen < LIMITS.idle);
+        }
+        Ok(())
+    }
+
+    /// Owner `by` names remote session `remote`. The gateway asks for a copy only for the
+    /// record's owner; another owner naming a copy made here must find nothing, and change
+    /// nothing.
+    fn copy(&mut self, by: usize, remote: usize) -> Result<(), TestCaseError> {
+        let (id, nth) = (format!("remote-{remote}"), copy_of(remote));
+        if self.gone.contains(&remote) {
+            return Ok(());
+        }
+        if by != remote % 3 {
+            if self.known.contains_key(&nth) {
+                let found = self.table.begin_copy(&id, &owner(by), usize::MAX, self.now);
+                prop_assert_eq!(found, Ok(None), "owner {} reached session {}", by, nth);
+            }
+            return Ok(());
+        }
+        let held = self.held_by(by);
+        let begun = self.table.begin_copy(&id, &owner(by), nth, self.now);
+        match (begun, self.known.get_mut(&nth)) {
+            (Ok(Some((found, made))), Some(k)) => {
+                prop_assert_eq!((found, made), (nth, false));
+                k.busy += 1;
+                k.last_seen = self.now;
+            }
+            (Ok(Some((found, made))), None) => {
+                prop_assert_eq!((found, made), (nth, true));
+                prop_assert!(self.known.len() < LIMITS.sessions);
+                prop_assert!(by == 0 || held < LIMITS.per_owner);
+                let entry = Known {
+                    owner: by,
+                    last_seen: self.now,
+                    busy: 1,
+                };
+                self.known.insert(nth, entry);
+                self.copied.insert(nth);
+            }
+            (Ok(None), _) => prop_assert!(false, "its owner found nothing"),
+            (Err(Full::Table(_)), None) => prop_assert_eq!(self.known.len(), LIMITS.sessions),
+            (Err(Full::Owner(_)), None) => {
+                prop_assert!(by != 0 && held == LIMITS.per_owner);
+            }
+            (Err(full), _) => prop_assert!(false, "{:?} for a copy", full),
+        }
+        Ok(())
+    }
+
+    fn closed_elsewhere(&mut self, remote: usize) -> Result<(), TestCaseError> {
+        let nth = copy_of(remote);
+        self.gone.insert(remote);
+        let closed = self.table.closed_elsewhere(&format!("remote-{remote}"));
+        match self.known.remove(&nth) {
+            Some(_) => {
+                prop_assert_eq!(closed, Some(nth));
+                self.left.push(nth);
+                self.calls.leave(nth);
+            }
+            None => prop_assert_eq!(closed, None),
+        }
+        Ok(())
+    }
+
+    /// The stop: every session left, exactly once, and nothing opens any more; every call
+    /// begun was answered or cancelled upstream: never both, never neither.
+    fn stop(mut self) -> Result<(), TestCaseError> {
+        let stopped = self.table.stop();
+        for nth in &stopped {
+            self.calls.leave(*nth);
+        }
+        self.left.extend(stopped);
+        let unique: BTreeSet<usize> = self.left.iter().copied().collect();
+        prop_assert_eq!(unique.len(), self.left.len(), "a session left twice");
+        let mut every: BTreeSet<usize> = (0..self.opened.len()).collect();
+        every.extend(&self.copied);
+        prop_assert_eq!(unique, every);
+        let refused = self
+            .table
+            .open("late".into(), owner(0), usize::MAX, self.now);
+        prop_assert_eq!(refused, Err(Full::Stopping));
+        for b in &self.calls.begun {
+            let cancelled = b.token.is_cancelled();
+            prop_assert!(
+                b.answered != cancelled,
+                "call {} of session {}: answered {}, cancelled {}",
+                b.call,
+                b.nth,
+                b.answered,
+                cancelled
+            );
+        }
+        Ok(())
+    }
 }
 
 fn cases() -> u32 {
