@@ -10,6 +10,11 @@
 //! notifications that belong to no request, such as `list_changed`, to every open session), and
 //! DELETE ends the session. HTTP/1.1, and HTTP/2 without TLS (h2c) for clients that start with
 //! its preface. The bound port is printed to stderr as `LISTENING <port>`.
+//!
+//! With `--sessions`, a request's id and progress token are its session's own (two clients may
+//! both send request 11): on the way in they are made the session's (`SESSION|<id as JSON>`,
+//! and a cancel's `requestId` too), on the way out given back as the client sent them. The
+//! journal keeps what the client sent.
 
 use std::{
     cell::RefCell,
@@ -89,11 +94,10 @@ impl Routes {
             let Ok(probe) = serde_json::from_slice::<Probe>(line) else {
                 continue;
             };
-            let event = event(line);
             match (probe.method.as_deref(), probe.id) {
                 (None, Some(id)) => {
                     if let Some((stream, token)) = self.by_id.remove(&id.to_string()) {
-                        let _ = stream.send(event);
+                        let _ = stream.send(event(&scoped::outward(line)));
                         if let Some(token) = token {
                             self.by_token.remove(&token);
                         }
@@ -105,12 +109,13 @@ impl Routes {
                         .and_then(|t| self.by_token.get(&t.to_string()))
                         .and_then(|id| self.by_id.get(id));
                     if let Some((stream, _)) = route {
-                        let _ = stream.send(event);
+                        let _ = stream.send(event(&scoped::outward(line)));
                     }
                 }
                 // A notification of no request: every session's GET stream (none without
                 // sessions).
                 (Some(_), None) => {
+                    let event = event(line);
                     for stream in self.sessions.values().flatten() {
                         let _ = stream.send(event.clone());
                     }
@@ -254,6 +259,10 @@ async fn answer(
     };
     // Journal first, as on stdio.
     server.journal.record(&body);
+    let body = match session.as_deref().filter(|_| sessions) {
+        Some(session) => Bytes::from(scoped::inward(&body, session)),
+        None => body,
+    };
     let probe = serde_json::from_slice::<Probe>(&body).ok();
     let request_id = probe
         .as_ref()
@@ -439,4 +448,104 @@ impl Drop for Disconnect {
 /// The routes of an HTTP-mode server (none on stdio).
 pub(super) fn routes() -> Option<RefCell<Routes>> {
     Some(RefCell::new(Routes::default()))
+}
+
+/// `--sessions`: request ids and progress tokens made the session's on the way in, given back
+/// on the way out.
+mod scoped {
+    use serde_json::Value;
+
+    /// What every scoped value starts with (the session ids' own prefix).
+    const SCOPED: &str = "demo-session-";
+
+    fn scope(value: &mut Value, session: &str) {
+        if !value.is_null() {
+            *value = Value::String(format!("{session}|{value}"));
+        }
+    }
+
+    /// `body` of `session`, its request id, progress token and cancelled id made the session's.
+    pub(super) fn inward(body: &[u8], session: &str) -> Vec<u8> {
+        let Ok(mut message) = serde_json::from_slice::<Value>(body) else {
+            return body.to_vec();
+        };
+        let Some(method) = message
+            .get("method")
+            .and_then(Value::as_str)
+            .map(str::to_owned)
+        else {
+            return body.to_vec();
+        };
+        if let Some(id) = message.get_mut("id") {
+            scope(id, session);
+        }
+        let params = message.get_mut("params").and_then(Value::as_object_mut);
+        if let Some(params) = params {
+            if method == "notifications/cancelled" {
+                if let Some(id) = params.get_mut("requestId") {
+                    scope(id, session);
+                }
+            }
+            let meta = params.get_mut("_meta").and_then(Value::as_object_mut);
+            if let Some(token) = meta.and_then(|meta| meta.get_mut("progressToken")) {
+                scope(token, session);
+            }
+        }
+        serde_json::to_vec(&message).unwrap_or_else(|_| body.to_vec())
+    }
+
+    fn unscope(value: &mut Value) {
+        let Some(text) = value.as_str().filter(|t| t.starts_with(SCOPED)) else {
+            return;
+        };
+        let given = text.split_once('|').map(|(_, given)| given);
+        if let Some(given) = given.and_then(|g| serde_json::from_str(g).ok()) {
+            *value = given;
+        }
+    }
+
+    /// `line` as its client knows it: an answer's id and a progress token given back.
+    pub(super) fn outward(line: &[u8]) -> Vec<u8> {
+        if !line.windows(SCOPED.len()).any(|w| w == SCOPED.as_bytes()) {
+            return line.to_vec();
+        }
+        let Ok(mut message) = serde_json::from_slice::<Value>(line) else {
+            return line.to_vec();
+        };
+        if let Some(id) = message.get_mut("id") {
+            unscope(id);
+        }
+        let params = message.get_mut("params").and_then(Value::as_object_mut);
+        if let Some(token) = params.and_then(|params| params.get_mut("progressToken")) {
+            unscope(token);
+        }
+        serde_json::to_vec(&message).unwrap_or_else(|_| line.to_vec())
+    }
+
+    #[cfg(test)]
+    mod tests {
+        use super::*;
+
+        #[test]
+        fn two_sessions_ids_stay_apart_and_come_back_as_sent() {
+            let call = br#"{"jsonrpc":"2.0","id":11,"method":"tools/call","params":{"_meta":{"progressToken":11}}}"#;
+            let one = inward(call, "demo-session-1");
+            let three = inward(call, "demo-session-3");
+            assert_ne!(one, three);
+            let one: Value = serde_json::from_slice(&one).unwrap();
+            assert_eq!(one["id"], "demo-session-1|11");
+            let answer = serde_json::json!({"jsonrpc": "2.0", "id": one["id"], "result": {}});
+            let back: Value =
+                serde_json::from_slice(&outward(answer.to_string().as_bytes())).unwrap();
+            assert_eq!(back["id"], 11);
+            let progress = serde_json::json!({"jsonrpc": "2.0", "method": "notifications/progress",
+                "params": {"progressToken": "demo-session-1|\"t\"", "progress": 1}});
+            let back: Value =
+                serde_json::from_slice(&outward(progress.to_string().as_bytes())).unwrap();
+            assert_eq!(back["params"]["progressToken"], "t");
+            let cancel = br#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":11}}"#;
+            let cancel: Value = serde_json::from_slice(&inward(cancel, "demo-session-3")).unwrap();
+            assert_eq!(cancel["params"]["requestId"], "demo-session-3|11");
+        }
+    }
 }
