@@ -408,6 +408,39 @@ async fn a_subscription_made_at_one_replica_is_told_on_the_stream_another_holds(
     }
 }
 
+/// Every replica's connections to Redis cut at once, then a cancel crosses replicas: the
+/// replica holding the call reads it once it is back (the bus is a stream read from where it
+/// stopped, not a broadcast to whoever listens at that moment).
+#[actix_rt::test]
+async fn a_cancel_told_while_the_bus_is_cut_still_reaches_its_call() {
+    let cluster = Cluster::start("cut", 3);
+    let mut client = Raw::new(&cluster.url);
+    client.initialize().await;
+    let call = sleep(&client, 70, 60_000).await;
+    let calling = replica_of(&call);
+    let upstream_id = sleep_read(&cluster, 60_000).await;
+    let redis = ::redis::Client::open(cluster.redis_url()).unwrap();
+    let mut admin = redis.get_multiplexed_async_connection().await.unwrap();
+    let cut: i64 = ::redis::cmd("CLIENT")
+        .arg("KILL")
+        .arg("TYPE")
+        .arg("normal")
+        .query_async(&mut admin)
+        .await
+        .unwrap();
+    assert!(cut > 0, "the replicas' connections were cut");
+    let cancel = json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {
+        "requestId": 70, "reason": "while the bus was cut",
+    }});
+    let cancelled = client.post(cancel).await;
+    assert_eq!(cancelled.status, 202);
+    assert_ne!(cancelled.replica, calling);
+    let read = cancel_after_request(&cluster.upstreams, "a", &upstream_id).await;
+    let reason = "cancelled by the downstream client: while the bus was cut";
+    assert_eq!(read["params"]["reason"], reason);
+    drop(call);
+}
+
 /// Without the shared store no session is opened that the other replicas could not serve:
 /// `503`, to be tried again.
 #[actix_rt::test]

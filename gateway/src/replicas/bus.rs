@@ -1,15 +1,13 @@
-//! The replicas' bus: Redis pub/sub, each message sealed. On one channel every replica listens
-//! to go the messages for whichever replica holds what they name (the others drop them); on
-//! each replica's own channel, a request relayed to it and the messages of a request it
-//! relayed. Redis delivers a message once to each replica listening when it is published: one
-//! hop, nothing stored.
-//! A replica whose queue of received messages is full drops the next (bounded like every
-//! other buffer); one whose subscription breaks subscribes again, and what was published
-//! meanwhile is lost to it (the session's record, in the store, is not).
+//! The replicas' bus: two Redis streams each replica reads, each message sealed. On the one
+//! every replica reads go the messages for whichever replica holds what they name (the others
+//! drop them); on each replica's own, a request relayed to it and the messages of a request it
+//! relayed. One hop. Each replica reads from the last entry it read, so a connection to Redis
+//! that breaks loses nothing: it reads on from there once it is back. The streams are trimmed
+//! to their last `KEPT` entries; a replica whose queue of received messages is full drops the
+//! next (bounded like every other buffer).
 
 use std::{sync::Arc, time::Duration};
 
-use futures::StreamExt as _;
 use serde::{Deserialize, Serialize};
 use tokio::sync::mpsc;
 
@@ -93,41 +91,101 @@ impl Envelope {
 /// Received messages waiting for the gateway, at most.
 pub const QUEUE: usize = 1024;
 
-/// Listens to the bus for as long as the process lives, handing each message of another
-/// replica to `deliver`.
+/// The entries a stream keeps, about (`MAXLEN ~`): what a replica away that long can still read.
+pub const KEPT: usize = 10_000;
+
+/// How long one read waits for an entry before it reads again, in milliseconds.
+const BLOCK_MS: usize = 5_000;
+
+/// Reads the bus for as long as the process lives, handing each message of another replica to
+/// `deliver`, from where it stopped whenever its connection broke.
 pub async fn listen(replicas: Arc<Replicas>, deliver: mpsc::Sender<Envelope>) {
+    let streams = [
+        replicas.name("stream", "all"),
+        replicas.name("stream", &replicas.me),
+    ];
+    let mut read_to: Option<Vec<String>> = None;
     loop {
-        match subscribed(&replicas, &deliver).await {
-            Ok(()) => tracing::warn!("the replicas' bus ended; subscribing again"),
-            Err(e) => tracing::warn!(error = %e, "the replicas' bus failed; subscribing again"),
+        match reading(&replicas, &streams, &mut read_to, &deliver).await {
+            Ok(()) => tracing::warn!("the replicas' bus ended; reading on"),
+            Err(e) => tracing::warn!(error = %e, "the replicas' bus failed; reading on"),
         }
         tokio::time::sleep(Duration::from_secs(1)).await;
     }
 }
 
-async fn subscribed(
+/// Reads `streams` from `read_to` (the last entries read; at first, the last there are) on a
+/// connection of its own (a read blocks it).
+async fn reading(
     replicas: &Replicas,
+    streams: &[String; 2],
+    read_to: &mut Option<Vec<String>>,
     deliver: &mpsc::Sender<Envelope>,
 ) -> Result<(), redis::RedisError> {
-    let mut pubsub = replicas.client.get_async_pubsub().await?;
-    pubsub.subscribe(replicas.name("bus", "all")).await?;
-    pubsub.subscribe(replicas.name("bus", &replicas.me)).await?;
-    let mut messages = pubsub.on_message();
-    while let Some(message) = messages.next().await {
-        let channel = message.get_channel_name();
-        let envelope: Envelope = match replicas.opened(channel, message.get_payload_bytes()) {
-            Ok(envelope) => envelope,
-            Err(e) => {
-                tracing::warn!(error = %e, "a message on the replicas' bus was refused");
-                continue;
-            }
-        };
-        if envelope.from() == Some(&*replicas.me) {
-            continue;
+    let mut redis = replicas.client.get_multiplexed_async_connection().await?;
+    if read_to.is_none() {
+        let mut last = Vec::with_capacity(streams.len());
+        for stream in streams {
+            last.push(last_entry(&mut redis, stream).await?);
         }
-        if deliver.try_send(envelope).is_err() {
-            tracing::warn!("a message of the replicas' bus was dropped: its queue is full");
+        *read_to = Some(last);
+    }
+    loop {
+        let Some(from) = read_to.as_mut() else {
+            return Ok(());
+        };
+        let options = redis::streams::StreamReadOptions::default()
+            .block(BLOCK_MS)
+            .count(256);
+        let read: Option<redis::streams::StreamReadReply> = redis::AsyncCommands::xread_options(
+            &mut redis,
+            streams.as_slice(),
+            from.as_slice(),
+            &options,
+        )
+        .await?;
+        for stream in read.map(|r| r.keys).unwrap_or_default() {
+            let Some(at) = streams.iter().position(|s| *s == stream.key) else {
+                continue;
+            };
+            for entry in stream.ids {
+                from[at] = entry.id.clone();
+                let sealed: Option<Vec<u8>> = entry.get("m");
+                let opened = sealed.map(|m| replicas.opened::<Envelope>(&stream.key, &m));
+                match opened {
+                    Some(Ok(envelope)) => hand_over(replicas, envelope, deliver),
+                    Some(Err(e)) => tracing::warn!(error = %e, "a message of the bus was refused"),
+                    None => {}
+                }
+            }
         }
     }
-    Ok(())
+}
+
+/// The id of `stream`'s last entry (`0-0` if it has none).
+async fn last_entry(
+    redis: &mut redis::aio::MultiplexedConnection,
+    stream: &str,
+) -> Result<String, redis::RedisError> {
+    let last: redis::streams::StreamRangeReply = redis::cmd("XREVRANGE")
+        .arg(stream)
+        .arg("+")
+        .arg("-")
+        .arg("COUNT")
+        .arg(1)
+        .query_async(redis)
+        .await?;
+    Ok(last
+        .ids
+        .first()
+        .map_or_else(|| "0-0".to_owned(), |e| e.id.clone()))
+}
+
+fn hand_over(replicas: &Replicas, envelope: Envelope, deliver: &mpsc::Sender<Envelope>) {
+    if envelope.from() == Some(&*replicas.me) {
+        return;
+    }
+    if deliver.try_send(envelope).is_err() {
+        tracing::warn!("a message of the replicas' bus was dropped: its queue is full");
+    }
 }

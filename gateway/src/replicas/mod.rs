@@ -210,30 +210,54 @@ impl Replicas {
         Ok(())
     }
 
-    /// Tells every other replica `envelope` (one hop, no answer): how many others listened.
-    pub async fn publish(&self, envelope: &Envelope) -> Result<usize, StoreError> {
-        let channel = self.name("bus", "all");
-        let sealed = self.sealed(&channel, envelope)?;
-        let mut redis = self.redis.clone();
-        let listening: usize = redis::cmd("PUBLISH")
-            .arg(&channel)
-            .arg(sealed)
-            .query_async(&mut redis)
-            .await?;
-        Ok(listening.saturating_sub(1))
+    /// Adds `envelope` to the bus stream `stream` (trimmed to about `bus::KEPT` entries). A
+    /// connection that broke fails the first command after it and is made again meanwhile:
+    /// the message is tried three times, 100 and 200 ms apart, before it is given up.
+    async fn add(&self, stream: &str, envelope: &Envelope) -> Result<(), StoreError> {
+        let sealed = self.sealed(stream, envelope)?;
+        let mut wait = Duration::from_millis(100);
+        let mut tries = 1;
+        loop {
+            let mut redis = self.redis.clone();
+            let added = redis::cmd("XADD")
+                .arg(stream)
+                .arg("MAXLEN")
+                .arg("~")
+                .arg(bus::KEPT)
+                .arg("*")
+                .arg("m")
+                .arg(&sealed)
+                .query_async::<()>(&mut redis)
+                .await;
+            match added {
+                Ok(()) => return Ok(()),
+                Err(e) if tries == 3 => return Err(e.into()),
+                Err(_) => {
+                    tokio::time::sleep(wait).await;
+                    (wait, tries) = (wait * 2, tries + 1);
+                }
+            }
+        }
     }
 
-    /// Tells replica `to` only `envelope` (one hop, no answer): whether it was listening.
+    /// Tells every other replica `envelope` (one hop, no answer): how many others are alive to
+    /// read it.
+    pub async fn publish(&self, envelope: &Envelope) -> Result<usize, StoreError> {
+        self.add(&self.name("stream", "all"), envelope).await?;
+        let mut alive = 0;
+        for other in self.others().await? {
+            alive += usize::from(self.alive(&other).await?);
+        }
+        Ok(alive)
+    }
+
+    /// Tells replica `to` only `envelope` (one hop, no answer): whether it is alive to read it.
     pub async fn publish_to(&self, to: &str, envelope: &Envelope) -> Result<bool, StoreError> {
-        let channel = self.name("bus", to);
-        let sealed = self.sealed(&channel, envelope)?;
-        let mut redis = self.redis.clone();
-        let listening: usize = redis::cmd("PUBLISH")
-            .arg(&channel)
-            .arg(sealed)
-            .query_async(&mut redis)
-            .await?;
-        Ok(listening > 0)
+        if !self.alive(to).await? {
+            return Ok(false);
+        }
+        self.add(&self.name("stream", to), envelope).await?;
+        Ok(true)
     }
 
     /// The other replicas listed (alive or not yet settled).
@@ -296,6 +320,7 @@ impl Replicas {
             .cmd("DEL")
             .arg(self.name("owed", &self.me))
             .arg(self.name("alive", &self.me))
+            .arg(self.name("stream", &self.me))
             .ignore()
             .cmd("SREM")
             .arg(self.name("replicas", "all"))

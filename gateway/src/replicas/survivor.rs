@@ -101,6 +101,7 @@ async fn settle_the_dead(replicas: &Replicas) -> Result<(), StoreError> {
         redis::pipe()
             .cmd("DEL")
             .arg(&place)
+            .arg(replicas.name("stream", other))
             .ignore()
             .cmd("SREM")
             .arg(&listed)

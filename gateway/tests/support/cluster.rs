@@ -105,6 +105,14 @@ impl Cluster {
         }
     }
 
+    /// The replicas' Redis (`redis://…`).
+    pub fn redis_url(&self) -> String {
+        self.redis
+            .as_ref()
+            .map(redis::Redis::url)
+            .unwrap_or_default()
+    }
+
     /// Stops the replicas' Redis.
     pub fn stop_redis(&mut self) {
         self.redis = None;
