@@ -2,17 +2,19 @@
 //! 2025-11-25 session, and what a replica that dies owed upstream is settled by another.
 //!
 //! - **Session records** (`record.rs`): what a request needs to be served anywhere (owner,
-//!   version, capabilities, log level), written when the session opens, read by a replica that
-//!   has no copy of it yet (it makes one, `http/adopt.rs`), its expiry pushed back to the idle
-//!   limit by every request, removed when the session is closed. Sealed with the replicas'
-//!   shared key (`seal.rs`), under ids as unguessable as before.
+//!   version, capabilities, log level, subscriptions), written when the session opens, read by
+//!   a replica that has no copy of it yet (it makes one, `http/replicated.rs`), its expiry
+//!   pushed back to the idle limit as the session is used, removed when it is closed. Sealed
+//!   with the replicas' shared key (`seal.rs`), under ids as unguessable as before. A user's
+//!   sessions are counted here too, across the replicas.
 //! - **The bus** (`bus.rs`): what must reach the replica holding something of a session: the
 //!   client's cancel of a call made elsewhere, its answer to a server's request asked
-//!   elsewhere, the session's close. One Redis channel, one hop, every message sealed, each
-//!   replica's queue of them bounded.
-//! - **Leases** (`survivor.rs`): a replica renews its lease while it lives. Before a call is
+//!   elsewhere, the session's close or change, a request relayed where its call or task is
+//!   and that request's messages back. Redis streams read from where each replica stopped, one
+//!   hop, every message sealed, each replica's queue of them bounded.
+//! - **Leases** (`survivor.rs`): a replica says it is alive while it lives. Before a call is
 //!   written to an HTTP upstream server that keeps sessions, the replica records it
-//!   (`OwedCall`) and removes the record when the call ends; when a replica's lease lapses, one
+//!   (`OwedCall`) and removes the record when the call ends; when a replica's word lapses, one
 //!   survivor sends the cancel of every call it left there, then ends those upstream sessions.
 //!
 //! Without `--replicas` none of this runs: a single gateway keeps its sessions in its own
