@@ -219,12 +219,14 @@ fn haproxy_binary() -> PathBuf {
 }
 
 /// HAProxy on `port`, sending each request to the next of `gateways` in turn (a down one
-/// skipped: it checks each every 100 ms, and sends a request refused by a dead one to another).
+/// skipped: it checks each every 100 ms, takes one as down after three failed checks, so that
+/// a busy machine's slow answer does not take a replica out of turn, and sends a request
+/// refused by a dead one to another meanwhile).
 fn haproxy(dir: &std::path::Path, port: u16, gateways: &[(String, u16)]) -> Killed {
     let servers: String = gateways
         .iter()
         .map(|(name, port)| {
-            format!("  server {name} 127.0.0.1:{port} check inter 100ms fall 1 rise 2\n")
+            format!("  server {name} 127.0.0.1:{port} check inter 100ms fall 3 rise 2\n")
         })
         .collect();
     let config = format!(
