@@ -30,29 +30,35 @@ impl Drop for Redis {
     }
 }
 
-fn find() -> Option<PathBuf> {
-    let path = std::env::var_os("PATH")?;
+/// Where `program` is: on `PATH`, else in `/usr/sbin` or `/usr/bin`.
+fn find(program: &str) -> Option<PathBuf> {
+    let path = std::env::var_os("PATH").unwrap_or_default();
     std::env::split_paths(&path)
-        .map(|dir| dir.join("redis-server"))
-        .chain([PathBuf::from("/usr/bin/redis-server")])
+        .chain([PathBuf::from("/usr/sbin"), PathBuf::from("/usr/bin")])
+        .map(|dir| dir.join(program))
         .find(|candidate| candidate.exists())
 }
 
-/// The `redis-server` binary, installed from Debian's packages if missing.
-pub fn binary() -> PathBuf {
-    if let Some(found) = find() {
+/// Debian's `program` (of `package`), installed from Debian's packages if missing.
+pub fn debian(program: &str, package: &str) -> PathBuf {
+    if let Some(found) = find(program) {
         return found;
     }
-    let install = "apt-get install -y --no-install-recommends redis-server";
+    let install = format!("apt-get install -y --no-install-recommends {package}");
     let status = Command::new("sh")
         .args(["-c", &format!("apt-get update -qq && {install}")])
         .env("DEBIAN_FRONTEND", "noninteractive")
         .status();
     assert!(
         status.is_ok_and(|s| s.success()),
-        "redis-server is needed: `{install}` failed (it needs root and Debian's repositories)"
+        "{program} is needed: `{install}` failed (it needs root and Debian's repositories)"
     );
-    find().expect("redis-server after installing it")
+    find(program).unwrap_or_else(|| panic!("{program} after installing {package}"))
+}
+
+/// The `redis-server` binary, installed from Debian's packages if missing.
+pub fn binary() -> PathBuf {
+    debian("redis-server", "redis-server")
 }
 
 /// Starts a server and waits until it answers `PING`.

@@ -254,12 +254,14 @@ async fn post(
         }
     }
     // With replicas, a `tasks/list` gathers every replica's part of the session's tasks.
-    let lists_tasks = gateway.replicas.clone().zip(match &message {
-        Incoming::Request(asked) if asked.method == Method::Routed(Routed::Task(Task::List)) => {
-            Some(asked.clone())
+    let lists_tasks = match (&gateway.replicas, &message) {
+        (Some(replicas), Incoming::Request(asked))
+            if asked.method == Method::Routed(Routed::Task(Task::List)) =>
+        {
+            Some((replicas.clone(), asked.clone()))
         }
         _ => None,
-    });
+    };
     // On the session's own worker, directly; from another, through its handle.
     let messages = match session::here(named) {
         Some(session) => Ok(session.exchange(message, caller)),

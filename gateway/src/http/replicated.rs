@@ -62,10 +62,18 @@ pub async fn exchange(
     id: &str,
     caller: &Arc<Caller>,
 ) -> Result<Exchange, HttpResponse> {
-    if let Some(exchange) = Exchange::begin(gateway, id, &caller.owner) {
-        let due = gateway
-            .table()
-            .due_for_record(id, Instant::now(), RECORD_EVERY);
+    // The copy's handle and whether its record is due, under one lock of the table.
+    let begun = {
+        let (mut table, now) = (gateway.table(), Instant::now());
+        let handle = table.begin(id, &caller.owner, now);
+        handle.map(|handle| (handle, table.due_for_record(id, now, RECORD_EVERY)))
+    };
+    if let Some((handle, due)) = begun {
+        let exchange = Exchange {
+            sessions: gateway.sessions.clone(),
+            id: id.to_owned(),
+            handle,
+        };
         if due {
             let (replicas, sessions) = (replicas.clone(), gateway.sessions.clone());
             let (id, caller) = (id.to_owned(), caller.clone());

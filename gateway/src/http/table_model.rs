@@ -239,20 +239,33 @@ impl Model {
         let held = self.held_by(by);
         match self.table.open(id.clone(), owner(by), nth, self.now) {
             Ok(()) => {
-                prop_assert!(self.known.len() < LIMITS.sessions);
-                prop_assert!(by == 0 || held < LIMITS.per_owner);
-                let entry = Known {
-                    owner: by,
-                    last_seen: self.now,
-                    busy: 0,
-                };
-                self.known.insert(nth, entry);
+                self.admitted(nth, by, held, 0)?;
                 self.opened.push(id);
             }
             Err(Full::Table(_)) => prop_assert_eq!(self.known.len(), LIMITS.sessions),
             Err(Full::Owner(_)) => prop_assert!(by != 0 && held == LIMITS.per_owner),
             Err(Full::Stopping) => prop_assert!(false, "not stopping"),
         }
+        Ok(())
+    }
+
+    /// Session `nth` entered the table as owner `by`'s (who held `held` before), with `busy`
+    /// exchanges under way: there was room for it.
+    fn admitted(
+        &mut self,
+        nth: usize,
+        by: usize,
+        held: usize,
+        busy: u32,
+    ) -> Result<(), TestCaseError> {
+        prop_assert!(self.known.len() < LIMITS.sessions);
+        prop_assert!(by == 0 || held < LIMITS.per_owner);
+        let entry = Known {
+            owner: by,
+            last_seen: self.now,
+            busy,
+        };
+        self.known.insert(nth, entry);
         Ok(())
     }
 
@@ -376,14 +389,7 @@ impl Model {
             }
             (Ok(Some((found, made))), None) => {
                 prop_assert_eq!((found, made), (nth, true));
-                prop_assert!(self.known.len() < LIMITS.sessions);
-                prop_assert!(by == 0 || held < LIMITS.per_owner);
-                let entry = Known {
-                    owner: by,
-                    last_seen: self.now,
-                    busy: 1,
-                };
-                self.known.insert(nth, entry);
+                self.admitted(nth, by, held, 1)?;
                 self.copied.insert(nth);
             }
             (Ok(None), _) => prop_assert!(false, "its owner found nothing"),

@@ -9,7 +9,6 @@
 use std::{
     io::BufRead as _,
     net::TcpListener,
-    path::PathBuf,
     process::{Child, Command, Stdio},
     time::{Duration, Instant},
 };
@@ -195,29 +194,6 @@ fn gateway(upstreams: &Upstreams, redis: &str, more: &[String]) -> (Killed, u16)
     (Killed(child), port)
 }
 
-/// Debian's `haproxy`, installed from Debian's packages if missing.
-fn haproxy_binary() -> PathBuf {
-    let find = || {
-        ["/usr/sbin/haproxy", "/usr/bin/haproxy"]
-            .into_iter()
-            .map(PathBuf::from)
-            .find(|p| p.exists())
-    };
-    if let Some(found) = find() {
-        return found;
-    }
-    let install = "apt-get install -y --no-install-recommends haproxy";
-    let status = Command::new("sh")
-        .args(["-c", &format!("apt-get update -qq && {install}")])
-        .env("DEBIAN_FRONTEND", "noninteractive")
-        .status();
-    assert!(
-        status.is_ok_and(|s| s.success()),
-        "haproxy is needed: `{install}` failed (it needs root and Debian's repositories)"
-    );
-    find().expect("haproxy after installing it")
-}
-
 /// HAProxy on `port`, sending each request to the next of `gateways` in turn (a down one
 /// skipped: it checks each every 100 ms, takes one as down after three failed checks, so that
 /// a busy machine's slow answer does not take a replica out of turn, and sends a request
@@ -237,7 +213,7 @@ fn haproxy(dir: &std::path::Path, port: u16, gateways: &[(String, u16)]) -> Kill
     );
     let path = dir.join("haproxy.cfg");
     std::fs::write(&path, config).expect("the HAProxy config is written");
-    let child = Command::new(haproxy_binary())
+    let child = Command::new(redis::debian("haproxy", "haproxy"))
         .arg("-db")
         .arg("-f")
         .arg(&path)
